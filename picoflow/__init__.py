@@ -1,0 +1,54 @@
+"""picoflow: step-based conversational agents on LangChain.
+
+A flow is a registry of steps; each step has a prompt, `@tool` methods and its own durable
+state; tools move between steps by returning `go`, `stay` or `direct`; the engine saves the
+whole session atomically at the end of every turn.
+"""
+
+from __future__ import annotations
+
+from .engine import FlowEngine, TurnResult
+from .errors import (
+    FlowDefinitionError,
+    PicoflowError,
+    SessionConflictError,
+    SessionNotFoundError,
+    StoreError,
+    ToolLoopError,
+)
+from .flow import Flow
+from .memory import SummaryConfig
+from .models import ModelLike, ModelSpec
+from .step import EndStep, Step
+from .tools import tool
+from .transitions import ToolResult, direct, go, stay
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # flow.py, step.py
+    "Flow",
+    "Step",
+    "EndStep",
+    # tools.py, transitions.py
+    "tool",
+    "go",
+    "stay",
+    "direct",
+    "ToolResult",
+    # engine.py
+    "FlowEngine",
+    "TurnResult",
+    # models.py, memory.py
+    "ModelSpec",
+    "ModelLike",
+    "SummaryConfig",
+    # errors.py
+    "PicoflowError",
+    "FlowDefinitionError",
+    "SessionConflictError",
+    "SessionNotFoundError",
+    "StoreError",
+    "ToolLoopError",
+    "__version__",
+]

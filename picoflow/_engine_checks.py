@@ -1,0 +1,115 @@
+"""What `FlowEngine(...)` checks before any turn runs (F5), and what `run` checks first (E2).
+
+Every mistake a flow definition can make that would otherwise surface on the tenth turn of a
+live conversation is found here, with a message that says what to change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import FlowDefinitionError
+from .flow import Flow
+from .models import ProviderRegistry, parse_model
+from .session import is_session_id
+from .tools import collect_tools
+
+__all__ = ["check_flow", "turn_input_problem"]
+
+
+def check_flow(flow_class: Any, registry: ProviderRegistry, known: dict[str, type[Flow]]) -> None:
+    """Raise FlowDefinitionError naming the first problem of a flow class, if any."""
+    if not (isinstance(flow_class, type) and issubclass(flow_class, Flow)):
+        raise FlowDefinitionError(
+            f"FlowEngine(flows=...) takes Flow subclasses, got {flow_class!r}."
+        )
+    name = flow_class.name
+    if name in known:
+        raise FlowDefinitionError(
+            f"Two flows are named '{name}'; flow names are stored in sessions and must be "
+            "unique. Set a different `name` class attribute on one of them."
+        )
+    flow = _build(flow_class)
+    _check_rounds(flow)
+    _check_models(flow, registry)
+    for step in flow.steps.values():
+        collect_tools(type(step))
+    initial = flow.initial_step()
+    if initial is not None:
+        flow.get_step(initial)
+    _check_memory(flow, registry)
+
+
+def _build(flow_class: type[Flow]) -> Flow:
+    """Construct the flow and collect its steps; ValueErrors (M1, M3) name the flow."""
+    try:
+        flow = flow_class()
+        flow.steps  # noqa: B018 - collecting the steps is the check
+    except (ValueError, TypeError) as exc:
+        raise FlowDefinitionError(f"{flow_class.name}: {exc}") from exc
+    return flow
+
+
+def _check_rounds(flow: Flow) -> None:
+    rounds = flow.max_tool_rounds
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+        raise FlowDefinitionError(
+            f"{flow.name}.max_tool_rounds must be a positive integer, got {rounds!r}."
+        )
+
+
+def _check_models(flow: Flow, registry: ProviderRegistry) -> None:
+    default = flow.config_model()
+    if default is not None:
+        default = parse_model(default, f"{flow.name}.config_model()")
+        registry.check(default, f"{flow.name}.config_model()")
+    for step in flow.steps.values():
+        if step._model is not None:
+            registry.check(step._model, f"{flow.name}.{step.name}.use_model()")
+        elif default is None:
+            raise FlowDefinitionError(
+                f"{flow.name}.{step.name} has no model: define config_model() on the flow "
+                "(e.g. return 'openai:gpt-4o') or call .use_model(...) on the step."
+            )
+
+
+def _check_memory(flow: Flow, registry: ProviderRegistry) -> None:
+    memory = flow.get_memory()
+    used = {step.namespace for step in flow.steps.values()}
+    for namespace in memory.enabled_namespaces:
+        if namespace not in used:
+            raise FlowDefinitionError(
+                f"{flow.name} enables summaries for namespace '{namespace}', but no step uses "
+                f"it (namespaces in use: {', '.join(sorted(used))}). Fix the name or call "
+                f".use_memory('{namespace}') on a step."
+            )
+    if memory.enabled_namespaces and memory.summary_model is None:
+        raise FlowDefinitionError(
+            f"{flow.name} enables summaries but sets no summary model. Call "
+            "get_memory().set_summary_model('openai:gpt-4o-mini') in the flow's __init__."
+        )
+    if memory.summary_model is not None:
+        registry.check(memory.summary_model, f"{flow.name}.get_memory().set_summary_model()")
+
+
+def turn_input_problem(
+    flows: dict[str, type[Flow]],
+    flow_name: Any,
+    message: Any,
+    session_id: Any,
+    config: Any,
+) -> str | None:
+    """Why a run request cannot even start (E2), or None. Nothing is read or written."""
+    if flow_name not in flows:
+        registered = ", ".join(flows) or "none"
+        return f"Unknown flow {flow_name!r}. Registered flows: {registered}."
+    if not isinstance(message, str):
+        return f"The message must be a string, got {type(message).__name__}."
+    if session_id is not None and not is_session_id(session_id):
+        return (
+            "Invalid session id: pass the session_id returned by an earlier turn (16 to 128 "
+            "letters, digits, '-' or '_'), or None to start a new session."
+        )
+    if config is not None and not isinstance(config, dict):
+        return f"config must be a JSON object (dict), got {type(config).__name__}."
+    return None

@@ -1,0 +1,48 @@
+"""The S5 rule: state and context hold JSON, checked when saved, not at the end of the turn."""
+
+from __future__ import annotations
+
+import math
+from datetime import date, datetime, time
+from typing import Any
+
+__all__ = ["to_json"]
+
+
+def to_json(value: Any, where: str = "value") -> Any:
+    """Return `value` as plain JSON, or raise `TypeError` naming the offending path.
+
+    `datetime`, `date` and `time` become ISO strings (they read back as strings, S5); tuples
+    become lists. Everything else that JSON cannot hold is refused *now*, so the mistake points
+    at the `save_state` call that made it instead of a failed save at the end of the turn.
+
+    >>> to_json({"at": date(2026, 7, 1), "n": (1, 2)})
+    {'at': '2026-07-01', 'n': [1, 2]}
+    """
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        raise TypeError(_refusal(where, value, "NaN and infinity are not JSON"))
+    if isinstance(value, (datetime, date, time)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {_key(k, where): to_json(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    raise TypeError(_refusal(where, value, f"a {type(value).__name__} is not JSON"))
+
+
+def _key(key: Any, where: str) -> str:
+    if isinstance(key, str):
+        return key
+    raise TypeError(_refusal(where, key, f"keys must be strings, not {type(key).__name__}"))
+
+
+def _refusal(where: str, value: Any, why: str) -> str:
+    return (
+        f"Cannot save {where} = {value!r}: {why}. State and context must be JSON "
+        "(dict, list, str, int, finite float, bool, None; datetimes are stored as ISO strings). "
+        "Convert the value first, e.g. with model.model_dump(mode='json')."
+    )

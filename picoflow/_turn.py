@@ -1,0 +1,286 @@
+"""One turn: call the model, answer its tool calls, apply the transition, until there is a reply.
+
+The loop reads as its named steps: `_call_model` -> `_run_tool_calls` -> `_apply`. Everything it
+changes lives on the flow object, which the engine saves only if the turn succeeds (P3).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from pydantic import ValidationError
+
+from .errors import ToolLoopError
+from .flow import Flow
+from .memory import request_messages
+from .models import ModelSpec, ProviderRegistry
+from .step import Step
+from .tools import ToolSpec, collect_tools
+from .transitions import ToolResult
+
+__all__ = [
+    "TurnContext",
+    "run_turn",
+    "tools_of",
+    "message_text",
+    "add_usage",
+    "append_message",
+]
+
+logger = logging.getLogger("picoflow.turn")
+
+
+@dataclass(slots=True)
+class TurnContext:
+    """What a turn needs besides the flow: models, and what it has used so far."""
+
+    registry: ProviderRegistry
+    default_model: ModelSpec | BaseChatModel | None
+    usage: dict[str, dict[str, int]]
+    extra_tools: Callable[[Step], list[tuple[ToolSpec, Callable[..., Any]]]] | None = None
+    model_calls: int = 0
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Outcome:
+    content: str
+    status: str
+    result: ToolResult | None
+
+
+def message_text(message: BaseMessage) -> str:
+    """The plain text of a message, whatever shape its content has."""
+    return str(message.text)
+
+
+def add_usage(usage: dict[str, dict[str, int]], kind: str, message: BaseMessage) -> None:
+    """Add a reply's token counts to the `kind` counters (`model` or `summary`, M10)."""
+    counters = usage[kind]
+    counters["calls"] += 1
+    meta = getattr(message, "usage_metadata", None) or {}
+    for key in ("input_tokens", "output_tokens", "total_tokens"):
+        counters[key] += int(meta.get(key, 0) or 0)
+
+
+def tools_of(step: Step, ctx: TurnContext) -> dict[str, tuple[ToolSpec, Callable[..., Any]]]:
+    """The tools a step exposes right now: its `@tool` methods plus built-ins it opted into."""
+    exposed = {spec.name: (spec, getattr(step, spec.method_name)) for spec in _specs(type(step))}
+    if ctx.extra_tools is not None:
+        for spec, handler in ctx.extra_tools(step):
+            exposed.setdefault(spec.name, (spec, handler))
+    return exposed
+
+
+_SPEC_CACHE: dict[type, list[ToolSpec]] = {}
+
+
+def _specs(step_class: type) -> list[ToolSpec]:
+    specs = _SPEC_CACHE.get(step_class)
+    if specs is None:
+        specs = _SPEC_CACHE[step_class] = collect_tools(step_class)
+    return specs
+
+
+async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
+    """Run the current step until it replies; return the reply text (R3-R7)."""
+    step = flow.current_step
+    if message:
+        append_message(step, HumanMessage(message))
+    for _ in range(flow.max_tool_rounds):
+        reply = await _call_model(step, ctx)
+        if not reply.tool_calls:
+            append_message(step, reply)
+            return message_text(reply)
+        outcomes = [await _run_tool_call(step, call, ctx) for call in reply.tool_calls]
+        step, text = await _apply(flow, step, reply, outcomes)
+        if text is not None:
+            return text
+    raise ToolLoopError(flow.name, step.name, flow.max_tool_rounds)
+
+
+def model_config(flow: Flow, step: Step, purpose: str) -> dict[str, Any]:
+    """LangChain run metadata and tags, so any callback handler can attribute the call (E3)."""
+    metadata = {
+        "picoflow_session_id": flow.get_session_id(),
+        "picoflow_flow": flow.name,
+        "picoflow_step": step.name,
+        "picoflow_namespace": step.namespace,
+        "picoflow_purpose": purpose,
+    }
+    tags = ["picoflow", f"picoflow:{purpose}", f"picoflow:step:{step.name}"]
+    return {"metadata": metadata, "tags": tags, "run_name": f"{flow.name}.{step.name}"}
+
+
+async def _call_model(step: Step, ctx: TurnContext) -> AIMessage:
+    flow = step.flow
+    record = flow.get_memory().space(step.namespace)
+    system = SystemMessage(step.get_prompt(), id=step.gen_message_id())
+    record.messages[0] = system  # M2: the system slot is rewritten before every call
+    tools = tools_of(step, ctx)
+    model = ctx.registry.resolve(step._model or _require(ctx.default_model, flow, step))
+    runnable = model.bind_tools([spec.schema for spec, _ in tools.values()]) if tools else model
+    ctx.model_calls += 1
+    logger.info(
+        "model call %d in %s.%s",
+        ctx.model_calls,
+        flow.name,
+        step.name,
+        extra={
+            "session_id": flow.get_session_id(),
+            "step": step.name,
+            "namespace": step.namespace,
+        },
+    )
+    result = await runnable.ainvoke(
+        request_messages(record, system), config=model_config(flow, step, "reply")
+    )
+    add_usage(ctx.usage, "model", result)
+    return _restamp(step, result)
+
+
+def _require(model: ModelSpec | BaseChatModel | None, flow: Flow, step: Step) -> Any:
+    if model is None:  # the engine refuses such flows at start; this guards direct use
+        raise ValueError(f"{flow.name}.{step.name} has no model: define config_model().")
+    return model
+
+
+def _restamp(step: Step, result: BaseMessage) -> AIMessage:
+    """Attribute the reply to the step (T5) and give every tool call an id (R6 needs one)."""
+    calls = [
+        call if call.get("id") else {**call, "id": f"call_{secrets.token_hex(6)}"}
+        for call in getattr(result, "tool_calls", None) or []
+    ]
+    if not isinstance(result, AIMessage):
+        return AIMessage(message_text(result), id=step.gen_message_id())
+    return AIMessage(
+        content=result.content,
+        tool_calls=calls,
+        additional_kwargs={k: v for k, v in result.additional_kwargs.items() if k != "tool_calls"},
+        response_metadata=result.response_metadata,
+        usage_metadata=result.usage_metadata,
+        id=step.gen_message_id(),
+    )
+
+
+async def _run_tool_call(step: Step, call: dict[str, Any], ctx: TurnContext) -> _Outcome:
+    """Answer one tool call; whatever happens, the model gets exactly one result (R6)."""
+    name = call.get("name", "")
+    tools = tools_of(step, ctx)
+    extra = {"session_id": step.flow.get_session_id(), "step": step.name, "tool": name}
+    logger.info("tool call %s in %s", name, step.name, extra=extra)
+    if name not in tools:
+        known = ", ".join(tools) or "none"
+        return _Outcome(f"Error: no such tool '{name}'. Available tools: {known}.", "error", None)
+    spec, handler = tools[name]
+    try:
+        kwargs = spec.validate(call.get("args") or {})
+    except ValidationError as exc:
+        return _Outcome(
+            f"Error: invalid arguments for tool '{name}': {exc}\nCall it again with corrected "
+            "arguments.",
+            "error",
+            None,
+        )
+    try:
+        result = handler(kwargs.pop("__model__")) if spec.pass_model else handler(**kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+    except Exception as exc:  # R6: a handler that raises becomes a tool result, not a crash
+        logger.exception("tool %s raised in %s", name, step.name, extra=extra)
+        return _Outcome(f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}", "error", None)
+    return _interpret(name, result, extra)
+
+
+def _interpret(name: str, result: Any, extra: dict[str, Any]) -> _Outcome:
+    """Map a handler's return value to the tool-result text and a transition (R2)."""
+    if result is None:
+        return _Outcome("ok", "success", None)
+    if isinstance(result, str):
+        return _Outcome(result or "ok", "success", None)
+    if isinstance(result, ToolResult):
+        return _Outcome(result.feedback or "ok", "success", result)
+    logger.error("tool %s returned %r", name, result, extra=extra)
+    return _Outcome(
+        f"Error: tool '{name}' returned a {type(result).__name__}, which is not a tool result. "
+        "The handler must return None, a str, stay(), go() or direct().",
+        "error",
+        None,
+    )
+
+
+async def _apply(
+    flow: Flow, source: Step, reply: AIMessage, outcomes: list[_Outcome]
+) -> tuple[Step, str | None]:
+    """Store the exchange and apply the response's last transition (R4: the last one wins).
+
+    Returns the step whose model runs next and, when the turn is over (R5), the reply text.
+    """
+    results = [
+        ToolMessage(o.content, tool_call_id=call["id"], name=call["name"], status=o.status)
+        for o, call in zip(outcomes, reply.tool_calls, strict=True)
+    ]
+    transition = next((o.result for o in reversed(outcomes) if o.result is not None), None)
+    if transition is None or transition.kind == "stay":
+        _extend(source, [reply, *results])
+        return source, None
+    if transition.kind == "direct":
+        return source, _direct(flow, source, [reply, *results], transition)
+    destination = flow.get_step(transition.target)  # type: ignore[arg-type]
+    moved = await flow.goto(type(destination))
+    if transition.prompt is not None:
+        destination.save_state({"_prompt": transition.prompt})
+    if transition.state:
+        destination.save_state(transition.state)
+    if transition.content_type:
+        flow._content_type = transition.content_type
+    _extend(source, [reply, *results])
+    return destination, await _deliver(flow, source, destination, transition, moved)
+
+
+def _direct(flow: Flow, step: Step, exchange: list[BaseMessage], transition: ToolResult) -> str:
+    text = transition.text or ""
+    _extend(step, [*exchange, AIMessage(text, additional_kwargs={"direct": True})])
+    if transition.content_type:
+        flow._content_type = transition.content_type
+    return text
+
+
+async def _deliver(
+    flow: Flow, source: Step, destination: Step, transition: ToolResult, moved: bool
+) -> str | None:
+    """Hand the forwarded message to the destination (through on_crossing on a real move)."""
+    forwarded = transition.message
+    if isinstance(forwarded, str):
+        forwarded = HumanMessage(forwarded)
+    if moved:
+        forwarded = await flow._call_hook(destination.on_crossing, forwarded, source.name)
+    if forwarded is None:
+        return None
+    append_message(destination, forwarded)
+    if isinstance(forwarded, AIMessage) and forwarded.additional_kwargs.get("direct"):
+        return message_text(forwarded)
+    return None
+
+
+def append_message(step: Step, message: BaseMessage) -> None:
+    """Append to the step's namespace, attributed to the step (T5)."""
+    step.get_memory().append(_owned(step, message))
+
+
+def _extend(step: Step, messages: list[BaseMessage]) -> None:
+    step.get_memory().extend(_owned(step, m) for m in messages)
+
+
+def _owned(step: Step, message: BaseMessage) -> BaseMessage:
+    """A copy of the message attributed to `step` unless it already is (T5)."""
+    if isinstance(message.id, str) and message.id.startswith(f"{step.name}|"):
+        return message
+    return message.model_copy(update={"id": step.gen_message_id()})

@@ -1,0 +1,283 @@
+"""FlowEngine: runs turns of registered flows against a session store (E1-E4, P3-P5).
+
+A turn is atomic: the engine loads the session, runs the turn on a fresh flow object, and writes
+the document once at the end with a revision check. Anything that goes wrong before that write
+leaves the stored session exactly as it was, and the `TurnResult` says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ._engine_checks import check_flow, turn_input_problem
+from ._turn import TurnContext, append_message, run_turn
+from .errors import PicoflowError
+from .flow import Flow
+from .models import ProviderFactory, ProviderRegistry, parse_model
+from .session import (
+    check_schema,
+    dump_flow,
+    empty_usage,
+    is_expired,
+    is_session_id,
+    load_flow,
+    new_document,
+    new_session_id,
+)
+from .stores import Store
+from .stores.base import JSONDict
+
+__all__ = ["FlowEngine", "TurnResult"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """What one turn produced (E4). Branch on `success`, then read `completed`.
+
+    `error` names the error class when the turn failed (e.g. "SessionConflictError"), so a
+    server can map it to a status code without parsing the message.
+    """
+
+    session_id: str | None
+    message: str
+    success: bool
+    completed: bool
+    step: str | None
+    content_type: str = "text/plain"
+    warnings: list[str] = field(default_factory=list)
+    usage: dict[str, dict[str, int]] = field(default_factory=empty_usage)
+    error: str | None = None
+
+
+class FlowEngine:
+    """Runs flows; holds the store, the model providers and the per-session locks."""
+
+    def __init__(
+        self,
+        flows: Iterable[type[Flow]],
+        store: Store | None = None,
+        providers: Mapping[str, ProviderFactory] | None = None,
+        session_ttl: timedelta | float | None = None,
+    ) -> None:
+        self._registry = ProviderRegistry(providers)
+        self._flows: dict[str, type[Flow]] = {}
+        for flow_class in flows:
+            check_flow(flow_class, self._registry, self._flows)
+            self._flows[flow_class.name] = flow_class
+        self._store: Store = store if store is not None else _store_from_environment()
+        self._ttl = _as_ttl(session_ttl)
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    def flow_names(self) -> list[str]:
+        """The registered flow names."""
+        return list(self._flows)
+
+    @property
+    def store(self) -> Store:
+        """The session store this engine writes to."""
+        return self._store
+
+    async def run(
+        self,
+        flow_name: str,
+        message: str,
+        session_id: str | None = None,
+        config: dict[str, Any] | None = None,
+    ) -> TurnResult:
+        """Run one turn; never raises for run failures (they come back as success=False)."""
+        problem = turn_input_problem(self._flows, flow_name, message, session_id, config)
+        if problem is not None:
+            return _failure(session_id, problem, "ValueError")
+        async with self._lock(session_id):
+            try:
+                return await self._turn(self._flows[flow_name], message, session_id, config)
+            except PicoflowError as exc:
+                logger.warning("turn failed: %s", exc, extra={"session_id": session_id})
+                return _failure(session_id, str(exc), type(exc).__name__)
+            except Exception as exc:  # P3: any failure leaves the stored session untouched
+                logger.exception("turn failed", extra={"session_id": session_id})
+                return _failure(
+                    session_id,
+                    f"The turn failed and the session was not changed: {type(exc).__name__}: {exc}",
+                    type(exc).__name__,
+                )
+
+    async def get_session(self, session_id: str) -> JSONDict | None:
+        """The stored session document (P1), or None."""
+        if not is_session_id(session_id):
+            return None
+        return await self._store.load(session_id)
+
+    async def end_session(self, session_id: str) -> bool:
+        """Delete a session and its archive; True if it existed."""
+        if not is_session_id(session_id):
+            return False
+        async with self._lock(session_id):
+            return await self._store.delete(session_id)
+
+    async def aclose(self) -> None:
+        """Close the store's connections."""
+        await self._store.aclose()
+
+    # -- one turn -----------------------------------------------------------------------------
+
+    async def _turn(
+        self,
+        flow_class: type[Flow],
+        message: str,
+        session_id: str | None,
+        config: dict[str, Any] | None,
+    ) -> TurnResult:
+        doc = await self._load_usable(flow_class, session_id)
+        if doc is not None and not message.strip():
+            return _failure(
+                session_id,
+                "The message is empty. Send the user's text; an empty message only starts a "
+                "new session.",
+                "ValueError",
+            )
+        flow = flow_class()
+        context = self._context_for(flow)
+        fresh = doc is None
+        if doc is None:
+            doc = new_document(new_session_id(), flow_class.name, config)
+            load_flow(flow, doc)
+            await self._start(flow, message)
+        else:
+            load_flow(flow, doc)
+            _warn_if_config_changed(flow, doc, config)
+            await flow._call_hook(flow.current_step.on_restore)
+        reply = await run_turn(flow, message, context)
+        saved = await self._save(flow, doc, context, fresh)
+        return TurnResult(
+            session_id=saved["id"],
+            message=reply,
+            success=True,
+            completed=saved["run_status"] == "completed",
+            step=saved["current_step"],
+            content_type=flow._content_type,
+            warnings=list(flow._warnings),
+            usage=context.usage,
+        )
+
+    def _context_for(self, flow: Flow) -> TurnContext:
+        default = flow.config_model()
+        return TurnContext(
+            registry=self._registry,
+            default_model=parse_model(default, flow.name) if default is not None else None,
+            usage=empty_usage(),
+        )
+
+    async def _start(self, flow: Flow, message: str) -> None:
+        """A new session: the cursor enters the initial step and `on_start` runs (T3).
+
+        Without a first message, the step's `on_crossing` decides how the model is opened.
+        """
+        initial = flow.initial_step()
+        step = flow.get_step(initial) if initial is not None else next(iter(flow.steps.values()))
+        flow._current = step.name
+        flow._sequence.append(step.name)
+        await flow._call_hook(step.on_start)
+        if not message:
+            opener = await flow._call_hook(step.on_crossing, None, None)
+            if opener is not None:
+                append_message(step, opener)
+
+    async def _load_usable(self, flow_class: type[Flow], session_id: str | None) -> JSONDict | None:
+        """The stored session to continue, or None for a new one (P5)."""
+        if session_id is None:
+            return None
+        doc = await self._store.load(session_id)
+        if doc is None or doc.get("run_status") != "running":
+            return None
+        check_schema(doc)
+        if is_expired(doc, datetime.now(UTC)):
+            return None
+        if doc["flow"] != flow_class.name:
+            raise PicoflowError(
+                f"Session '{session_id}' belongs to flow '{doc['flow']}', not "
+                f"'{flow_class.name}'. Continue it with flow '{doc['flow']}', or omit the "
+                "session id to start a new session."
+            )
+        return doc
+
+    async def _save(self, flow: Flow, doc: JSONDict, context: TurnContext, fresh: bool) -> JSONDict:
+        """Write the turn once (P3): create a new session, or save against its revision."""
+        out = dump_flow(flow, doc, self._ttl, datetime.now(UTC))
+        totals = out["usage"] = {k: dict(v) for k, v in doc["usage"].items()}
+        for kind, counters in context.usage.items():
+            for key, value in counters.items():
+                totals[kind][key] = totals[kind].get(key, 0) + value
+        if fresh:
+            await self._store.create(out)
+        else:
+            out["revision"] = await self._store.save(out, doc["revision"])
+        return out
+
+    @asynccontextmanager
+    async def _lock(self, session_id: str | None) -> AsyncIterator[None]:
+        """Serialise turns of one session inside this process (P4)."""
+        if session_id is None:
+            yield
+            return
+        lock, users = self._locks.get(session_id, (asyncio.Lock(), 0))
+        self._locks[session_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[session_id]
+            if users == 1:
+                del self._locks[session_id]
+            else:
+                self._locks[session_id] = (lock, users - 1)
+
+
+def _failure(session_id: str | None, message: str, error: str) -> TurnResult:
+    return TurnResult(
+        session_id=session_id if is_session_id(session_id) else None,
+        message=message,
+        success=False,
+        completed=False,
+        step=None,
+        error=error,
+    )
+
+
+def _warn_if_config_changed(flow: Flow, doc: JSONDict, config: dict[str, Any] | None) -> None:
+    stored = doc["context"].get("config")
+    if config is not None and config != stored:
+        flow.add_warning(
+            "The config sent with this turn was ignored: a session's context is fixed when it "
+            "is created (F7). Start a new session to use a different config."
+        )
+
+
+def _as_ttl(ttl: timedelta | float | None) -> timedelta | None:
+    if ttl is None or isinstance(ttl, timedelta):
+        return ttl
+    if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
+        return timedelta(seconds=ttl)
+    raise ValueError(f"session_ttl must be a timedelta or a number of seconds > 0, got {ttl!r}.")
+
+
+def _store_from_environment() -> Store:
+    from .stores import MemoryStore, from_url
+
+    url = os.environ.get("PICOFLOW_STORE")
+    if url:
+        return from_url(url)
+    logger.warning(
+        "No store given and PICOFLOW_STORE is not set: using an in-process MemoryStore, so "
+        "sessions will not survive a restart."
+    )
+    return MemoryStore()

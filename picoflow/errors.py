@@ -1,0 +1,102 @@
+"""The errors picoflow raises, in three families.
+
+```
+PicoflowError
+ ├── FlowDefinitionError      a mistake in flow code; raised by FlowEngine(...) before any turn
+ ├── SessionConflictError     another writer saved the session first (revision check, P2/P4)
+ ├── SessionNotFoundError     the session id names no stored session
+ ├── StoreError               the store failed (server down, document too large, ...)
+ └── ToolLoopError            a turn exceeded max_tool_rounds model calls (R7)
+```
+
+Definition mistakes fail early, at `FlowEngine(...)`, `@tool` or `use_memory` (built-in
+`TypeError`/`ValueError` exactly where the SPEC names them: S5, M1, M3). Run failures carry the
+data a caller needs as attributes. Problems the *model* caused (unknown tool, invalid arguments,
+a handler that raised) are never raised: they become tool-result messages the model reads (R6).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PicoflowError",
+    "FlowDefinitionError",
+    "SessionConflictError",
+    "SessionNotFoundError",
+    "StoreError",
+    "ToolLoopError",
+]
+
+
+class PicoflowError(Exception):
+    """Base class of every error picoflow raises on purpose."""
+
+
+class FlowDefinitionError(PicoflowError):
+    """A flow, step or tool is defined in a way that can never work; fix the code."""
+
+
+class SessionConflictError(PicoflowError):
+    """A save was refused because the stored revision moved on (optimistic concurrency, P4).
+
+    Nothing was written. Reload the session and retry the turn, or report the conflict.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        expected_revision: int,
+        actual_revision: int | None,
+        message: str | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.expected_revision = expected_revision
+        self.actual_revision = actual_revision
+        super().__init__(
+            message
+            or (
+                f"Session '{session_id}' was saved by another writer: expected revision "
+                f"{expected_revision}, found {actual_revision}. Nothing was written; "
+                "reload the session and retry the turn."
+            )
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionConflictError(session_id={self.session_id!r}, "
+            f"expected_revision={self.expected_revision!r}, "
+            f"actual_revision={self.actual_revision!r})"
+        )
+
+
+class SessionNotFoundError(PicoflowError):
+    """The session id names no stored session (it was deleted, expired or never existed)."""
+
+    def __init__(self, session_id: str, message: str | None = None) -> None:
+        self.session_id = session_id
+        super().__init__(
+            message or f"Session '{session_id}' does not exist in the store; start a new session."
+        )
+
+    def __repr__(self) -> str:
+        return f"SessionNotFoundError(session_id={self.session_id!r})"
+
+
+class StoreError(PicoflowError):
+    """The session store failed; the message says what to check. Nothing was half-written."""
+
+
+class ToolLoopError(PicoflowError):
+    """A turn made more model calls than the flow's max_tool_rounds allows (R7)."""
+
+    def __init__(self, flow: str, step: str, rounds: int) -> None:
+        self.flow = flow
+        self.step = step
+        self.rounds = rounds
+        super().__init__(
+            f"{flow} made {rounds} model calls in one turn (step '{step}') without producing a "
+            "reply, the limit is max_tool_rounds. The session was left as it was before the turn; "
+            "check the step's tools for a stay() loop or raise max_tool_rounds on the flow."
+        )
+
+    def __repr__(self) -> str:
+        return f"ToolLoopError(flow={self.flow!r}, step={self.step!r}, rounds={self.rounds!r})"

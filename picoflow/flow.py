@@ -1,0 +1,196 @@
+"""Flow: the registry of a conversation's steps, its context, its memory and its cursor.
+
+A `Flow` subclass is built once per turn (F1): the engine constructs it, loads the session into
+it, runs the turn and saves it. Its constructor is therefore the place for per-flow setup that
+must hold on every turn, such as the compaction policy, and nothing slow.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import pydash
+
+from ._json import to_json
+from .errors import FlowDefinitionError
+from .memory import Memory
+from .models import ModelLike
+from .step import Step
+
+__all__ = ["Flow"]
+
+logger = logging.getLogger(__name__)
+
+StepRef = type[Step] | str
+
+
+class Flow:
+    """A conversation: subclass it, list its steps in `define_steps()`, give it a model.
+
+    Class attributes:
+        name: the persisted flow name (default: the class name).
+        max_tool_rounds: the most model calls one turn may make (R7).
+    """
+
+    name: ClassVar[str] = "Flow"
+    max_tool_rounds: ClassVar[int] = 8
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__:
+            cls.name = cls.__name__
+
+    def __init__(self) -> None:
+        self._memory = Memory()
+        self._steps: dict[str, Step] | None = None
+        self._states: dict[str, dict[str, Any]] = {}
+        self._context: dict[str, Any] = {"config": {}}
+        self._current: str | None = None
+        self._sequence: list[str] = []
+        self._session_id: str | None = None
+        self._completed = False
+        self._content_type = "text/plain"
+        self._warnings: list[str] = []
+
+    # -- what subclasses define ---------------------------------------------------------------
+
+    def define_steps(self) -> list[Step]:
+        """The step registry (not a sequence): one instance per Step class (F2)."""
+        raise FlowDefinitionError(
+            f"{type(self).__name__} defines no steps. Override define_steps() to return the "
+            "step instances, e.g. [ExploreStep(self), EndStep(self)]."
+        )
+
+    def initial_step(self) -> type[Step] | None:
+        """Where a new session starts; None means the first registered step (F3)."""
+        return None
+
+    def config_model(self) -> ModelLike | None:
+        """The default model of every step that does not `use_model` (F4)."""
+        return None
+
+    # -- registry -----------------------------------------------------------------------------
+
+    @property
+    def steps(self) -> dict[str, Step]:
+        """The registered steps by name, collected from `define_steps()` once per flow object."""
+        if self._steps is None:
+            self._steps = _collect(self)
+        return self._steps
+
+    def get_step(self, ref: StepRef) -> Step:
+        """The registered instance of a Step class (or name); FlowDefinitionError if absent."""
+        key = ref if isinstance(ref, str) else getattr(ref, "__name__", repr(ref))
+        step = self.steps.get(key)
+        if step is None or (not isinstance(ref, str) and type(step) is not ref):
+            raise FlowDefinitionError(
+                f"Step '{key}' is not registered in flow '{self.name}'. Add it to "
+                f"define_steps() (registered: {', '.join(self.steps)})."
+            )
+        return step
+
+    @property
+    def current_step(self) -> Step:
+        """The step the cursor is on."""
+        if self._current is None:
+            raise FlowDefinitionError(f"Flow '{self.name}' has no current step yet.")
+        return self.get_step(self._current)
+
+    def get_session_id(self) -> str | None:
+        """The id of the session this flow object is running."""
+        return self._session_id
+
+    def get_memory(self) -> Memory:
+        """The flow's memory: namespaces and compaction policy (M3)."""
+        return self._memory
+
+    # -- context (F7) -------------------------------------------------------------------------
+
+    def get_context(self, path: str | None = None) -> Any:
+        """The session context, or a dotted path in it (`"config.tenant.region"`)."""
+        return self._context if path is None else pydash.get(self._context, path)
+
+    def add_context(self, update: dict[str, Any]) -> None:
+        """Deep-merge into the context; persisted with the turn."""
+        pydash.merge(self._context, to_json(update, "context"))
+
+    def set_context(self, context: dict[str, Any]) -> None:
+        """Replace the context; persisted with the turn."""
+        self._context = to_json(dict(context), "context")
+
+    # -- cross-step state (F6) ----------------------------------------------------------------
+
+    def get_step_state(self, step: type[Step], path: str | None = None) -> Any:
+        """Another step's state, or a dotted path in it."""
+        return self.get_step(step).get_state(path)
+
+    def save_step_state(self, step: type[Step], update: dict[str, Any]) -> None:
+        """Save state on another step with the S2 rules."""
+        self.get_step(step).save_state(update)
+
+    def save_transient_step_state(self, step: type[Step], update: dict[str, Any]) -> None:
+        """Save transient state on another step (S4)."""
+        self.get_step(step).save_transient_state(update)
+
+    # -- cursor (F8) --------------------------------------------------------------------------
+
+    async def goto(self, step: StepRef) -> bool:
+        """Move the cursor; a move to the current step does nothing. True if it moved."""
+        target = self.get_step(step)
+        if target.name == self._current:
+            return False
+        if self._current is not None:
+            await self._call_hook(self.current_step.on_exit)
+        self._sequence.append(target.name)
+        self._current = target.name
+        await self._call_hook(target.on_enter)
+        return True
+
+    def add_warning(self, message: str) -> None:
+        """Record a warning on the session and in this turn's result."""
+        logger.warning("%s", message, extra={"session_id": self._session_id, "flow": self.name})
+        self._warnings.append(message)
+
+    # -- internals used by the engine and the turn loop ---------------------------------------
+
+    def _state_of(self, step_name: str) -> dict[str, Any]:
+        return self._states.setdefault(step_name, {})
+
+    def _mark_completed(self) -> None:
+        self._completed = True
+
+    async def _call_hook(self, hook: Callable[..., Any], *args: Any) -> Any:
+        """Hooks may be sync or async; this is the one place that tells them apart."""
+        result = hook(*args)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+def _collect(flow: Flow) -> dict[str, Step]:
+    steps = flow.define_steps()
+    if not isinstance(steps, (list, tuple)):
+        raise FlowDefinitionError(
+            f"{flow.name}.define_steps() must return a list of step instances, "
+            f"got {type(steps).__name__}."
+        )
+    registry: dict[str, Step] = {}
+    for step in steps:
+        if not isinstance(step, Step):
+            raise FlowDefinitionError(
+                f"{flow.name}.define_steps() returned {step!r}, which is not a Step instance. "
+                "Register instances, e.g. ExploreStep(self), not classes."
+            )
+        if step.name in registry:
+            raise FlowDefinitionError(
+                f"{flow.name} registers two steps named '{step.name}'; step names are stored "
+                "in sessions and must be unique. Rename one class or remove the duplicate "
+                "from define_steps()."
+            )
+        registry[step.name] = step
+    if not registry:
+        raise FlowDefinitionError(f"{flow.name}.define_steps() returned no steps.")
+    return registry

@@ -1,0 +1,187 @@
+"""Conversation memory: named histories shared by the steps that use them (M1-M3, M7).
+
+Each namespace is a list of LangChain messages whose index 0 is the system slot, rewritten from
+the executing step's `get_prompt()` before every model call (M2). A namespace may carry one
+rolling summary of the messages compaction evicted; it is injected into the *request* as a second
+system message, never into the stored history (M7). Compaction itself lives in `_compaction`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from .models import ModelLike, ModelSpec, parse_model
+
+__all__ = [
+    "Memory",
+    "Namespace",
+    "SummaryConfig",
+    "validate_namespace",
+    "request_messages",
+    "MEMORY_PREFIX",
+]
+
+MEMORY_PREFIX = "Conversation memory for this step:\n"
+_NAMESPACE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
+_RESERVED = frozenset({"__proto__", "constructor", "prototype"})
+
+
+def validate_namespace(namespace: Any) -> str:
+    """Return the namespace if it is valid (M1), else raise `ValueError` saying why.
+
+    Namespaces are persisted as keys of the session document and of the archive, so they are
+    restricted to names every store (and every JSON consumer) keeps unchanged.
+    """
+    if namespace in _RESERVED:
+        raise ValueError(
+            f"Invalid memory namespace {namespace!r}: '__proto__', 'constructor' and "
+            "'prototype' are reserved (they break JavaScript readers of the session). "
+            "Choose another name."
+        )
+    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+        raise ValueError(
+            f"Invalid memory namespace {namespace!r}: a namespace starts with a letter, then "
+            "letters, digits, '_' or '-', at most 128 characters (e.g. 'hotel-explore')."
+        )
+    return namespace
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class SummaryConfig:
+    """When compaction runs and what it keeps (M3).
+
+    A namespace is compacted at the end of a turn once its history (system slot included) has
+    `min_messages` messages (or, if `max_tokens` is set, that many approximate tokens); the
+    newest `recent_messages` stay verbatim. Keep `recent_messages` well below `min_messages` (a
+    quarter to a half): the margin is what stops compaction from running on every turn.
+    `background=True` returns the turn's reply first and summarises afterwards.
+    """
+
+    min_messages: int = 16
+    recent_messages: int = 8
+    background: bool = False
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if not _whole(self.min_messages) or self.min_messages < 8:
+            raise ValueError(
+                f"min_messages must be an integer of at least 8, got {self.min_messages!r}."
+            )
+        top = self.min_messages - 2
+        if not _whole(self.recent_messages) or not 1 <= self.recent_messages <= top:
+            raise ValueError(
+                f"recent_messages must be an integer from 1 to min_messages - 2 ({top}), "
+                f"got {self.recent_messages!r}."
+            )
+        if self.max_tokens is not None and (not _whole(self.max_tokens) or self.max_tokens < 1):
+            raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}.")
+
+
+@dataclass(slots=True)
+class Namespace:
+    """One history: messages (index 0 = system slot), its summary, and eviction bookkeeping."""
+
+    messages: list[BaseMessage] = field(default_factory=lambda: [SystemMessage("")])
+    summary: str | None = None
+    summary_generation: int = 0
+    archived: int = 0  # messages evicted so far; gives archive entries their original position
+    # id(message) -> (message, its stored dict): lets a save skip re-serialising old messages.
+    cache: dict[int, tuple[BaseMessage, dict[str, Any]]] = field(default_factory=dict, repr=False)
+
+
+class Memory:
+    """A flow's namespaces and its compaction policy; configure it in `Flow.__init__` (F1)."""
+
+    def __init__(self) -> None:
+        self._spaces: dict[str, Namespace] = {}
+        self._summary_model: ModelSpec | BaseChatModel | None = None
+        self._config = SummaryConfig()
+        self._enabled: list[str] = []
+
+    def set_summary_model(self, model: ModelLike) -> Memory:
+        """The model that writes summaries; a cheap one is usually right."""
+        self._summary_model = parse_model(model, "set_summary_model")
+        return self
+
+    def set_summary_config(
+        self,
+        min_messages: int = 16,
+        recent_messages: int = 8,
+        *,
+        background: bool = False,
+        max_tokens: int | None = None,
+    ) -> Memory:
+        """Set the thresholds (see `SummaryConfig`); invalid values raise `ValueError` now."""
+        self._config = SummaryConfig(min_messages, recent_messages, background, max_tokens)
+        return self
+
+    def enable_summary(self, namespace: str) -> Memory:
+        """Compact this namespace at the end of each turn once it is long enough (M4)."""
+        validate_namespace(namespace)
+        if namespace not in self._enabled:
+            self._enabled.append(namespace)
+        return self
+
+    @property
+    def summary_model(self) -> ModelSpec | BaseChatModel | None:
+        """The summariser selection, or None."""
+        return self._summary_model
+
+    @property
+    def summary_config(self) -> SummaryConfig:
+        """The thresholds in force."""
+        return self._config
+
+    @property
+    def enabled_namespaces(self) -> list[str]:
+        """Namespaces with compaction on, in the order they were enabled."""
+        return list(self._enabled)
+
+    def space(self, namespace: str) -> Namespace:
+        """The namespace record, created (with an empty system slot) on first use."""
+        record = self._spaces.get(namespace)
+        if record is None:
+            record = self._spaces[namespace] = Namespace()
+        return record
+
+    def messages(self, namespace: str) -> list[BaseMessage]:
+        """The live history list of a namespace (index 0 is the system slot)."""
+        return self.space(namespace).messages
+
+    def summary(self, namespace: str) -> str | None:
+        """The namespace's rolling summary, or None."""
+        record = self._spaces.get(namespace)
+        return record.summary if record else None
+
+    def namespaces(self) -> dict[str, Namespace]:
+        """Every namespace that has been used, by name."""
+        return self._spaces
+
+    def erase(self, namespace: str) -> None:
+        """Empty a history in place and forget its summary (T4)."""
+        record = self.space(namespace)
+        del record.messages[1:]
+        record.messages[0] = SystemMessage("")
+        record.summary = None
+
+
+def request_messages(record: Namespace, system: SystemMessage) -> list[BaseMessage]:
+    """What the model receives for a namespace: the stored history is never changed (M7).
+
+    >>> ns = Namespace(messages=[SystemMessage(""), HumanMessage("hi")], summary="Likes tea.")
+    >>> [m.content for m in request_messages(ns, SystemMessage("Be kind."))]
+    ['Be kind.', 'Conversation memory for this step:\\nLikes tea.', 'hi']
+    """
+    head: list[BaseMessage] = [system]
+    if record.summary:
+        head.append(SystemMessage(MEMORY_PREFIX + record.summary))
+    return head + record.messages[1:]

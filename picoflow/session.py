@@ -1,0 +1,202 @@
+"""The session document (P1): build it, read it into a flow, write a flow back into it.
+
+The document is plain JSON with stable top-level keys, because people query it in MongoDB.
+Messages are stored in LangChain's `message_to_dict` form. Serialised messages are cached per
+message object, so a turn only serialises what it added: the cost of a save does not grow with
+the conversation beyond copying references.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import datetime, timedelta
+from typing import Any, Literal, TypedDict
+
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+
+from .errors import StoreError
+from .flow import Flow
+from .memory import Namespace
+from .models import describe_model
+from .step import now_iso
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SessionDocument",
+    "new_session_id",
+    "is_session_id",
+    "new_document",
+    "load_flow",
+    "dump_flow",
+    "empty_usage",
+    "is_expired",
+]
+
+SCHEMA_VERSION = 1
+MAX_WARNINGS = 100
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
+
+RunStatus = Literal["running", "completed", "aborted"]
+
+
+class SessionDocument(TypedDict):
+    """The shape of a stored session; every key is part of the contract (P1)."""
+
+    id: str
+    schema_version: int
+    revision: int
+    flow: str
+    run_status: RunStatus
+    created_at: str
+    updated_at: str
+    expires_at: str | None
+    context: dict[str, Any]
+    current_step: str | None
+    sequence: list[str]
+    steps: dict[str, dict[str, Any]]
+    memory: dict[str, dict[str, Any]]
+    usage: dict[str, dict[str, int]]
+    warnings: list[dict[str, str]]
+
+
+def new_session_id() -> str:
+    """An unguessable id (144 random bits, URL-safe) (P5)."""
+    return secrets.token_urlsafe(18)
+
+
+def is_session_id(value: Any) -> bool:
+    """A plain string of the expected shape; anything else never reaches a store (P5)."""
+    return type(value) is str and _SESSION_ID.match(value) is not None
+
+
+def empty_usage() -> dict[str, dict[str, int]]:
+    """Token counters, model calls and summary calls kept apart (M10)."""
+    blank = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "calls": 0}
+    return {"model": dict(blank), "summary": dict(blank)}
+
+
+def new_document(session_id: str, flow_name: str, config: dict[str, Any] | None) -> dict[str, Any]:
+    """A brand-new session; the run's config becomes its frozen context (F7)."""
+    now = now_iso()
+    doc: SessionDocument = {
+        "id": session_id,
+        "schema_version": SCHEMA_VERSION,
+        "revision": 0,
+        "flow": flow_name,
+        "run_status": "running",
+        "created_at": now,
+        "updated_at": now,
+        "expires_at": None,
+        "context": {"config": config or {}},
+        "current_step": None,
+        "sequence": [],
+        "steps": {},
+        "memory": {},
+        "usage": empty_usage(),
+        "warnings": [],
+    }
+    return dict(doc)
+
+
+def check_schema(doc: dict[str, Any]) -> None:
+    """Refuse documents written by a newer picoflow rather than misreading them."""
+    version = doc.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise StoreError(
+            f"Session '{doc.get('id')}' has schema_version {version!r}, but this picoflow "
+            f"reads up to {SCHEMA_VERSION}. Upgrade picoflow to read it."
+        )
+
+
+def is_expired(doc: dict[str, Any], now: datetime) -> bool:
+    """Expiry is checked on load by the engine, whatever the store's own TTL does (P5)."""
+    expires = doc.get("expires_at")
+    if not expires:
+        return False
+    return datetime.fromisoformat(expires.replace("Z", "+00:00")) <= now
+
+
+def expiry(now: datetime, ttl: timedelta | None) -> str | None:
+    """The ISO expiry stamp for a save at `now`, or None without a TTL."""
+    if ttl is None:
+        return None
+    return (now + ttl).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def load_flow(flow: Flow, doc: dict[str, Any]) -> None:
+    """Fill a freshly built flow with a stored session."""
+    flow._session_id = doc["id"]
+    flow._context = doc["context"]
+    flow._current = doc["current_step"]
+    flow._sequence = list(doc["sequence"])
+    flow._completed = doc["run_status"] == "completed"
+    for name, entry in doc["steps"].items():
+        flow._states[name] = entry.get("state") or {}
+    spaces = flow.get_memory().namespaces()
+    for namespace, entry in doc["memory"].items():
+        spaces[namespace] = _load_namespace(entry)
+
+
+def _load_namespace(entry: dict[str, Any]) -> Namespace:
+    dicts = entry["messages"]
+    messages = messages_from_dict(dicts)
+    record = Namespace(
+        messages=messages,
+        summary=entry.get("summary"),
+        summary_generation=entry.get("summary_generation", 0),
+        archived=entry.get("archived", 0),
+    )
+    _remember(record, messages, dicts)
+    return record
+
+
+def dump_flow(
+    flow: Flow, doc: dict[str, Any], ttl: timedelta | None, now: datetime
+) -> dict[str, Any]:
+    """The document after this turn: a new dict; `doc` (the loaded one) is not changed."""
+    out = dict(doc)
+    out["updated_at"] = now_iso()
+    out["expires_at"] = expiry(now, ttl)
+    out["run_status"] = "completed" if flow._completed else "running"
+    out["context"] = flow._context
+    out["current_step"] = flow._current
+    out["sequence"] = list(flow._sequence)
+    out["steps"] = {name: _dump_step(flow, name) for name in flow.steps}
+    out["memory"] = {
+        name: _dump_namespace(record) for name, record in flow.get_memory().namespaces().items()
+    }
+    stamp = now_iso()
+    warnings = list(doc["warnings"]) + [{"at": stamp, "message": m} for m in flow._warnings]
+    out["warnings"] = warnings[-MAX_WARNINGS:]
+    return out
+
+
+def _dump_step(flow: Flow, name: str) -> dict[str, Any]:
+    state = {k: v for k, v in flow._states.get(name, {}).items() if k != "_transient"}
+    model = flow.steps[name]._model
+    return {"state": state, "model": describe_model(model) if model is not None else None}
+
+
+def _dump_namespace(record: Namespace) -> dict[str, Any]:
+    return {
+        "messages": _dump_messages(record),
+        "summary": record.summary,
+        "summary_generation": record.summary_generation,
+        "archived": record.archived,
+    }
+
+
+def _dump_messages(record: Namespace) -> list[dict[str, Any]]:
+    """Serialise with the per-object cache: unchanged messages reuse their stored dict."""
+    cache = record.cache
+    out: list[dict[str, Any]] = []
+    for message in record.messages:
+        hit = cache.get(id(message))
+        out.append(hit[1] if hit is not None and hit[0] is message else message_to_dict(message))
+    _remember(record, record.messages, out)
+    return out
+
+
+def _remember(record: Namespace, messages: list[BaseMessage], dicts: list[dict[str, Any]]) -> None:
+    record.cache = {id(m): (m, d) for m, d in zip(messages, dicts, strict=True)}

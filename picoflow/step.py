@@ -1,0 +1,220 @@
+"""Step: one conversational stage — a prompt, tools, hooks, durable state and a memory namespace.
+
+Users subclass `Step` once per stage and register instances in `Flow.define_steps()`. A step's
+name is its class name; it is persisted (state key, cursor, sequence, default namespace, message
+ids), so renaming a step class is a schema change.
+
+State (S1-S5) lives on the flow so that it can be saved atomically with the rest of the session;
+the step methods here are the API to it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Self
+
+import pydash
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from ._json import to_json
+from .memory import validate_namespace
+from .models import ModelLike, ModelSpec, parse_model
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from .flow import Flow
+
+__all__ = ["Step", "EndStep", "merge_state", "now_iso"]
+
+RESERVED_STATE_KEYS = ("_saveOn", "_prompt", "_transient")
+DEFAULT_OPENER = "Continue."
+
+
+def now_iso() -> str:
+    """UTC now as ISO 8601 with milliseconds and a Z, the format of every stored timestamp."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def merge_state(state: dict[str, Any], update: dict[str, Any], where: str) -> None:
+    """Apply the S2 rule in place: the first key of `update` replaces, the rest deep-merge.
+
+    >>> s = {"criteria": {"city": "Portland", "nights": 2}, "seen": {"a": 1}}
+    >>> merge_state(s, {"criteria": {"nights": 3}, "seen": {"b": 2}}, "state")
+    >>> s == {"criteria": {"nights": 3}, "seen": {"a": 1, "b": 2}}
+    True
+    """
+    if not update:
+        return
+    if not isinstance(update, dict):
+        raise TypeError(f"{where} takes a dict, got {type(update).__name__}.")
+    clean = to_json(update, where)
+    first = next(iter(clean))
+    state[first] = clean[first]
+    rest = {k: v for k, v in clean.items() if k != first}
+    if rest:
+        pydash.merge(state, rest)
+
+
+class Step:
+    """A conversational stage; subclass it, give it a prompt and `@tool` methods."""
+
+    def __init__(self, flow: Flow) -> None:
+        self._flow = flow
+        self._namespace = self.name
+        self._model: ModelSpec | BaseChatModel | None = None
+        self._recall = False
+
+    # -- identity and registration ------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The step's persisted name: its class name."""
+        return type(self).__name__
+
+    @property
+    def flow(self) -> Flow:
+        """The flow this step belongs to."""
+        return self._flow
+
+    @property
+    def namespace(self) -> str:
+        """The memory namespace this step reads and writes."""
+        return self._namespace
+
+    def use_memory(self, namespace: str) -> Self:
+        """Share a history with other steps using the same namespace (M1)."""
+        self._namespace = validate_namespace(namespace)
+        return self
+
+    def use_model(self, model: ModelLike) -> Self:
+        """Override the flow's model for this step (F4)."""
+        self._model = parse_model(model, f"{self.name}.use_model")
+        return self
+
+    def use_recall(self) -> Self:
+        """Expose `conversation_search` over this namespace's archive (M9)."""
+        self._recall = True
+        return self
+
+    # -- prompt and hooks ---------------------------------------------------------------------
+
+    def get_prompt(self) -> str:
+        """The system prompt, read before every model call (T2); default: the `_prompt` state."""
+        prompt = self.get_state("_prompt")
+        return prompt if isinstance(prompt, str) else ""
+
+    async def on_start(self) -> None:
+        """A new session starts at this step; by default it is entered like any other (T3)."""
+        await self._flow._call_hook(self.on_enter)
+
+    def on_enter(self) -> Any:
+        """The cursor moved here (sync or async)."""
+
+    def on_exit(self) -> Any:
+        """The cursor is leaving (sync or async)."""
+
+    def on_restore(self) -> Any:
+        """A stored session resumes at this step (rebuild runtime caches here)."""
+
+    def on_crossing(self, message: BaseMessage | None, prior_step: str | None) -> Any:
+        """Decide what this step hears when the cursor arrives from `prior_step` (T3).
+
+        The forwarded message passes through. Without one, a short human opener is added when
+        the history ends with nothing the model could answer, so the model always has a turn.
+        Return None to add nothing.
+        """
+        if message is not None:
+            return message
+        if isinstance(self.get_last_message(), (HumanMessage, ToolMessage)):
+            return None
+        return HumanMessage(DEFAULT_OPENER)
+
+    # -- durable and transient state (S1-S5) --------------------------------------------------
+
+    def get_state(self, path: str | None = None) -> Any:
+        """All state, or the value at a dotted path (missing: None)."""
+        state = self._flow._state_of(self.name)
+        return state if path is None else pydash.get(state, path)
+
+    def save_state(self, update: dict[str, Any]) -> None:
+        """First key replaces, other keys deep-merge; stamps `_saveOn` (S2, S5)."""
+        if not update:
+            return
+        state = self._flow._state_of(self.name)
+        merge_state(state, update, f"{self.name} state")
+        state["_saveOn"] = now_iso()
+
+    def remove_state(self, key: str) -> None:
+        """Delete a top-level key (S3)."""
+        self._flow._state_of(self.name).pop(key, None)
+
+    def save_transient_state(self, update: dict[str, Any]) -> None:
+        """Like save_state, under `_transient`, which is dropped when the turn ends (S4)."""
+        if not update:
+            return
+        state = self._flow._state_of(self.name)
+        transient = state.setdefault("_transient", {})
+        merge_state(transient, update, f"{self.name} transient state")
+        state["_saveOn"] = now_iso()
+
+    def get_transient_state(self, path: str | None = None) -> Any:
+        """The transient state, or a dotted path in it (S4)."""
+        transient = self._flow._state_of(self.name).get("_transient")
+        if transient is None:
+            return None
+        return transient if path is None else pydash.get(transient, path)
+
+    # -- memory -------------------------------------------------------------------------------
+
+    def get_memory(self) -> list[BaseMessage]:
+        """The live history of this step's namespace (index 0 is the system slot)."""
+        return self._flow.get_memory().messages(self._namespace)
+
+    def get_last_message(self) -> BaseMessage | None:
+        """The newest message of this step's namespace, or None (T5)."""
+        messages = self.get_memory()
+        return messages[-1] if len(messages) > 1 else None
+
+    def erase_memory(self) -> None:
+        """Empty this namespace (for every step sharing it) and its summary (T4)."""
+        self._flow.get_memory().erase(self._namespace)
+
+    def gen_message_id(self) -> str:
+        """`<StepName>|<UTC ISO time>|<random>`: the first segment attributes the message."""
+        return f"{self.name}|{now_iso()}|{secrets.randbelow(10**10):010d}"
+
+    def get_context(self, path: str | None = None) -> Any:
+        """Shortcut for `self.flow.get_context(path)`."""
+        return self._flow.get_context(path)
+
+    def __repr__(self) -> str:
+        return f"<{self.name} namespace={self._namespace!r}>"
+
+
+class EndStep(Step):
+    """The terminal step: entering it completes the session; its model says goodbye (R8).
+
+    Give it its own namespace (`EndStep(self).use_memory("end")`) so the closing call does not
+    replay a whole stage transcript.
+    """
+
+    CLOSING_PROMPT = (
+        "The conversation is over. Say one short, friendly closing line to the user and do "
+        "not start any new topic."
+    )
+
+    def get_prompt(self) -> str:
+        """The `with_prompt` text of the transition that got here, else a closing line."""
+        return super().get_prompt() or self.CLOSING_PROMPT
+
+    def on_enter(self) -> Any:
+        """Mark the session completed: its id will start a new session next time (P5)."""
+        self._flow._mark_completed()
+
+    def on_crossing(self, message: BaseMessage | None, prior_step: str | None) -> Any:
+        """Always give the closing model something to answer."""
+        if isinstance(message, AIMessage) or message is None:
+            return HumanMessage("I'm done with the chat.")
+        return message

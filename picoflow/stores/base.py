@@ -1,0 +1,98 @@
+"""The contract every session store implements (P2).
+
+A store keeps one JSON document per session and an archive of messages that compaction evicted.
+It knows nothing about flows or steps: it sees plain JSON dicts. The engine owns every policy
+(expiry, completed sessions, schema versions); a store only stores.
+
+Revision rules, shared by every implementation and pinned by the conformance suite in
+`tests/stores/`:
+
+- `create(doc)` stores a new document whose `revision` is 0. An id that already exists raises
+  `SessionConflictError` and changes nothing.
+- `save(doc, expected_revision)` replaces the stored document only if its stored revision equals
+  `expected_revision`; the stored copy gets `revision = expected_revision + 1`, which is
+  returned. A stale revision raises `SessionConflictError`, a missing id `SessionNotFoundError`;
+  in both cases nothing is written.
+- `load(id)` returns a deep copy of the stored document (callers may mutate it freely), or
+  `None`.
+- `delete(id)` removes the document and its archive; it returns whether a document existed.
+- `archive(id, namespace, entries)` appends evicted messages, each `{"position": int,
+  "message": dict}`; writing the same (id, namespace, position) twice keeps one entry, so a
+  retried compaction never duplicates.
+- `search_archive(id, namespace, query, page=1, page_size=10)` returns entries whose message
+  text contains every word of `query` (case-insensitive), newest (highest position) first.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Store", "ArchiveEntry", "JSONDict", "message_text"]
+
+JSONDict = dict[str, Any]
+ArchiveEntry = dict[str, Any]  # {"position": int, "message": <message_to_dict form>}
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where sessions live between turns. See the module docstring for the rules."""
+
+    async def create(self, doc: JSONDict) -> None:
+        """Store a brand-new session document (revision 0)."""
+        ...
+
+    async def load(self, session_id: str) -> JSONDict | None:
+        """Return a private copy of the stored document, or None."""
+        ...
+
+    async def save(self, doc: JSONDict, expected_revision: int) -> int:
+        """Replace the document if nobody saved since `expected_revision`; return the new one."""
+        ...
+
+    async def delete(self, session_id: str) -> bool:
+        """Remove the session and its archive; True if it existed."""
+        ...
+
+    async def archive(
+        self, session_id: str, namespace: str, entries: list[ArchiveEntry]
+    ) -> None:
+        """Keep evicted messages with their original positions (M9)."""
+        ...
+
+    async def search_archive(
+        self,
+        session_id: str,
+        namespace: str,
+        query: str,
+        *,
+        page: int = 1,
+        page_size: int = 10,
+    ) -> list[ArchiveEntry]:
+        """Keyword search over a namespace's archive, newest first."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; the store is unusable afterwards."""
+        ...
+
+
+def message_text(message: JSONDict) -> str:
+    """The searchable text of a stored message (`message_to_dict` form).
+
+    Content may be a string or a list of content parts; tool-call arguments are searchable too,
+    because a user often asks "what did I say the budget was" and the answer sits in a call.
+    """
+    data = message.get("data", message)
+    content = data.get("content", "")
+    if isinstance(content, list):
+        parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in content]
+        content = " ".join(parts)
+    calls = data.get("tool_calls") or []
+    args = " ".join(f"{c.get('name', '')} {c.get('args', '')}" for c in calls)
+    return f"{content} {args}".strip()
+
+
+def matches_query(message: JSONDict, query: str) -> bool:
+    """Every word of the query occurs in the message text, ignoring case."""
+    text = message_text(message).lower()
+    return all(word in text for word in query.lower().split())

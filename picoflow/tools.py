@@ -1,0 +1,155 @@
+"""`@tool`: a Step method the model may call while the step executes (R1).
+
+The tool's name is the method name (or an alias), its description the docstring, its argument
+schema the method's type hints (or an explicit pydantic model). Schemas are built once per class
+and validated with pydantic before the handler runs, so a handler always receives typed values
+and a model that sends bad arguments reads the validation error and can correct itself (R6).
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, ConfigDict, create_model
+
+from .errors import FlowDefinitionError
+
+__all__ = ["tool", "ToolSpec", "collect_tools"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_MARK = "__picoflow_tool__"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as declared on a method; `bind` turns it into the schema the model sees."""
+
+    name: str
+    method_name: str
+    description: str
+    args_schema: type[BaseModel] | None
+    pass_model: bool  # the handler takes the validated model itself as its only argument
+    schema: dict[str, Any]  # the OpenAI-format definition that `bind_tools` receives
+
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Validate the model's arguments; return the keyword arguments for the handler."""
+        if self.args_schema is None:
+            return {}
+        model = self.args_schema.model_validate(args)
+        if self.pass_model:
+            return {"__model__": model}
+        return {name: getattr(model, name) for name in type(model).model_fields}
+
+
+@overload
+def tool(func: F, /) -> F: ...
+@overload
+def tool(
+    name: str | None = None, /, *, args_schema: type[BaseModel] | None = None
+) -> Callable[[F], F]: ...
+
+
+def tool(func_or_name: Any = None, /, *, args_schema: type[BaseModel] | None = None) -> Any:
+    """Expose a Step method to the model: `@tool`, `@tool("alias")`, `@tool(args_schema=M)`.
+
+    Raises:
+        FlowDefinitionError: the method has no docstring (the model reads it to decide when to
+            call the tool), an alias is blank, or the type hints cannot form a schema.
+    """
+    if callable(func_or_name) and not isinstance(func_or_name, str):
+        return _mark(func_or_name, None, args_schema)
+    alias = func_or_name
+    if alias is not None and (not isinstance(alias, str) or not alias.strip()):
+        raise FlowDefinitionError(
+            f"@tool({alias!r}): a tool alias must be a non-empty string; "
+            "write @tool to use the method name."
+        )
+
+    def decorate(func: F) -> F:
+        return _mark(func, alias, args_schema)
+
+    return decorate
+
+
+def _mark(func: F, alias: str | None, args_schema: type[BaseModel] | None) -> F:
+    name = alias.strip() if alias else func.__name__
+    description = inspect.getdoc(func)
+    if not description:
+        raise FlowDefinitionError(
+            f"Tool '{name}' ({func.__qualname__}) has no docstring. The model reads the "
+            "docstring to decide when to call the tool; write one as an instruction, e.g. "
+            '"Record the user\'s hotel search criteria."'
+        )
+    model, pass_model = _schema_for(func, name, description, args_schema)
+    definition = convert_to_openai_tool(model or _empty_model(name))
+    definition["function"]["name"] = name
+    definition["function"]["description"] = description
+    spec = ToolSpec(name, func.__name__, description, model, pass_model, definition)
+    setattr(func, _MARK, spec)
+    return func
+
+
+def _schema_for(
+    func: Callable[..., Any],
+    name: str,
+    description: str,
+    explicit: type[BaseModel] | None,
+) -> tuple[type[BaseModel] | None, bool]:
+    params = [p for p in inspect.signature(func).parameters.values() if p.name != "self"]
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+    except Exception as exc:  # a NameError in a forward reference is a definition mistake
+        raise FlowDefinitionError(
+            f"Tool '{name}' ({func.__qualname__}): its type hints cannot be resolved ({exc}). "
+            "Import every type the signature names at module level."
+        ) from exc
+    if explicit is not None:
+        only = len(params) == 1 and hints.get(params[0].name) is explicit
+        return explicit, only
+    if not params:
+        return None, False
+    fields: dict[str, Any] = {}
+    for param in params:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise FlowDefinitionError(
+                f"Tool '{name}' ({func.__qualname__}) takes *{param.name}; tool arguments "
+                "need names and types. Declare each argument, or pass args_schema=Model."
+            )
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (hints.get(param.name, Any), default)
+    model = create_model(name, __doc__=description, **fields)
+    return model, False
+
+
+def _empty_model(name: str) -> type[BaseModel]:
+    return create_model(name, __config__=ConfigDict(extra="ignore"))
+
+
+def collect_tools(step_class: type) -> list[ToolSpec]:
+    """Every `@tool` of a step class, inherited ones included, base classes first.
+
+    Raises:
+        FlowDefinitionError: two methods declare the same tool name (F5).
+    """
+    found: dict[str, ToolSpec] = {}
+    owners: dict[str, str] = {}
+    for klass in reversed(step_class.__mro__):
+        for attr, value in vars(klass).items():
+            spec = getattr(value, _MARK, None)
+            if not isinstance(spec, ToolSpec):
+                continue
+            owner = owners.get(spec.name)
+            if owner is not None and owner != attr:
+                raise FlowDefinitionError(
+                    f"{step_class.__name__} has two tools named '{spec.name}' (methods "
+                    f"'{owner}' and '{attr}'); tool names must be unique within a step. "
+                    "Rename one method or give it another @tool alias."
+                )
+            owners[spec.name] = attr
+            found[spec.name] = spec
+    return list(found.values())

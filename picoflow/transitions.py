@@ -1,0 +1,80 @@
+"""What a tool handler returns: stay, go to another step, or answer directly (R2-R5).
+
+A transition is a *value*, not a call: the handler returns it and the turn loop applies it after
+every tool call of the model response has its result (pipecat-flows' habit), so a handler can
+never leave a tool call unanswered or move the cursor half-way through a response.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.messages import BaseMessage
+
+if TYPE_CHECKING:
+    from .step import Step
+
+__all__ = ["ToolResult", "go", "stay", "direct"]
+
+TransitionKind = Literal["stay", "go", "direct"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """An immutable transition; each `with_*` builder returns a new one.
+
+    Build it with `go`, `stay` or `direct` rather than directly.
+    """
+
+    kind: TransitionKind
+    target: type[Step] | str | None = None
+    feedback: str | None = None
+    state: dict[str, Any] | None = None
+    prompt: str | None = None
+    message: BaseMessage | str | None = None
+    content_type: str | None = None
+    text: str | None = None
+
+    def with_state(self, state: dict[str, Any]) -> ToolResult:
+        """Save `state` on the destination (S2 rules) after it is entered."""
+        return replace(self, state=dict(state))
+
+    def with_prompt(self, prompt: str) -> ToolResult:
+        """Store `prompt` as the destination's `_prompt` (what `Step.get_prompt()` returns)."""
+        return replace(self, prompt=prompt)
+
+    def with_message(self, message: BaseMessage | str) -> ToolResult:
+        """Forward a message (text becomes a human message) to the destination's on_crossing."""
+        return replace(self, message=message)
+
+    def with_tool_feedback(self, feedback: str) -> ToolResult:
+        """The tool-result text the model reads instead of "ok"."""
+        return replace(self, feedback=feedback)
+
+    def with_content_type(self, content_type: str) -> ToolResult:
+        """The MIME type of the turn's reply (default text/plain)."""
+        return replace(self, content_type=content_type)
+
+
+def go(target: type[Step] | str) -> ToolResult:
+    """Move to another step; its model answers in the same turn (R4)."""
+    if isinstance(target, str):
+        if not target.strip():
+            raise ValueError("go() needs a Step class or a non-empty step name.")
+        return ToolResult("go", target=target.strip())
+    if not isinstance(target, type):
+        raise TypeError(f"go() needs a Step class or a step name, got {target!r}.")
+    return ToolResult("go", target=target)
+
+
+def stay(feedback: str | None = None) -> ToolResult:
+    """Stay in the step; its model is called again with `feedback` as the tool result (R3)."""
+    return ToolResult("stay", feedback=feedback)
+
+
+def direct(text: str) -> ToolResult:
+    """Answer the user with `text` verbatim; no further model call this turn (R5)."""
+    if not isinstance(text, str):
+        raise TypeError(f"direct() needs the reply text as a str, got {type(text).__name__}.")
+    return ToolResult("direct", text=text)

@@ -1,0 +1,159 @@
+"""S1-S5: durable per-step state, transient state, and the JSON rule."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import pytest
+from flows import engine_for
+from hypothesis import given
+from hypothesis import strategies as st
+from test_transitions import single_step_flow
+
+from picoflow import Flow, Step, tool
+from picoflow.step import merge_state
+from picoflow.testing import ScriptedChatModel, tool_call
+
+
+class Keeper(Step):
+    @tool
+    def remember(self, key: str, value: str) -> str:
+        """Save a value."""
+        self.save_state({key: value})
+        self.save_transient_state({"scratch": value})
+        return f"{self.get_transient_state('scratch')}"
+
+    @tool
+    def recall(self) -> str:
+        """Read back."""
+        return f"{self.get_state('colour')} transient={self.get_transient_state('scratch')}"
+
+
+def bare_flow() -> Flow:
+    class StateFlow(Flow):
+        def define_steps(self) -> list[Step]:
+            return [Keeper(self)]
+
+    return StateFlow()
+
+
+def test_s1_get_state_reads_dotted_paths_missing_is_none() -> None:
+    step = bare_flow().get_step(Keeper)
+    step.save_state({"criteria": {"city": "Portland", "dates": [{"start": "2026-07-01"}]}})
+    assert step.get_state("criteria.city") == "Portland"
+    assert step.get_state("criteria.dates.0.start") == "2026-07-01"
+    assert step.get_state("criteria.nope.deeper") is None
+    assert set(step.get_state()) == {"criteria", "_saveOn"}
+
+
+def test_s2_first_key_replaces_other_keys_deep_merge() -> None:
+    step = bare_flow().get_step(Keeper)
+    step.save_state({"criteria": {"city": "Portland", "nights": 2}, "seen": {"a": 1}})
+    step.save_state({"criteria": {"nights": 3}, "seen": {"b": 2}})
+    state = step.get_state()
+    assert state["criteria"] == {"nights": 3}
+    assert state["seen"] == {"a": 1, "b": 2}
+    assert state["_saveOn"].endswith("Z")
+
+
+def test_s2_empty_update_does_nothing() -> None:
+    step = bare_flow().get_step(Keeper)
+    step.save_state({})
+    assert step.get_state() == {}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@given(
+    st.dictionaries(st.text(min_size=1, max_size=3), json_values, max_size=4),
+    st.dictionaries(st.text(min_size=1, max_size=3), json_values, min_size=1, max_size=4),
+)
+def test_s2_property_first_key_equals_update_value(existing: dict, update: dict) -> None:
+    state = dict(existing)
+    merge_state(state, update, "state")
+    first = next(iter(update))
+    assert state[first] == update[first]
+    assert set(existing) | set(update) == set(state)
+
+
+def test_s3_remove_state_deletes_a_key() -> None:
+    step = bare_flow().get_step(Keeper)
+    step.save_state({"a": 1, "b": 2})
+    step.remove_state("a")
+    step.remove_state("missing")
+    assert "a" not in step.get_state() and step.get_state("b") == 2
+
+
+async def test_s4_transient_state_is_gone_next_turn() -> None:
+    model = ScriptedChatModel(
+        script=[
+            tool_call("remember", key="colour", value="blue"),
+            "Saved.",
+            tool_call("recall"),
+            "Read.",
+        ]
+    )
+    engine = engine_for(single_step_flow(model, Keeper))
+    first = await engine.run("OneFlow", "remember blue")
+    assert model.requests[1].messages[-1].content == "blue"
+    doc = await engine.get_session(first.session_id)
+    assert "_transient" not in doc["steps"]["Keeper"]["state"]
+    await engine.run("OneFlow", "what colour?", session_id=first.session_id)
+    assert model.requests[3].messages[-1].content == "blue transient=None"
+
+
+def test_s5_non_json_values_raise_type_error_at_save_and_change_nothing() -> None:
+    step = bare_flow().get_step(Keeper)
+    step.save_state({"keep": 1})
+    with pytest.raises(TypeError) as info:
+        step.save_state({"keep": 2, "bad": {"inner": object}})
+    assert str(info.value).startswith(
+        "Cannot save Keeper state.bad.inner = <class 'object'>: a type is not JSON. State and "
+        "context must be JSON"
+    )
+    for bad in (b"bytes", float("nan"), lambda: 1, {1: "int key"}):
+        with pytest.raises(TypeError):
+            step.save_state({"x": bad})
+    assert step.get_state("keep") == 1 and "x" not in step.get_state()
+    with pytest.raises(TypeError):
+        step.save_transient_state({"x": {1, 2}})
+
+
+def test_s5_datetimes_are_stored_as_iso_strings() -> None:
+    step = bare_flow().get_step(Keeper)
+    step.save_state({"when": datetime(2026, 7, 1, 12, 30), "day": date(2026, 7, 2)})
+    assert step.get_state("when") == "2026-07-01T12:30:00"
+    assert step.get_state("day") == "2026-07-02"
+
+
+async def test_s5_tool_saving_non_json_tells_the_model_and_keeps_state() -> None:
+    class Careless(Step):
+        @tool
+        def save_it(self) -> str:
+            """Save something odd."""
+            self.save_state({"obj": object()})
+            return "saved"
+
+    model = ScriptedChatModel(script=[tool_call("save_it"), "Oops."])
+    engine = engine_for(single_step_flow(model, Careless))
+    result = await engine.run("OneFlow", "go")
+    assert result.success
+    error = model.requests[1].messages[-1].content
+    assert error.startswith(
+        "Error: tool 'save_it' failed: TypeError: Cannot save Careless state.obj"
+    )
+    doc = await engine.get_session(result.session_id)
+    assert doc["steps"]["Careless"]["state"] == {}
+
+
+def test_s2_reserved_keys_are_documented() -> None:
+    from picoflow.step import RESERVED_STATE_KEYS
+
+    assert RESERVED_STATE_KEYS == ("_saveOn", "_prompt", "_transient")

@@ -1,0 +1,149 @@
+"""T1-T5: step registration, prompts, hooks, erase_memory, message ids."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flows import engine_for
+from test_flow import make_flow
+
+from picoflow import Step, go, tool
+from picoflow.testing import ScriptedChatModel, tool_call
+
+
+class Prompted(Step):
+    calls = 0
+
+    def get_prompt(self) -> str:
+        Prompted.calls += 1
+        return f"prompt #{Prompted.calls}"
+
+    @tool
+    def think(self) -> str:
+        """Think once more."""
+        return "thought"
+
+
+def test_t1_builders_chain_and_return_the_step() -> None:
+    flow = make_flow(lambda f: [Prompted(f)])()
+    step = Prompted(flow)
+    assert step.use_memory("shared").use_model("openai:gpt-4o") is step
+    assert step.namespace == "shared" and step.name == "Prompted"
+
+
+async def test_t2_prompt_is_rebuilt_before_every_model_call() -> None:
+    Prompted.calls = 0
+    model = ScriptedChatModel(script=[tool_call("think"), "done"])
+    await engine_for(make_flow(lambda f: [Prompted(f)], model=model)).run("F", "hi")
+    assert [r.messages[0].content for r in model.requests] == ["prompt #1", "prompt #2"]
+
+
+class Plain(Step):
+    pass
+
+
+class Prompter(Step):
+    @tool
+    def hand_over(self) -> Any:
+        """Move on with a prompt."""
+        return go(Plain).with_prompt("You are Plain now.")
+
+
+async def test_t2_base_prompt_is_the_prompt_state_or_empty() -> None:
+    model = ScriptedChatModel(script=["first", tool_call("hand_over"), "second"])
+    flow = make_flow(lambda f: [Prompter(f), Plain(f)], model=model)
+    engine = engine_for(flow)
+    first = await engine.run("F", "hi")
+    await engine.run("F", "next", session_id=first.session_id)
+    assert model.requests[0].messages[0].content == ""
+    assert model.requests[2].messages[0].content == "You are Plain now."
+
+
+class Starter(Step):
+    log: list[str] = []
+
+    async def on_start(self) -> None:
+        Starter.log.append("start")
+        await super().on_start()
+
+    def on_enter(self) -> None:
+        Starter.log.append("enter")
+
+    async def on_restore(self) -> None:
+        Starter.log.append("restore")
+
+
+async def test_t3_on_start_for_new_sessions_on_restore_for_stored_ones() -> None:
+    Starter.log = []
+    model = ScriptedChatModel(script=["a", "b"])
+    engine = engine_for(make_flow(lambda f: [Starter(f)], model=model))
+    first = await engine.run("F", "hi")
+    await engine.run("F", "again", session_id=first.session_id)
+    assert Starter.log == ["start", "enter", "restore"]
+
+
+async def test_t3_empty_first_message_gets_an_opener() -> None:
+    model = ScriptedChatModel(script=["Welcome! Where to?"])
+    engine = engine_for(make_flow(lambda f: [Plain(f)], model=model))
+    result = await engine.run("F", "")
+    assert result.success and result.message == "Welcome! Where to?"
+    assert [(m.type, m.content) for m in model.requests[0].messages[1:]] == [("human", "Continue.")]
+
+
+class Eraser(Step):
+    def on_enter(self) -> None:
+        self.erase_memory()
+
+    @tool
+    def back(self) -> Any:
+        """Go back."""
+        return go(Sharer)
+
+
+class Sharer(Step):
+    @tool
+    def erase(self) -> Any:
+        """Move to the eraser."""
+        return go(Eraser)
+
+
+async def test_t4_erase_memory_empties_the_shared_namespace_and_summary_keeps_state() -> None:
+    model = ScriptedChatModel(script=["hello", tool_call("erase"), "fresh start"])
+    flow = make_flow(
+        lambda f: [Sharer(f).use_memory("shared"), Eraser(f).use_memory("shared")], model=model
+    )
+    engine = engine_for(flow)
+    first = await engine.run("F", "hi")
+    await engine.run("F", "erase please", session_id=first.session_id)
+    doc = await engine.get_session(first.session_id)
+    shared = doc["memory"]["shared"]
+    # The erase ran on entry, before the exchange was stored: the tool result is what the
+    # new step answers, so no opener is needed (T3).
+    kinds = [m["type"] for m in shared["messages"]]
+    assert kinds == ["system", "ai", "tool", "ai"]
+    assert shared["summary"] is None
+
+
+def test_t4_erase_clears_the_summary() -> None:
+    flow = make_flow(lambda f: [Plain(f)])()
+    step = flow.get_step(Plain)
+    space = flow.get_memory().space(step.namespace)
+    space.summary = "old facts"
+    step.get_memory().append(__import__("langchain_core.messages").messages.HumanMessage("x"))
+    step.erase_memory()
+    assert space.summary is None and len(step.get_memory()) == 1
+
+
+async def test_t5_message_ids_attribute_messages_to_steps_and_last_message() -> None:
+    model = ScriptedChatModel(script=["hello there"])
+    engine = engine_for(make_flow(lambda f: [Plain(f)], model=model))
+    result = await engine.run("F", "hi")
+    doc = await engine.get_session(result.session_id)
+    ids = [m["data"]["id"] for m in doc["memory"]["Plain"]["messages"]]
+    pattern = re.compile(r"^Plain\|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\|\d{10}$")
+    assert all(pattern.match(i) for i in ids), ids
+    flow = make_flow(lambda f: [Plain(f)])()
+    step = flow.get_step(Plain)
+    assert step.get_last_message() is None
+    assert step.gen_message_id() != step.gen_message_id()
