@@ -7,7 +7,7 @@ whole session atomically at the end of every turn.
 
 from __future__ import annotations
 
-from .engine import FlowEngine, TurnResult
+from .engine import FlowEngine, StreamEvent, TurnResult
 from .errors import (
     FlowDefinitionError,
     PicoflowError,
@@ -39,6 +39,7 @@ __all__ = [
     # engine.py
     "FlowEngine",
     "TurnResult",
+    "StreamEvent",
     # models.py, memory.py
     "ModelSpec",
     "ModelLike",

@@ -10,11 +10,18 @@ import inspect
 import logging
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_chunk_to_message,
+)
 from pydantic import ValidationError
 
 from .errors import ToolLoopError
@@ -46,7 +53,8 @@ class TurnContext:
     usage: dict[str, dict[str, int]]
     extra_tools: Callable[[Step], list[tuple[ToolSpec, Callable[..., Any]]]] | None = None
     model_calls: int = 0
-    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # Set by `FlowEngine.stream`: receives ("token" | "tool_call" | "step_changed", data).
+    emit: Callable[[str, dict[str, Any]], None] | None = None
 
 
 @dataclass(slots=True)
@@ -100,7 +108,10 @@ async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
             append_message(step, reply)
             return message_text(reply)
         outcomes = [await _run_tool_call(step, call, ctx) for call in reply.tool_calls]
+        source = step
         step, text = await _apply(flow, step, reply, outcomes)
+        if ctx.emit is not None and step is not source:
+            ctx.emit("step_changed", {"from": source.name, "to": step.name})
         if text is not None:
             return text
     raise ToolLoopError(flow.name, step.name, flow.max_tool_rounds)
@@ -139,11 +150,33 @@ async def _call_model(step: Step, ctx: TurnContext) -> AIMessage:
             "namespace": step.namespace,
         },
     )
-    result = await runnable.ainvoke(
-        request_messages(record, system), config=model_config(flow, step, "reply")
-    )
+    messages = request_messages(record, system)
+    config = model_config(flow, step, "reply")
+    if ctx.emit is None:
+        result = await runnable.ainvoke(messages, config=config)
+    else:
+        result = await _stream_reply(runnable, messages, config, ctx.emit, step.name)
     add_usage(ctx.usage, "model", result)
     return _restamp(step, result)
+
+
+async def _stream_reply(
+    runnable: Any,
+    messages: list[BaseMessage],
+    config: dict[str, Any],
+    emit: Callable[[str, dict[str, Any]], None],
+    step_name: str,
+) -> BaseMessage:
+    """Stream a reply, emitting its text as tokens; return the whole message."""
+    merged: Any = None
+    async for chunk in runnable.astream(messages, config=config):
+        merged = chunk if merged is None else merged + chunk
+        text = str(chunk.text)
+        if text:
+            emit("token", {"text": text, "step": step_name})
+    if merged is None:
+        return AIMessage("")
+    return message_chunk_to_message(merged)
 
 
 def _require(model: ModelSpec | BaseChatModel | None, flow: Flow, step: Step) -> Any:
@@ -176,6 +209,8 @@ async def _run_tool_call(step: Step, call: dict[str, Any], ctx: TurnContext) -> 
     tools = tools_of(step, ctx)
     extra = {"session_id": step.flow.get_session_id(), "step": step.name, "tool": name}
     logger.info("tool call %s in %s", name, step.name, extra=extra)
+    if ctx.emit is not None:
+        ctx.emit("tool_call", {"name": name, "args": call.get("args") or {}, "step": step.name})
     if name not in tools:
         known = ", ".join(tools) or "none"
         return _Outcome(f"Error: no such tool '{name}'. Available tools: {known}.", "error", None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,7 +34,7 @@ from .session import (
 from .stores import Store
 from .stores.base import JSONDict
 
-__all__ = ["FlowEngine", "TurnResult"]
+__all__ = ["FlowEngine", "TurnResult", "StreamEvent"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,20 @@ class TurnResult:
     warnings: list[str] = field(default_factory=list)
     usage: dict[str, dict[str, int]] = field(default_factory=empty_usage)
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One event of `FlowEngine.stream`.
+
+    `kind` is "token" (`data["text"]`, reply text as it arrives), "tool_call" (`name`, `args`,
+    `step`), "step_changed" (`from`, `to`), "compaction" (`namespace`, `outcome`) or "done"
+    (`result` holds the TurnResult; always the last event).
+    """
+
+    kind: str
+    data: dict[str, Any] = field(default_factory=dict)
+    result: TurnResult | None = None
 
 
 class FlowEngine:
@@ -94,12 +108,53 @@ class FlowEngine:
         config: dict[str, Any] | None = None,
     ) -> TurnResult:
         """Run one turn; never raises for run failures (they come back as success=False)."""
+        return await self._run(flow_name, message, session_id, config, None)
+
+    async def stream(
+        self,
+        flow_name: str,
+        message: str,
+        session_id: str | None = None,
+        config: dict[str, Any] | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Run one turn, yielding its events as they happen; the last one is "done".
+
+        The turn stays atomic: it is saved once at its end. If the consumer stops listening
+        early, the turn still runs to completion (and is saved) rather than being cut in half.
+        """
+        queue: asyncio.Queue[StreamEvent] = asyncio.Queue()
+
+        def emit(kind: str, data: dict[str, Any]) -> None:
+            queue.put_nowait(StreamEvent(kind, data))
+
+        task = asyncio.ensure_future(self._run(flow_name, message, session_id, config, emit))
+        try:
+            while not (task.done() and queue.empty()):
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+            yield StreamEvent("done", result=task.result())
+        finally:
+            await asyncio.shield(task)
+
+    async def _run(
+        self,
+        flow_name: str,
+        message: str,
+        session_id: str | None,
+        config: dict[str, Any] | None,
+        emit: Callable[[str, dict[str, Any]], None] | None,
+    ) -> TurnResult:
         problem = turn_input_problem(self._flows, flow_name, message, session_id, config)
         if problem is not None:
             return _failure(session_id, problem, "ValueError")
         async with self._lock(session_id):
             try:
-                return await self._turn(self._flows[flow_name], message, session_id, config)
+                flow_class = self._flows[flow_name]
+                return await self._turn(flow_class, message, session_id, config, emit)
             except PicoflowError as exc:
                 logger.warning("turn failed: %s", exc, extra={"session_id": session_id})
                 return _failure(session_id, str(exc), type(exc).__name__)
@@ -136,6 +191,7 @@ class FlowEngine:
         message: str,
         session_id: str | None,
         config: dict[str, Any] | None,
+        emit: Callable[[str, dict[str, Any]], None] | None,
     ) -> TurnResult:
         doc = await self._load_usable(flow_class, session_id)
         if doc is not None and not message.strip():
@@ -147,6 +203,7 @@ class FlowEngine:
             )
         flow = flow_class()
         context = self._context_for(flow)
+        context.emit = emit
         fresh = doc is None
         if doc is None:
             doc = new_document(new_session_id(), flow_class.name, config)

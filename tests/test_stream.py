@@ -1,0 +1,55 @@
+"""FlowEngine.stream: typed events, the same atomic turn as run()."""
+
+from __future__ import annotations
+
+from flows import engine_for, transcript, two_step_flow
+
+from picoflow.testing import ScriptedChatModel, tool_call
+
+
+async def test_stream_yields_tool_call_step_change_tokens_then_done() -> None:
+    model = ScriptedChatModel(
+        script=[tool_call("capture_choices", city="Portland", nights=2), "Three hotels match."]
+    )
+    engine = engine_for(two_step_flow(model))
+    events = [event async for event in engine.stream("HotelFlow", "Portland, 2 nights")]
+    kinds = [event.kind for event in events]
+    assert kinds == ["tool_call", "step_changed", "token", "token", "token", "done"]
+    assert events[0].data == {
+        "name": "capture_choices",
+        "args": {"city": "Portland", "nights": 2},
+        "step": "ExploreStep",
+    }
+    assert events[1].data == {"from": "ExploreStep", "to": "PresentStep"}
+    assert "".join(e.data["text"] for e in events if e.kind == "token") == "Three hotels match."
+    result = events[-1].result
+    assert result is not None and result.success and result.message == "Three hotels match."
+    doc = await engine.get_session(result.session_id)
+    assert transcript(doc, "PresentStep")[-1] == ("ai", "Three hotels match.")
+
+
+async def test_stream_consumer_leaving_early_still_saves_the_whole_turn() -> None:
+    model = ScriptedChatModel(script=["A long reply in several words.", "Next."])
+    engine = engine_for(two_step_flow(model))
+    stream = engine.stream("HotelFlow", "hello")
+    first = await anext(stream)
+    assert first.kind == "token"
+    await stream.aclose()  # the client disconnected mid-reply
+    # The turn ran to its end and was saved once: the session is whole, not half-written.
+    result = await engine.run("HotelFlow", "")  # a fresh session still works
+    assert result.success
+    sessions = [model.requests[0].metadata["picoflow_session_id"]]
+    doc = await engine.get_session(sessions[0])
+    assert transcript(doc, "ExploreStep") == [
+        ("human", "hello"),
+        ("ai", "A long reply in several words."),
+    ]
+    assert doc["revision"] == 0
+
+
+async def test_stream_failure_ends_with_a_failed_done_event() -> None:
+    model = ScriptedChatModel(script=[RuntimeError("model down")])
+    engine = engine_for(two_step_flow(model))
+    events = [event async for event in engine.stream("HotelFlow", "hi")]
+    assert [e.kind for e in events] == ["done"]
+    assert events[0].result is not None and events[0].result.success is False
