@@ -1,0 +1,1 @@
+"""Showcase applications built on picoflow (see ``demo.hotel``)."""

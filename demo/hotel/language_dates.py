@@ -1,0 +1,281 @@
+"""Understanding stay dates in a guest's sentence, deterministically, relative to an injected today.
+
+Conventions (the same ones the LLM is told in ``StayCriteria``):
+
+* "X to Y" (also "X - Y", "until", "through", "arriving X and leaving Y", "between X and Y") means
+  check in on X and check out on Y: "June 9 to 11" is the nights of June 9 and 10.
+* A lone day is one night: "June 3, June 5 and June 9 to 11" is June 3, June 5 and June 9–10.
+* "X for N nights" (N in digits or one..fourteen, "a night", "a week", "a couple of nights").
+* A missing year is the current year, with one exception: a date that comes after another in the
+  sentence and would otherwise lie more than six months before it moves to the next year ("Dec 30
+  to Jan 2"). A date that has already passed this year is *not* moved: the criteria validation
+  reports it as past, so the guest is asked instead of being booked a year late. A year written
+  once ("July 1 - July 6, 2027") applies to the other dates of the sentence.
+* Weekdays ("Friday", "this Friday", "next Friday") mean the first such day after today; as a
+  check-out they mean the first such day after the check-in.
+* Impossible dates ("Feb 30") and reversed ranges make the whole answer None (not understood).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from demo.hotel.language_text import NUMBER_WORDS, normalize
+from demo.hotel.types import DateRange
+
+_MONTH = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_TH = r"(?:st|nd|rd|th)?"
+_COUNT = r"\d+|" + "|".join(NUMBER_WORDS) + r"|an?|a couple(?: of)?"
+_NOT_A_DAY = (
+    r"(?!\s*(?:/|-\d|\$|nights?|weeks?|beds?|queens?|kings?|people|guests|adults|miles?|mi\b))"
+)
+
+_MENTION = re.compile(
+    # 2026-07-01
+    rf"(?P<iso>\b(?P<iso_y>\d{{4}})-(?P<iso_m>\d{{1,2}})-(?P<iso_d>\d{{1,2}})\b)"
+    # 7/1, 7/1/27, 7/1/2027 (but not "1/2 mile")
+    rf"|(?P<slash>\b(?P<sl_m>\d{{1,2}})/(?P<sl_d>\d{{1,2}})(?:/(?P<sl_y>\d{{4}}|\d{{2}}))?\b"
+    rf"(?!/|\s*mi))"
+    # July 1, July 1st, July 1, 2027
+    rf"|(?P<named>\b(?P<nm_m>{_MONTH})\.?\s+(?:the\s+)?(?P<nm_d>\d{{1,2}}){_TH}\b"
+    rf"(?:,?\s+(?P<nm_y>\d{{4}}))?)"
+    # 1 July, the 1st of July
+    rf"|(?P<dayof>\b(?:the\s+)?(?P<do_d>\d{{1,2}}){_TH}\s+(?:of\s+)?(?P<do_m>{_MONTH})\b"
+    rf"(?:,?\s+(?P<do_y>\d{{4}}))?)"
+    # today, tonight, tomorrow
+    r"|(?P<relative>\b(?:today|tonight|tomorrow)\b)"
+    # Friday, this Friday, next Friday
+    rf"|(?P<weekday>\b(?:(?:next|this|coming|this coming)\s+)?(?P<wd>{'|'.join(_WEEKDAYS)})\b)"
+    # for 5 nights, two nights, a week
+    rf"|(?P<duration>\b(?:for\s+)?(?P<count>{_COUNT})[\s-]+(?P<unit>nights?|weeks?)\b)"
+    # a bare day continuing a date: "July 1 to the 6th", "June 9 to 11"
+    rf"|(?P<bare>\b(?:the\s+)?(?P<bare_d>\d{{1,2}}){_TH}\b{_NOT_A_DAY}(?:,?\s+(?P<bare_y>\d{{4}}))?)"
+)
+"""Every way a date or a duration is written; scanned left to right."""
+
+_RANGE_GAP = re.compile(
+    r"(?:^|\s)(?:-|to|until|till|through|thru)(?:\s|$)|\bleav|\bcheck(?:ing)?[ -]?out|\bdepart"
+)
+"""Text between two dates that makes them check-in and check-out rather than two separate days."""
+
+_CONTINUATION_GAP = re.compile(r"^[\s,]*(?:-|to|until|till|through|thru|and|&|or)?[\s,]*$")
+"""What may separate a bare day from the date it continues ("June 9 to 11", "June 3, 5")."""
+
+
+@dataclass(frozen=True)
+class _Mention:
+    """One date-like piece of the sentence, not yet resolved to a calendar date."""
+
+    kind: str  # "date" | "day" | "relative" | "weekday" | "duration"
+    start: int
+    end: int
+    month: int = 0
+    day: int = 0
+    year: int | None = None
+    offset: int = 0  # days after today, for "today"/"tomorrow"
+    weekday: int = 0
+    nights: int = 0
+
+
+def _year(token: str | None) -> int | None:
+    if token is None:
+        return None
+    return 2000 + int(token) if len(token) == 2 else int(token)
+
+
+def _month(token: str) -> int:
+    return _MONTHS.index(token[:3]) + 1
+
+
+def _nights(count: str, unit: str) -> int:
+    number = {"a": 1, "an": 1}.get(count) or NUMBER_WORDS.get(count)
+    if number is None:
+        number = 2 if count.startswith("a couple") else int(count)
+    return number * (7 if unit.startswith("week") else 1)
+
+
+def _mention(match: re.Match[str]) -> _Mention | None:
+    """Turn one regex match into a mention (None for "7/1"-like text that is no date)."""
+    g, kind = match.groupdict(), match.lastgroup
+    span = {"start": match.start(), "end": match.end()}
+    if kind == "iso":
+        return _Mention("date", **span, month=int(g["iso_m"]), day=int(g["iso_d"]),
+                        year=int(g["iso_y"]))  # fmt: skip
+    if kind == "slash":
+        if not 1 <= int(g["sl_m"]) <= 12:
+            return None  # "24/7 front desk"
+        return _Mention("date", **span, month=int(g["sl_m"]), day=int(g["sl_d"]),
+                        year=_year(g["sl_y"]))  # fmt: skip
+    if kind in ("named", "dayof"):
+        prefix = "nm" if kind == "named" else "do"
+        return _Mention("date", **span, month=_month(g[f"{prefix}_m"]),
+                        day=int(g[f"{prefix}_d"]), year=_year(g[f"{prefix}_y"]))  # fmt: skip
+    if kind == "relative":
+        return _Mention("relative", **span, offset=1 if match.group() == "tomorrow" else 0)
+    if kind == "weekday":
+        return _Mention("weekday", **span, weekday=_WEEKDAYS.index(g["wd"]))
+    if kind == "duration":
+        return _Mention("duration", **span, nights=_nights(g["count"], g["unit"]))
+    return _Mention("day", **span, day=int(g["bare_d"]), year=_year(g["bare_y"]))
+
+
+def _scan(text: str) -> list[_Mention]:
+    """All mentions in order; a bare day only counts right after a date ("to the 6th")."""
+    found: list[_Mention] = []
+    for match in _MENTION.finditer(text):
+        mention = _mention(match)
+        if mention is None:
+            continue
+        if mention.kind == "day" and not _continues(found, text, mention):
+            continue
+        found.append(mention)
+    return found
+
+
+def _continues(found: list[_Mention], text: str, mention: _Mention) -> bool:
+    if not found or found[-1].kind not in ("date", "day"):
+        return False
+    return bool(_CONTINUATION_GAP.match(text[found[-1].end : mention.start]))
+
+
+@dataclass
+class _Resolver:
+    """Turns mentions into dates: years, months of bare days, weekdays after an anchor."""
+
+    today: date
+    default_year: int
+
+    def resolve(self, mention: _Mention, anchor: date | None, is_end: bool = False) -> date:
+        if mention.kind == "relative":
+            return self.today + timedelta(days=mention.offset)
+        if mention.kind == "weekday":
+            base = anchor if is_end and anchor is not None else self.today
+            return base + timedelta(days=(mention.weekday - base.weekday() - 1) % 7 + 1)
+        if mention.kind == "day":
+            return self._bare_day(mention, anchor, is_end)
+        if mention.year is not None:
+            return date(mention.year, mention.month, mention.day)
+        if anchor is None:
+            return date(self.default_year, mention.month, mention.day)
+        return _after(anchor, mention.month, mention.day)
+
+    def _bare_day(self, mention: _Mention, anchor: date | None, is_end: bool) -> date:
+        if anchor is None:
+            raise ValueError("a bare day needs a month")
+        year = mention.year if mention.year is not None else anchor.year
+        found = date(year, anchor.month, mention.day)
+        if is_end and found <= anchor:  # "Jan 30 to the 2nd" → Feb 2
+            month = anchor.month % 12 + 1
+            found = date(year + (month == 1), month, mention.day)
+        return found
+
+
+def _after(anchor: date, month: int, day: int) -> date:
+    """The date with this month/day in the anchor's year, or the next year if it wrapped around."""
+    found = date(anchor.year, month, day)
+    if found < anchor - timedelta(days=183):
+        found = date(anchor.year + 1, month, day)
+    return found
+
+
+def _on_or_before(anchor: date, month: int, day: int) -> date:
+    """The latest date with this month/day not after ``anchor`` (start year from the end's year)."""
+    found = date(anchor.year, month, day)
+    return found if found <= anchor else date(anchor.year - 1, month, day)
+
+
+def _default_year(mentions: list[_Mention], today: date) -> int:
+    """A year written once in the sentence applies to the others; otherwise the current year."""
+    years = {m.year for m in mentions if m.year is not None}
+    return years.pop() if len(years) == 1 else today.year
+
+
+def _is_range(text: str, first: _Mention, second: _Mention) -> bool:
+    if second.kind == "duration":
+        return False
+    gap = text[first.end : second.start]
+    between = re.search(r"\bbetween\s*$", text[: first.start]) and gap.strip() == "and"
+    return bool(_RANGE_GAP.search(gap) or between)
+
+
+def _range(
+    text: str, first: _Mention, second: _Mention, resolver: _Resolver, anchor: date | None
+) -> DateRange:
+    """Check-in ``first``, check-out ``second``; a year given only on the check-out applies back."""
+    if first.kind == "date" and first.year is None and second.kind == "date" and second.year:
+        end = resolver.resolve(second, None)
+        return DateRange(start=_on_or_before(end, first.month, first.day), end=end)
+    start = resolver.resolve(first, anchor)
+    return DateRange(start=start, end=resolver.resolve(second, start, is_end=True))
+
+
+def _assemble(text: str, mentions: list[_Mention], today: date) -> list[DateRange]:
+    resolver = _Resolver(today, _default_year(mentions, today))
+    parts: list[DateRange] = []
+    anchor: date | None = None
+    index = 0
+    while index < len(mentions):
+        first = mentions[index]
+        second = mentions[index + 1] if index + 1 < len(mentions) else None
+        step, part = _part(text, first, second, resolver, anchor)
+        if part is not None:
+            parts.append(part)
+            anchor = part.start
+        index += step
+    return sorted(parts, key=lambda part: (part.start, part.end))
+
+
+def _part(
+    text: str, first: _Mention, second: _Mention | None, resolver: _Resolver, anchor: date | None
+) -> tuple[int, DateRange | None]:
+    """The stay part starting at ``first`` and how many mentions it used."""
+    if first.kind == "duration":
+        if second is None or second.kind == "duration":  # a duration with no date: ignore it
+            return 1, None
+        start = resolver.resolve(second, anchor)  # "5 nights starting July 1"
+        return 2, DateRange(start=start, end=start + timedelta(days=first.nights))
+    if second is not None and second.kind == "duration":
+        start = resolver.resolve(first, anchor)
+        return 2, DateRange(start=start, end=start + timedelta(days=second.nights))
+    if second is not None and _is_range(text, first, second):
+        return 2, _range(text, first, second, resolver, anchor)
+    return 1, DateRange.single(resolver.resolve(first, anchor))
+
+
+def parse_dates(text: str, today: date) -> list[DateRange] | None:
+    """The stay described in ``text`` as check-in/check-out ranges, or None if no dates are given.
+
+    Dates that have passed are returned as written (validation reports them); impossible dates
+    and reversed ranges give None.
+    """
+    normalized = normalize(text)
+    mentions = _scan(normalized)
+    if not any(m.kind != "duration" for m in mentions):
+        return None
+    try:
+        parts = _assemble(normalized, mentions, today)
+    except ValueError:  # includes pydantic.ValidationError for a reversed range
+        return None
+    return parts or None
+
+
+def strip_dates(text: str) -> str:
+    """``text`` normalised with its dates blanked out, so "July 20 to 25" is not read as a budget.
+
+    Durations stay: "150 a night" is a price, and units already keep "5 nights" from being one.
+    """
+    normalized = normalize(text)
+    for mention in reversed([m for m in _scan(normalized) if m.kind != "duration"]):
+        normalized = (
+            normalized[: mention.start]
+            + " " * (mention.end - mention.start)
+            + normalized[mention.end :]
+        )
+    return normalized
