@@ -1,0 +1,303 @@
+"""SQLiteStore: the embedded default store, one file, no server (P6).
+
+Each session is one row of the `sessions` table, its document kept as JSON text (readable with
+SQLite's `json_extract`); evicted messages live in the `archive` table. The file uses WAL mode,
+so readers never block the writer, and several processes (or several stores) may share it: every
+write is one `BEGIN IMMEDIATE` transaction and `save` is a compare-and-set on the revision, so
+of two writers holding the same revision exactly one wins (P4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager, closing
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
+from picoflow.stores import _checks
+from picoflow.stores.base import ArchiveEntry, JSONDict
+
+__all__ = ["SQLiteStore"]
+
+# How long a write waits for another connection's write lock before giving up. Writes hold the
+# lock for milliseconds, so reaching this means something else holds the file.
+_BUSY_TIMEOUT_SECONDS = 10.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    revision INTEGER NOT NULL,
+    doc TEXT NOT NULL,
+    expires_at TEXT
+);
+CREATE TABLE IF NOT EXISTS archive (
+    session_id TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (session_id, namespace, position)
+);
+"""
+
+# `\` escapes `%` and `_` in the LIKE patterns built by _like_pattern.
+_LIKE_CLAUSE = " AND text LIKE ? ESCAPE '\\'"
+
+
+class SQLiteStore:
+    """Keeps sessions in one SQLite file through aiosqlite; `":memory:"` keeps them in RAM.
+
+    The constructor only records the path: the engine may be built outside an event loop, so
+    the parent directory and the connection are created on first use. Calls on one store share
+    one connection and run one at a time, which keeps each call's transaction its own.
+
+    Args:
+        path: The database file. A missing parent directory is created.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        """Record the path; nothing touches the file system until the first call."""
+        self._path = os.fspath(path)
+        self._connection: aiosqlite.Connection | None = None
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        """Show the file path, the first thing to check when a store fails."""
+        return f"SQLiteStore({self._path!r})"
+
+    async def create(self, doc: JSONDict) -> None:
+        """Store a new session at revision 0; an existing id is a conflict and changes nothing.
+
+        Raises:
+            ValueError: `doc["id"]` is not a non-empty string or `doc["revision"]` is not 0.
+            SessionConflictError: a session with this id already exists.
+            StoreError: the database could not be opened or written.
+        """
+        session_id = _checks.check_new_doc(doc)
+        text = _checks.encode(doc, session_id)
+        async with self._transaction(f"create session '{session_id}'") as connection:
+            inserted = await _rowcount(
+                connection,
+                "INSERT OR IGNORE INTO sessions (id, revision, doc, expires_at) "
+                "VALUES (?, 0, ?, ?)",
+                (session_id, text, _expires_at(doc)),
+            )
+            if not inserted:
+                actual = await _revision_of(connection, session_id) or 0
+                message = _checks.conflict_on_create_message(session_id, actual)
+                raise SessionConflictError(session_id, 0, actual, message)
+
+    async def load(self, session_id: str) -> JSONDict | None:
+        """Return a fresh copy of the stored document, or None if there is none."""
+        async with self._connected(f"load session '{session_id}'") as connection:
+            async with connection.execute(
+                "SELECT doc FROM sessions WHERE id = ?", (session_id,)
+            ) as cursor:
+                row = await cursor.fetchone()
+        return None if row is None else _checks.decode(row[0])
+
+    async def save(self, doc: JSONDict, expected_revision: int) -> int:
+        """Replace the session if its revision is still `expected_revision`; return the new one.
+
+        Raises:
+            ValueError: `doc["id"]` is not a string or `expected_revision` is not an int >= 0.
+            SessionNotFoundError: no session has this id.
+            SessionConflictError: another writer saved first; nothing was written.
+            StoreError: the database could not be opened or written.
+        """
+        session_id = _checks.check_saved_doc(doc, expected_revision)
+        revision = expected_revision + 1
+        text = _checks.encode({**doc, "revision": revision}, session_id)
+        async with self._transaction(f"save session '{session_id}'") as connection:
+            # P2/P4: the WHERE clause is the compare-and-set; the write lock taken by
+            # BEGIN IMMEDIATE makes the follow-up lookup see the revision that beat us.
+            updated = await _rowcount(
+                connection,
+                "UPDATE sessions SET revision = ?, doc = ?, expires_at = ? "
+                "WHERE id = ? AND revision = ?",
+                (revision, text, _expires_at(doc), session_id, expected_revision),
+            )
+            if not updated:
+                actual = await _revision_of(connection, session_id)
+                if actual is None:
+                    raise SessionNotFoundError(session_id)
+                raise SessionConflictError(session_id, expected_revision, actual)
+        return revision
+
+    async def delete(self, session_id: str) -> bool:
+        """Remove the session and its whole archive; True if a session document existed."""
+        async with self._transaction(f"delete session '{session_id}'") as connection:
+            deleted = await _rowcount(
+                connection, "DELETE FROM sessions WHERE id = ?", (session_id,)
+            )
+            await _rowcount(connection, "DELETE FROM archive WHERE session_id = ?", (session_id,))
+        return deleted > 0
+
+    async def archive(self, session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
+        """Keep evicted messages by position; a position already archived keeps its first entry.
+
+        The session document need not exist yet: compaction of a session's first turn archives
+        before the engine creates the document.
+        """
+        _checks.check_entries(session_id, namespace, entries)
+        rows = [
+            (
+                session_id,
+                namespace,
+                entry["position"],
+                _checks.encode(entry["message"], session_id),
+                _checks.search_text(entry["message"]),
+            )
+            for entry in entries
+        ]
+        action = f"archive messages of session '{session_id}'"
+        async with self._transaction(action) as connection:
+            await connection.executemany(
+                "INSERT OR IGNORE INTO archive (session_id, namespace, position, message, text) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    async def search_archive(
+        self,
+        session_id: str,
+        namespace: str,
+        query: str,
+        *,
+        page: int = 1,
+        page_size: int = 10,
+    ) -> list[ArchiveEntry]:
+        """Entries containing every word of `query` (any case), newest first, one page.
+
+        One `LIKE` per word over the lowercased `text` column; `%` and `_` in the query are
+        taken literally.
+        """
+        _checks.check_page(page, page_size)
+        words = _checks.search_words(query)
+        sql = (
+            "SELECT position, message FROM archive WHERE session_id = ? AND namespace = ?"
+            + _LIKE_CLAUSE * len(words)
+            + " ORDER BY position DESC LIMIT ? OFFSET ?"
+        )
+        params: list[Any] = [session_id, namespace, *map(_like_pattern, words)]
+        params += [page_size, (page - 1) * page_size]
+        action = f"search the archive of session '{session_id}'"
+        async with self._connected(action) as connection:
+            rows = await connection.execute_fetchall(sql, params)
+        return [{"position": row[0], "message": _checks.decode(row[1])} for row in rows]
+
+    async def aclose(self) -> None:
+        """Close the connection; the store refuses further calls with StoreError."""
+        async with self._lock:
+            self._closed = True
+            connection, self._connection = self._connection, None
+            if connection is not None:
+                await connection.close()
+
+    @asynccontextmanager
+    async def _connected(self, action: str) -> AsyncIterator[aiosqlite.Connection]:
+        """Hold the store's connection for one call, opening it on first use.
+
+        The lock keeps calls from interleaving statements on the shared connection (one call's
+        transaction must not swallow another's). sqlite3 errors become StoreError here, at the
+        store boundary, and nowhere else.
+        """
+        async with self._lock:
+            _checks.check_open(self, self._closed)
+            if self._connection is None:
+                self._connection = await self._open()
+            try:
+                yield self._connection
+            except sqlite3.Error as exc:
+                raise StoreError(
+                    f"SQLiteStore could not {action} in SQLite file '{self._path}': {exc}. "
+                    "Check that the disk is not full, that no other program keeps the file "
+                    "locked, and that its tables were not changed by hand."
+                ) from exc
+
+    @asynccontextmanager
+    async def _transaction(self, action: str) -> AsyncIterator[aiosqlite.Connection]:
+        """Run a write as one transaction that takes the file's write lock up front.
+
+        IMMEDIATE (not the default DEFERRED) so two connections never both read, then both try
+        to upgrade to a write: the second waits for the lock and then sees the first's commit.
+        """
+        async with self._connected(action) as connection:
+            await connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+            except BaseException:
+                if connection.in_transaction:
+                    await connection.execute("ROLLBACK")
+                raise
+            await connection.execute("COMMIT")
+
+    async def _open(self) -> aiosqlite.Connection:
+        """Create the parent directory and the tables, switch to WAL, then connect."""
+        try:
+            if self._path != ":memory:":
+                # With plain sqlite3 first: a failed aiosqlite.connect leaves its worker thread
+                # to report to an event loop that may be gone, so only a file that is known to
+                # open is handed to aiosqlite.
+                await asyncio.to_thread(_prepare_file, self._path)
+            # isolation_level=None: no implicit transactions; writes open theirs explicitly.
+            connection = await aiosqlite.connect(
+                self._path, isolation_level=None, timeout=_BUSY_TIMEOUT_SECONDS
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(self._open_failure(exc)) from exc
+        try:
+            await connection.executescript(_SCHEMA)  # again, for ":memory:"
+        except sqlite3.Error as exc:
+            await connection.close()
+            raise StoreError(self._open_failure(exc)) from exc
+        return connection
+
+    def _open_failure(self, exc: Exception) -> str:
+        return (
+            f"SQLiteStore could not open SQLite file '{self._path}': {exc}. "
+            "Check the path is writable and is an SQLite database or does not exist yet."
+        )
+
+
+def _prepare_file(path: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(path, timeout=_BUSY_TIMEOUT_SECONDS)) as db:
+        db.execute("PRAGMA journal_mode=WAL")  # persists in the file for every later connection
+        db.executescript(_SCHEMA)
+
+
+async def _rowcount(connection: aiosqlite.Connection, sql: str, params: Iterable[Any]) -> int:
+    async with connection.execute(sql, params) as cursor:
+        return cursor.rowcount
+
+
+async def _revision_of(connection: aiosqlite.Connection, session_id: str) -> int | None:
+    async with connection.execute(
+        "SELECT revision FROM sessions WHERE id = ?", (session_id,)
+    ) as cursor:
+        row = await cursor.fetchone()
+    return None if row is None else int(row[0])
+
+
+def _expires_at(doc: JSONDict) -> str | None:
+    # A column of its own so expired sessions can be found without parsing every document.
+    value = doc.get("expires_at")
+    return value if isinstance(value, str) else None
+
+
+def _like_pattern(word: str) -> str:
+    r"""A `LIKE ... ESCAPE '\'` pattern matching `word` anywhere, taken literally.
+
+    Example: `_like_pattern("50%_off")` is `%50\%\_off%`, so a `%` or `_` the user typed
+    matches itself instead of acting as a wildcard.
+    """
+    escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"

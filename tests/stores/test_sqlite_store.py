@@ -1,0 +1,202 @@
+"""What SQLiteStore promises beyond the conformance suite: one file, WAL, many writers (P4, P6)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage, message_to_dict
+
+from picoflow.errors import SessionConflictError, StoreError
+from picoflow.stores import SQLiteStore
+
+OPERATION_HINT = (
+    "Check that the disk is not full, that no other program keeps the file locked, and that "
+    "its tables were not changed by hand."
+)
+
+
+def doc(session_id: str = "s-1", **fields: Any) -> dict[str, Any]:
+    return {
+        "id": session_id,
+        "revision": 0,
+        "flow": "HotelFlow",
+        "expires_at": "2025-01-03T03:04:05+00:00",
+        **fields,
+    }
+
+
+def human(position: int, text: str) -> dict[str, Any]:
+    return {"position": position, "message": message_to_dict(HumanMessage(text))}
+
+
+@asynccontextmanager
+async def opened(path: str | Path) -> AsyncIterator[SQLiteStore]:
+    store = SQLiteStore(path)
+    try:
+        yield store
+    finally:
+        await store.aclose()
+
+
+def open_failure(path: Path, reason: str) -> str:
+    return (
+        f"SQLiteStore could not open SQLite file '{path}': {reason}. Check the path is writable "
+        "and is an SQLite database or does not exist yet."
+    )
+
+
+def test_p6_sqlite_store_is_built_outside_an_event_loop_and_touches_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "later" / "sessions.db"
+
+    assert repr(SQLiteStore(path)) == f"SQLiteStore('{path}')"
+    assert not path.parent.exists()
+
+
+async def test_p6_sqlite_creates_a_missing_parent_directory(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "sessions.db"
+
+    async with opened(path) as store:
+        await store.create(doc())
+
+    assert path.is_file()
+
+
+async def test_p6_sqlite_keeps_sessions_as_json_text_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with opened(path) as store:
+        await store.create(doc())
+        await store.save(doc(flow="HotelFlow"), 0)
+        await store.archive("s-1", "explore", [human(3, "Hotel in LISBON")])
+
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        sessions = db.execute(
+            "SELECT id, revision, json_extract(doc, '$.revision'), json_extract(doc, '$.flow'), "
+            "expires_at FROM sessions"
+        ).fetchall()
+        archive = db.execute("SELECT session_id, namespace, position, text FROM archive").fetchall()
+
+    assert sessions == [("s-1", 1, 1, "HotelFlow", "2025-01-03T03:04:05+00:00")]
+    assert archive == [("s-1", "explore", 3, "hotel in lisbon")]
+
+
+async def test_p6_sqlite_sessions_survive_a_new_store_on_the_same_file(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with opened(path) as store:
+        await store.create(doc())
+        await store.save(doc(current_step="PresentStep"), 0)
+        await store.archive("s-1", "explore", [human(1, "budget 300")])
+
+    async with opened(path) as restarted:
+        assert await restarted.load("s-1") == doc(current_step="PresentStep", revision=1)
+        assert await restarted.search_archive("s-1", "explore", "budget") == [
+            human(1, "budget 300")
+        ]
+
+
+async def test_p6_sqlite_memory_path_keeps_sessions_in_ram(tmp_path: Path) -> None:
+    async with opened(":memory:") as store:
+        await store.create(doc())
+
+        assert await store.load("s-1") == doc()
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_p4_sqlite_stores_sharing_a_file_have_exactly_one_winner(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with opened(path) as a, opened(path) as b, opened(path) as c:
+        await a.create(doc())
+        for revision in range(20):
+            saves = [s.save(doc(writer=n), revision) for n, s in enumerate((a, b, c))]
+            results = await asyncio.gather(*saves, return_exceptions=True)
+
+            assert sorted(results, key=lambda r: isinstance(r, Exception))[0] == revision + 1
+            conflicts = [r for r in results if isinstance(r, SessionConflictError)]
+            assert len(conflicts) == 2
+            assert {(r.expected_revision, r.actual_revision) for r in conflicts} == {
+                (revision, revision + 1)
+            }
+            winner = results.index(revision + 1)
+            assert await c.load("s-1") == doc(writer=winner, revision=revision + 1)
+
+
+async def test_p6_sqlite_path_that_is_a_directory_raises_store_error(tmp_path: Path) -> None:
+    async with opened(tmp_path) as store:
+        with pytest.raises(StoreError) as caught:
+            await store.create(doc())
+
+    assert str(caught.value) == open_failure(tmp_path, "unable to open database file")
+    assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+
+
+async def test_p6_sqlite_parent_that_is_a_file_raises_store_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a directory")
+    path = blocker / "sessions.db"
+
+    async with opened(path) as store:
+        with pytest.raises(StoreError) as caught:
+            await store.load("s-1")
+
+    reason = f"[Errno 17] File exists: '{blocker}'"
+    assert str(caught.value) == open_failure(path, reason)
+    assert isinstance(caught.value.__cause__, OSError)
+
+
+async def test_p6_sqlite_file_that_is_not_a_database_raises_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"these are my notes, not a database" * 100)
+
+    async with opened(path) as store:
+        with pytest.raises(StoreError) as caught:
+            await store.load("s-1")
+
+    assert str(caught.value) == open_failure(path, "file is not a database")
+    assert path.read_bytes() == b"these are my notes, not a database" * 100
+
+
+async def test_p6_sqlite_failed_read_raises_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with opened(path) as store:
+        await store.create(doc())
+        with closing(sqlite3.connect(path)) as db:
+            db.execute("DROP TABLE archive")
+            db.commit()
+
+        with pytest.raises(StoreError) as caught:
+            await store.search_archive("s-1", "explore", "budget")
+
+        assert str(caught.value) == (
+            "SQLiteStore could not search the archive of session 's-1' in SQLite file "
+            f"'{path}': no such table: archive. {OPERATION_HINT}"
+        )
+        assert await store.load("s-1") == doc()
+
+
+async def test_p2_sqlite_failed_write_rolls_back_and_leaves_the_store_usable(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "sessions.db"
+    async with opened(path) as store:
+        await store.create(doc())
+        with closing(sqlite3.connect(path)) as db:
+            db.execute("DROP TABLE sessions")
+            db.commit()
+
+        with pytest.raises(StoreError) as caught:
+            await store.save(doc(), 0)
+
+        assert str(caught.value) == (
+            f"SQLiteStore could not save session 's-1' in SQLite file '{path}': "
+            f"no such table: sessions. {OPERATION_HINT}"
+        )
+        await store.archive("s-1", "explore", [human(1, "still works")])
+        assert await store.search_archive("s-1", "explore", "works") == [human(1, "still works")]
