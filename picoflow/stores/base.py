@@ -13,6 +13,8 @@ Revision rules, shared by every implementation and pinned by the conformance sui
   `expected_revision`; the stored copy gets `revision = expected_revision + 1`, which is
   returned. A stale revision raises `SessionConflictError`, a missing id `SessionNotFoundError`;
   in both cases nothing is written.
+- `revision(id)` returns the stored revision (or None) without reading the document; the
+  engine uses it to decide whether its in-process copy of a session is still current.
 - `load(id)` returns a deep copy of the stored document (callers may mutate it freely), or
   `None`.
 - `delete(id)` removes the document and its archive; it returns whether a document existed.
@@ -43,6 +45,10 @@ class Store(Protocol):
 
     async def load(self, session_id: str) -> JSONDict | None:
         """Return a private copy of the stored document, or None."""
+        ...
+
+    async def revision(self, session_id: str) -> int | None:
+        """The stored revision, or None: one small read that lets a caller skip a full load."""
         ...
 
     async def save(self, doc: JSONDict, expected_revision: int) -> int:

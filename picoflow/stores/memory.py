@@ -6,6 +6,11 @@ Nothing survives a restart, and two processes never see each other's sessions. U
 
 from __future__ import annotations
 
+import json
+from itertools import compress, count
+from operator import is_not
+from typing import Any
+
 from picoflow.errors import SessionConflictError, SessionNotFoundError
 from picoflow.stores import _checks
 from picoflow.stores.base import ArchiveEntry, JSONDict
@@ -19,6 +24,9 @@ class MemoryStore:
     Documents are kept as JSON text, not as the caller's objects: a caller can never change a
     stored session by mutating a dict it passed in or got back, and a value JSON cannot hold
     fails here exactly as it would in SQLite or MongoDB, so tests on this store mean something.
+    Messages are encoded one by one and their text is reused while the same message dict is
+    saved again, so a save costs what the turn added, not what the conversation holds (the
+    engine never mutates a message dict once it is in a saved document).
 
     No method awaits between reading and writing a key, so each call is atomic under asyncio:
     two concurrent saves with the same expected revision have exactly one winner (P4).
@@ -26,7 +34,8 @@ class MemoryStore:
 
     def __init__(self) -> None:
         """Start empty; no event loop is needed to construct the store."""
-        self._docs: dict[str, tuple[int, str]] = {}
+        self._docs: dict[str, tuple[int, _Encoded]] = {}
+        self._codecs: dict[str, _MessageCodec] = {}
         # (session_id, namespace) -> {position: (message JSON, lowercased search text)}
         self._archive: dict[tuple[str, str], dict[int, tuple[str, str]]] = {}
         self._closed = False
@@ -44,7 +53,7 @@ class MemoryStore:
         """
         _checks.check_open(self, self._closed)
         session_id = _checks.check_new_doc(doc)
-        text = _checks.encode(doc, session_id)
+        text = self._encode(doc, session_id)
         if session_id in self._docs:
             actual = self._docs[session_id][0]
             raise SessionConflictError(
@@ -56,7 +65,13 @@ class MemoryStore:
         """Return a fresh copy of the stored document, or None if there is none."""
         _checks.check_open(self, self._closed)
         stored = self._docs.get(session_id)
-        return None if stored is None else _checks.decode(stored[1])
+        return None if stored is None else _decode(stored[1])
+
+    async def revision(self, session_id: str) -> int | None:
+        """The stored revision, or None; no copy is made."""
+        _checks.check_open(self, self._closed)
+        stored = self._docs.get(session_id)
+        return None if stored is None else stored[0]
 
     async def save(self, doc: JSONDict, expected_revision: int) -> int:
         """Replace the session if its revision is still `expected_revision`; return the new one.
@@ -69,7 +84,7 @@ class MemoryStore:
         _checks.check_open(self, self._closed)
         session_id = _checks.check_saved_doc(doc, expected_revision)
         revision = expected_revision + 1
-        text = _checks.encode({**doc, "revision": revision}, session_id)
+        text = self._encode({**doc, "revision": revision}, session_id)
         stored = self._docs.get(session_id)
         if stored is None:
             raise SessionNotFoundError(session_id)
@@ -83,6 +98,7 @@ class MemoryStore:
         _checks.check_open(self, self._closed)
         for key in [key for key in self._archive if key[0] == session_id]:
             del self._archive[key]
+        self._codecs.pop(session_id, None)
         return self._docs.pop(session_id, None) is not None
 
     async def archive(self, session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
@@ -130,3 +146,61 @@ class MemoryStore:
         self._closed = True
         self._docs.clear()
         self._archive.clear()
+        self._codecs.clear()
+
+    def _encode(self, doc: JSONDict, session_id: str) -> _Encoded:
+        codec = self._codecs.get(session_id)
+        if codec is None:
+            codec = self._codecs[session_id] = _MessageCodec()
+        return codec.encode(doc, session_id)
+
+
+_Encoded = tuple[str, dict[str, list[str]]]  # (document without messages, message texts)
+
+
+class _MessageCodec:
+    """Encodes a session's documents, reusing the text of the unchanged messages.
+
+    Per namespace it remembers the message dicts of the last document and their JSON text; a
+    message list that starts with the very same dict objects reuses their text, found in one
+    C-level pass. Only the first message (the system slot, rewritten every turn) and what
+    follows the first difference are encoded again.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[list[Any], list[str]]] = {}
+
+    def encode(self, doc: JSONDict, session_id: str) -> _Encoded:
+        memory = doc.get("memory")
+        if not isinstance(memory, dict) or not all(
+            isinstance(entry, dict) and isinstance(entry.get("messages"), list)
+            for entry in memory.values()
+        ):
+            return _checks.encode(doc, session_id), {}
+        skeleton = {
+            **doc,
+            "memory": {ns: {**entry, "messages": []} for ns, entry in memory.items()},
+        }
+        texts = {
+            ns: self._texts_of(ns, entry["messages"], session_id) for ns, entry in memory.items()
+        }
+        return _checks.encode(skeleton, session_id), texts
+
+    def _texts_of(self, namespace: str, messages: list[Any], session_id: str) -> list[str]:
+        old_messages, old_texts = self._last.get(namespace, ([], []))
+        # Index 0 is compared like the rest but always re-encoded: it is the system slot.
+        first_change = next(compress(count(1), map(is_not, messages[1:], old_messages[1:])), None)
+        keep = min(len(messages), len(old_messages)) if first_change is None else first_change
+        head = [_checks.encode(m, session_id) for m in messages[:1]]
+        middle = old_texts[1:keep]
+        texts = head + middle + [_checks.encode(m, session_id) for m in messages[max(keep, 1) :]]
+        self._last[namespace] = (list(messages), texts)
+        return texts
+
+
+def _decode(encoded: _Encoded) -> JSONDict:
+    skeleton_text, texts = encoded
+    doc = _checks.decode(skeleton_text)
+    for namespace, messages in texts.items():
+        doc["memory"][namespace]["messages"] = json.loads("[" + ",".join(messages) + "]")
+    return doc

@@ -103,6 +103,15 @@ class SQLiteStore:
                 row = await cursor.fetchone()
         return None if row is None else _checks.decode(row[0])
 
+    async def revision(self, session_id: str) -> int | None:
+        """The stored revision, or None, without reading the document."""
+        async with self._connected(f"read the revision of session '{session_id}'") as connection:
+            async with connection.execute(
+                "SELECT revision FROM sessions WHERE id = ?", (session_id,)
+            ) as cursor:
+                row = await cursor.fetchone()
+        return None if row is None else int(row[0])
+
     async def save(self, doc: JSONDict, expected_revision: int) -> int:
         """Replace the session if its revision is still `expected_revision`; return the new one.
 

@@ -371,3 +371,30 @@ async def test_p2_a_closed_store_refuses_calls_with_store_error(store: Store) ->
             f"{name} was closed with aclose() and cannot be used again; create a new {name}."
         )
     await store.aclose()  # closing twice is harmless
+
+
+# --- revision (the engine's cheap freshness check) ----------------------------------------
+
+
+async def test_p2_revision_reads_the_stored_revision_without_the_document(store: Store) -> None:
+    assert await store.revision("s-1") is None
+    await store.create(new_doc())
+    assert await store.revision("s-1") == 0
+    await store.save(new_doc(current_step="PresentStep"), 0)
+    assert await store.revision("s-1") == 1
+    await store.delete("s-1")
+    assert await store.revision("s-1") is None
+
+
+async def test_p2_resaving_the_same_message_objects_stores_what_was_saved(store: Store) -> None:
+    # The engine re-saves unchanged message dicts every turn; each save must store them
+    # exactly, and a message added later must appear, whatever a store caches.
+    message = {"type": "human", "data": {"content": "hi", "type": "human"}}
+    memory = {"ns": {"messages": [message], "summary": None}}
+    await store.create(new_doc(memory=memory))
+    later = {"type": "ai", "data": {"content": "hello", "type": "ai"}}
+    grown = {"ns": {"messages": [message, later], "summary": None}}
+    await store.save(new_doc(memory=grown), 0)
+    loaded = await store.load("s-1")
+    assert loaded is not None
+    assert loaded["memory"] == grown
