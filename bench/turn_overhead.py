@@ -50,12 +50,16 @@ class ZeroLatencyModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: Any = None, **kw: Any) -> ChatResult:
         self.calls += 1
         if self.calls % 2:
-            reply = AIMessage("", tool_calls=[{"name": "advance", "args": {"note": "n"}, "id": f"c{self.calls}"}])
+            reply = AIMessage(
+                "", tool_calls=[{"name": "advance", "args": {"note": "n"}, "id": f"c{self.calls}"}]
+            )
         else:
             reply = AIMessage(f"Reply number {self.calls // 2}.")
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
-    async def _agenerate(self, messages: list[BaseMessage], stop: Any = None, **kw: Any) -> ChatResult:
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: Any = None, **kw: Any
+    ) -> ChatResult:
         return self._generate(messages, stop)
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:

@@ -37,7 +37,9 @@ def test_invalid_model_selection_is_a_definition_error(bad: Any) -> None:
 
 
 def test_persisted_model_description_strips_secrets() -> None:
-    spec = ModelSpec("openai", "gpt-4o", {"api_key": "sk-1", "temperature": 0.2, "extra": {"token": "t"}})
+    spec = ModelSpec(
+        "openai", "gpt-4o", {"api_key": "sk-1", "temperature": 0.2, "extra": {"token": "t"}}
+    )
     assert describe_model(spec) == {
         "provider": "openai",
         "name": "gpt-4o",
@@ -60,7 +62,9 @@ def test_registry_builds_each_model_once_and_custom_providers_plug_in() -> None:
     assert [s.name for s in built] == ["a", "b"]
 
 
-def test_openai_provider_honours_retry_attempts_and_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_openai_provider_honours_retry_attempts_and_base_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1234/v1")
     model = ProviderRegistry().resolve(ModelSpec("openai", "gpt-4o-mini", retry_attempts=5))
     assert type(model).__name__ == "ChatOpenAI"
@@ -109,7 +113,9 @@ async def test_two_step_flow_through_real_chatopenai_over_loopback(streaming: bo
     assert transcript(doc, "PresentStep")[-1][0] == "ai"
 
 
-async def test_provider_string_resolves_through_openai_base_url_env(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_provider_string_resolves_through_openai_base_url_env(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with OpenAIServer(booking_brain()) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
 
