@@ -53,7 +53,8 @@ class TurnContext:
     usage: dict[str, dict[str, int]]
     extra_tools: Callable[[Step], list[tuple[ToolSpec, Callable[..., Any]]]] | None = None
     model_calls: int = 0
-    # Set by `FlowEngine.stream`: receives ("token" | "tool_call" | "step_changed", data).
+    # Set by `FlowEngine.stream`: receives ("token" | "tool_call" | "step_changed" |
+    # "compaction", data); summary calls never emit "token" (M10).
     emit: Callable[[str, dict[str, Any]], None] | None = None
 
 
@@ -137,7 +138,7 @@ async def _call_model(step: Step, ctx: TurnContext) -> AIMessage:
     record.messages[0] = system  # M2: the system slot is rewritten before every call
     tools = tools_of(step, ctx)
     model = ctx.registry.resolve(step._model or _require(ctx.default_model, flow, step))
-    runnable = model.bind_tools([spec.schema for spec, _ in tools.values()]) if tools else model
+    runnable = ctx.registry.bound(model, [spec.schema for spec, _ in tools.values()])
     ctx.model_calls += 1
     logger.info(
         "model call %d in %s.%s",
@@ -187,20 +188,19 @@ def _require(model: ModelSpec | BaseChatModel | None, flow: Flow, step: Step) ->
 
 def _restamp(step: Step, result: BaseMessage) -> AIMessage:
     """Attribute the reply to the step (T5) and give every tool call an id (R6 needs one)."""
-    calls = [
-        call if call.get("id") else {**call, "id": f"call_{secrets.token_hex(6)}"}
-        for call in getattr(result, "tool_calls", None) or []
-    ]
     if not isinstance(result, AIMessage):
         return AIMessage(message_text(result), id=step.gen_message_id())
-    return AIMessage(
-        content=result.content,
-        tool_calls=calls,
-        additional_kwargs={k: v for k, v in result.additional_kwargs.items() if k != "tool_calls"},
-        response_metadata=result.response_metadata,
-        usage_metadata=result.usage_metadata,
-        id=step.gen_message_id(),
-    )
+    update: dict[str, Any] = {"id": step.gen_message_id()}
+    if any(not call.get("id") for call in result.tool_calls):
+        update["tool_calls"] = [
+            call if call.get("id") else {**call, "id": f"call_{secrets.token_hex(6)}"}
+            for call in result.tool_calls
+        ]
+    if "tool_calls" in result.additional_kwargs:  # the raw provider copy duplicates tool_calls
+        update["additional_kwargs"] = {
+            k: v for k, v in result.additional_kwargs.items() if k != "tool_calls"
+        }
+    return result.model_copy(update=update)
 
 
 async def _run_tool_call(step: Step, call: dict[str, Any], ctx: TurnContext) -> _Outcome:

@@ -16,10 +16,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from langchain_core.messages import BaseMessage, HumanMessage
+
 from ._engine_checks import check_flow, turn_input_problem
+from ._hot import HotSessions
+from ._housekeeping import Housekeeping
+from ._recall import recall_tools
 from ._turn import TurnContext, append_message, run_turn
 from .errors import PicoflowError
 from .flow import Flow
+from .memory import Namespace
 from .models import ProviderFactory, ProviderRegistry, parse_model
 from .session import (
     check_schema,
@@ -90,6 +96,14 @@ class FlowEngine:
         self._store: Store = store if store is not None else _store_from_environment()
         self._ttl = _as_ttl(session_ttl)
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._hot = HotSessions()
+        self._housekeeping = Housekeeping(
+            self._store,
+            self._registry,
+            self._ttl,
+            self._lock,
+            lambda saved, flow: self._hot.keep(saved, flow.get_memory().namespaces()),
+        )
 
     def flow_names(self) -> list[str]:
         """The registered flow names."""
@@ -177,11 +191,44 @@ class FlowEngine:
         if not is_session_id(session_id):
             return False
         async with self._lock(session_id):
+            self._hot.forget(session_id)
+            self._housekeeping.cancel(session_id)
             return await self._store.delete(session_id)
 
     async def aclose(self) -> None:
-        """Close the store's connections."""
+        """Wait for background compactions, then close the store's connections."""
+        await self._housekeeping.drain()
         await self._store.aclose()
+
+    async def wait_for_background(self) -> None:
+        """Wait until every background compaction has been committed or dropped.
+
+        Only `set_summary_config(..., background=True)` starts such work. Tests and batch
+        jobs call this to observe its result; servers need not (`aclose` waits too).
+        """
+        await self._housekeeping.drain()
+
+    async def preview(
+        self, session_id: str, *, message: str | None = None
+    ) -> list[BaseMessage] | None:
+        """Exactly the messages the session's next model call would receive, or None.
+
+        Nothing is written. The current step's `on_restore` and `get_prompt()` run as in a
+        turn; the namespace's summary is the memory block (M7); `message`, if given, is the
+        user message of that next turn. None if a turn would not continue this id (P5).
+        """
+        doc = await self.get_session(session_id)
+        flow_class = self._flows.get(doc["flow"]) if doc is not None else None
+        if doc is None or flow_class is None or doc.get("run_status") != "running":
+            return None
+        check_schema(doc)
+        if is_expired(doc, datetime.now(UTC)):
+            return None
+        flow = flow_class()
+        load_flow(flow, doc)
+        await flow._call_hook(flow.current_step.on_restore)
+        messages = flow.preview()
+        return messages + [HumanMessage(message)] if message else messages
 
     # -- one turn -----------------------------------------------------------------------------
 
@@ -193,7 +240,7 @@ class FlowEngine:
         config: dict[str, Any] | None,
         emit: Callable[[str, dict[str, Any]], None] | None,
     ) -> TurnResult:
-        doc = await self._load_usable(flow_class, session_id)
+        doc, spaces = await self._load_usable(flow_class, session_id)
         if doc is not None and not message.strip():
             return _failure(
                 session_id,
@@ -210,7 +257,7 @@ class FlowEngine:
             load_flow(flow, doc)
             await self._start(flow, message)
         else:
-            load_flow(flow, doc)
+            load_flow(flow, doc, spaces)
             _warn_if_config_changed(flow, doc, config)
             await flow._call_hook(flow.current_step.on_restore)
         reply = await run_turn(flow, message, context)
@@ -232,6 +279,7 @@ class FlowEngine:
             registry=self._registry,
             default_model=parse_model(default, flow.name) if default is not None else None,
             usage=empty_usage(),
+            extra_tools=recall_tools(self._store),
         )
 
     async def _start(self, flow: Flow, message: str) -> None:
@@ -249,26 +297,32 @@ class FlowEngine:
             if opener is not None:
                 append_message(step, opener)
 
-    async def _load_usable(self, flow_class: type[Flow], session_id: str | None) -> JSONDict | None:
-        """The stored session to continue, or None for a new one (P5)."""
+    async def _load_usable(
+        self, flow_class: type[Flow], session_id: str | None
+    ) -> tuple[JSONDict | None, dict[str, Namespace] | None]:
+        """The stored session to continue (and its cached namespaces), or None (P5)."""
         if session_id is None:
-            return None
-        doc = await self._store.load(session_id)
+            return None, None
+        doc, spaces = await self._hot.load(self._store, session_id)
         if doc is None or doc.get("run_status") != "running":
-            return None
+            return None, None
         check_schema(doc)
         if is_expired(doc, datetime.now(UTC)):
-            return None
+            return None, None
         if doc["flow"] != flow_class.name:
             raise PicoflowError(
                 f"Session '{session_id}' belongs to flow '{doc['flow']}', not "
                 f"'{flow_class.name}'. Continue it with flow '{doc['flow']}', or omit the "
                 "session id to start a new session."
             )
-        return doc
+        return doc, spaces
 
     async def _save(self, flow: Flow, doc: JSONDict, context: TurnContext, fresh: bool) -> JSONDict:
         """Write the turn once (P3): create a new session, or save against its revision."""
+        # M4: compaction is the first part of saving (unless it runs in the background).
+        await self._housekeeping.compact_before_save(
+            flow, doc["memory"], context.usage, context.emit
+        )
         out = dump_flow(flow, doc, self._ttl, datetime.now(UTC))
         totals = out["usage"] = {k: dict(v) for k, v in doc["usage"].items()}
         for kind, counters in context.usage.items():
@@ -278,6 +332,8 @@ class FlowEngine:
             await self._store.create(out)
         else:
             out["revision"] = await self._store.save(out, doc["revision"])
+        self._hot.keep(out, flow.get_memory().namespaces())
+        self._housekeeping.after_save(flow, out)
         return out
 
     @asynccontextmanager

@@ -13,10 +13,11 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pydash
+from langchain_core.messages import BaseMessage, SystemMessage
 
 from ._json import to_json
 from .errors import FlowDefinitionError
-from .memory import Memory
+from .memory import Memory, Namespace, request_messages
 from .models import ModelLike
 from .step import Step
 
@@ -106,6 +107,16 @@ class Flow:
     def get_memory(self) -> Memory:
         """The flow's memory: namespaces and compaction policy (M3)."""
         return self._memory
+
+    def preview(self, step: StepRef | None = None) -> list[BaseMessage]:
+        """Exactly the messages the next model call of `step` (default: the current one) gets.
+
+        The step's `get_prompt()` runs and the namespace's summary becomes the memory block
+        (M7), as in a real call; nothing is changed, not even the stored system slot.
+        """
+        target = self.current_step if step is None else self.get_step(step)
+        record = self._memory.namespaces().get(target.namespace) or Namespace()
+        return request_messages(record, SystemMessage(target.get_prompt()))
 
     # -- context (F7) -------------------------------------------------------------------------
 

@@ -24,9 +24,22 @@ __all__ = [
     "validate_namespace",
     "request_messages",
     "MEMORY_PREFIX",
+    "DEFAULT_SUMMARY_PROMPT",
 ]
 
 MEMORY_PREFIX = "Conversation memory for this step:\n"
+# M6: the summariser's instruction. It is sent as the system message; the previous memory and
+# the evicted messages follow in one user message (see `_compaction.summary_request`).
+DEFAULT_SUMMARY_PROMPT = (
+    "You write the running summary of a conversation between a user and an assistant. You "
+    "receive the previous summary (it may be empty) and the oldest messages, which are about to "
+    "be removed from the conversation. Write the updated summary: merge the previous summary and "
+    "these messages into one self-contained text. Keep every still-relevant decision, fact, "
+    "constraint, preference, identifier, number, date and open question, and copy names, "
+    "numbers, codes, e-mail addresses and URLs exactly as written. Drop greetings, small talk "
+    "and anything the messages show is no longer true. Invent nothing: write only what the "
+    "previous summary or the messages state. Reply with the summary text only."
+)
 _NAMESPACE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
 _RESERVED = frozenset({"__proto__", "constructor", "prototype"})
 
@@ -55,6 +68,10 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _seconds(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
 @dataclass(frozen=True)
 class SummaryConfig:
     """When compaction runs and what it keeps (M3).
@@ -63,13 +80,17 @@ class SummaryConfig:
     `min_messages` messages (or, if `max_tokens` is set, that many approximate tokens); the
     newest `recent_messages` stay verbatim. Keep `recent_messages` well below `min_messages` (a
     quarter to a half): the margin is what stops compaction from running on every turn.
-    `background=True` returns the turn's reply first and summarises afterwards.
+    `background=True` returns the turn's reply first and summarises afterwards. A summariser
+    that has not answered after `timeout` seconds counts as failed (M8). `prompt` is the
+    summariser's instruction (M6), `DEFAULT_SUMMARY_PROMPT` unless you pass your own.
     """
 
     min_messages: int = 16
     recent_messages: int = 8
     background: bool = False
     max_tokens: int | None = None
+    timeout: float = 60.0
+    prompt: str = DEFAULT_SUMMARY_PROMPT
 
     def __post_init__(self) -> None:
         if not _whole(self.min_messages) or self.min_messages < 8:
@@ -84,6 +105,13 @@ class SummaryConfig:
             )
         if self.max_tokens is not None and (not _whole(self.max_tokens) or self.max_tokens < 1):
             raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}.")
+        if not _seconds(self.timeout):
+            raise ValueError(f"timeout must be a number of seconds > 0, got {self.timeout!r}.")
+        if not isinstance(self.prompt, str) or not self.prompt.strip():
+            raise ValueError(
+                f"prompt must be a non-empty string (the summariser's instruction), got "
+                f"{self.prompt!r}. Omit it to use DEFAULT_SUMMARY_PROMPT."
+            )
 
 
 @dataclass(slots=True)
@@ -93,9 +121,13 @@ class Namespace:
     messages: list[BaseMessage] = field(default_factory=lambda: [SystemMessage("")])
     summary: str | None = None
     summary_generation: int = 0
-    archived: int = 0  # messages evicted so far; gives archive entries their original position
-    # id(message) -> (message, its stored dict): lets a save skip re-serialising old messages.
-    cache: dict[int, tuple[BaseMessage, dict[str, Any]]] = field(default_factory=dict, repr=False)
+    # Messages that have left the history (evicted to the archive, or erased): the message at
+    # index i >= 1 has the original position `archived + i`, which archive entries keep (M9).
+    archived: int = 0
+    dropped_facts: int = 0  # values summaries lost (see `_facts`), counted over the session
+    # The messages and their stored dicts as of the last load or save: a save re-serialises only
+    # what differs from them (see session._dump_messages), so its cost does not grow with history.
+    synced: tuple[list[BaseMessage], list[dict[str, Any]]] = field(default=([], []), repr=False)
 
 
 class Memory:
@@ -119,9 +151,22 @@ class Memory:
         *,
         background: bool = False,
         max_tokens: int | None = None,
+        timeout: float = 60.0,
+        prompt: str = DEFAULT_SUMMARY_PROMPT,
     ) -> Memory:
-        """Set the thresholds (see `SummaryConfig`); invalid values raise `ValueError` now."""
-        self._config = SummaryConfig(min_messages, recent_messages, background, max_tokens)
+        """Set the thresholds (see `SummaryConfig`); invalid values raise `ValueError` now.
+
+        Args:
+            min_messages: Compact once a history (system slot included) is this long (M4).
+            recent_messages: How many of the newest messages stay verbatim (M5).
+            background: Return the turn's reply first, then summarise in a background task.
+            max_tokens: Also compact once the history has this many approximate tokens.
+            timeout: Seconds the summariser may take before compaction is skipped (M8).
+            prompt: The summariser's instruction (M6); see `DEFAULT_SUMMARY_PROMPT`.
+        """
+        self._config = SummaryConfig(
+            min_messages, recent_messages, background, max_tokens, timeout, prompt
+        )
         return self
 
     def enable_summary(self, namespace: str) -> Memory:
@@ -167,8 +212,13 @@ class Memory:
         return self._spaces
 
     def erase(self, namespace: str) -> None:
-        """Empty a history in place and forget its summary (T4)."""
+        """Empty a history in place and forget its summary (T4).
+
+        Erased messages are not archived, but they keep their positions: messages written
+        afterwards get new ones, so an archive position always names one message (M9).
+        """
         record = self.space(namespace)
+        record.archived += len(record.messages) - 1
         del record.messages[1:]
         record.messages[0] = SystemMessage("")
         record.summary = None
@@ -177,6 +227,7 @@ class Memory:
 def request_messages(record: Namespace, system: SystemMessage) -> list[BaseMessage]:
     """What the model receives for a namespace: the stored history is never changed (M7).
 
+    >>> from langchain_core.messages import HumanMessage
     >>> ns = Namespace(messages=[SystemMessage(""), HumanMessage("hi")], summary="Likes tea.")
     >>> [m.content for m in request_messages(ns, SystemMessage("Be kind."))]
     ['Be kind.', 'Conversation memory for this step:\\nLikes tea.', 'hi']

@@ -80,6 +80,7 @@ class ProviderRegistry:
     def __init__(self, providers: Mapping[str, ProviderFactory] | None = None) -> None:
         self._factories: dict[str, ProviderFactory] = {"openai": _openai, **(providers or {})}
         self._built: dict[tuple[str, str, str, int], BaseChatModel] = {}
+        self._bound: dict[tuple[int, str], tuple[BaseChatModel, Any]] = {}
 
     def check(self, model: ModelSpec | BaseChatModel, where: str) -> None:
         """Fail now, at engine start, if nothing can build this model (F5)."""
@@ -90,6 +91,20 @@ class ProviderRegistry:
                 f"'{model.provider}:{model.name}'. Known providers: {known}. Register it with "
                 "FlowEngine(providers={'" + model.provider + "': factory})."
             )
+
+    def bound(self, model: BaseChatModel, tools: list[dict[str, Any]]) -> Any:
+        """`model.bind_tools(tools)`, built once per model and tool set.
+
+        Providers do real work in `bind_tools` (ChatOpenAI converts every schema), and a step
+        exposes the same tools on every call, so the bound runnable is reused across turns.
+        """
+        if not tools:
+            return model
+        key = (id(model), repr(tools))
+        hit = self._bound.get(key)
+        if hit is None or hit[0] is not model:
+            hit = self._bound[key] = (model, model.bind_tools(tools))
+        return hit[1]
 
     def resolve(self, model: ModelSpec | BaseChatModel) -> BaseChatModel:
         """The chat model for a selection, built on first use and then reused."""

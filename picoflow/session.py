@@ -8,9 +8,12 @@ the conversation beyond copying references.
 
 from __future__ import annotations
 
+import copy
 import re
 import secrets
 from datetime import datetime, timedelta
+from itertools import compress, count
+from operator import is_not
 from typing import Any, Literal, TypedDict
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
@@ -124,18 +127,28 @@ def expiry(now: datetime, ttl: timedelta | None) -> str | None:
     return (now + ttl).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def load_flow(flow: Flow, doc: dict[str, Any]) -> None:
-    """Fill a freshly built flow with a stored session."""
+def load_flow(flow: Flow, doc: dict[str, Any], spaces: dict[str, Namespace] | None = None) -> None:
+    """Fill a freshly built flow with a stored session.
+
+    `spaces` are live namespaces of this exact document kept by the engine's cache; they are
+    copied (the lists, not the messages, which are never mutated) instead of parsed again.
+    Context and states are copied too: the cached document must never change.
+    """
     flow._session_id = doc["id"]
-    flow._context = doc["context"]
     flow._current = doc["current_step"]
     flow._sequence = list(doc["sequence"])
     flow._completed = doc["run_status"] == "completed"
+    flow._context = copy.deepcopy(doc["context"]) if spaces else doc["context"]
     for name, entry in doc["steps"].items():
-        flow._states[name] = entry.get("state") or {}
-    spaces = flow.get_memory().namespaces()
+        state = entry.get("state") or {}
+        flow._states[name] = copy.deepcopy(state) if spaces else state
+    target = flow.get_memory().namespaces()
+    if spaces:
+        for namespace, record in spaces.items():
+            target[namespace] = _copy_namespace(record)
+        return
     for namespace, entry in doc["memory"].items():
-        spaces[namespace] = _load_namespace(entry)
+        target[namespace] = _load_namespace(entry)
 
 
 def _load_namespace(entry: dict[str, Any]) -> Namespace:
@@ -146,9 +159,21 @@ def _load_namespace(entry: dict[str, Any]) -> Namespace:
         summary=entry.get("summary"),
         summary_generation=entry.get("summary_generation", 0),
         archived=entry.get("archived", 0),
+        dropped_facts=entry.get("dropped_facts", 0),
     )
     _remember(record, messages, dicts)
     return record
+
+
+def _copy_namespace(record: Namespace) -> Namespace:
+    return Namespace(
+        messages=list(record.messages),
+        summary=record.summary,
+        summary_generation=record.summary_generation,
+        archived=record.archived,
+        dropped_facts=record.dropped_facts,
+        synced=record.synced,
+    )
 
 
 def dump_flow(
@@ -184,19 +209,33 @@ def _dump_namespace(record: Namespace) -> dict[str, Any]:
         "summary": record.summary,
         "summary_generation": record.summary_generation,
         "archived": record.archived,
+        "dropped_facts": record.dropped_facts,
     }
 
 
 def _dump_messages(record: Namespace) -> list[dict[str, Any]]:
-    """Serialise with the per-object cache: unchanged messages reuse their stored dict."""
-    cache = record.cache
-    out: list[dict[str, Any]] = []
-    for message in record.messages:
-        hit = cache.get(id(message))
-        out.append(hit[1] if hit is not None and hit[0] is message else message_to_dict(message))
-    _remember(record, record.messages, out)
-    return out
+    """Serialise a history, reusing the stored dicts of the unchanged prefix.
+
+    Histories grow by appending, and only the system slot (index 0) is rewritten every call,
+    so the messages after index 0 that are the very objects saved last time keep their dicts.
+    Finding that prefix is one C-level pass (`map(is_not, ...)`), so a save costs what the
+    turn added, not what the conversation holds.
+    """
+    messages = record.messages
+    old_messages, old_dicts = record.synced
+    same = next(compress(count(1), map(is_not, messages[1:], old_messages[1:])), None)
+    keep = min(len(messages), len(old_messages)) if same is None else same
+    head = [_serialise(messages[0])] if messages else []
+    dicts = head + old_dicts[1:keep] + [_serialise(m) for m in messages[max(keep, 1) :]]
+    record.synced = (list(messages), dicts)
+    return dicts
+
+
+def _serialise(message: BaseMessage) -> dict[str, Any]:
+    # JSON validity is checked by the store when it encodes the document (P3: the turn fails
+    # there, before anything is written).
+    return message_to_dict(message)
 
 
 def _remember(record: Namespace, messages: list[BaseMessage], dicts: list[dict[str, Any]]) -> None:
-    record.cache = {id(m): (m, d) for m, d in zip(messages, dicts, strict=True)}
+    record.synced = (list(messages), list(dicts))

@@ -1,0 +1,341 @@
+"""Compaction: keep a namespace's history short without losing what it said (M4-M10).
+
+For each namespace with compaction enabled whose history has reached the threshold (M4), the
+oldest messages before the cut point (M5) are merged into the namespace's one rolling summary
+(M6), checked for dropped facts, written to the store's archive with their original positions
+(M9) and removed from the live history. Whatever goes wrong, the history stays as it was and the
+session gets a warning (M8).
+
+The work comes in two halves so that it can run inline, as the first part of saving, or in the
+background after the reply (see `_housekeeping`): `draft` asks the summariser and changes
+nothing; `apply` archives, checks and splices.
+
+Only messages that are already stored are ever evicted (`stored_length`): a message written in
+the current turn waits for the next one. So every archive entry names a committed message at a
+position no later writer can give to another message, and archiving *before* the session is
+saved is safe: if the save then fails, a later compaction writes the same entries again, which
+the store keeps once (its archive is idempotent by position).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.runnables import RunnableConfig
+
+from ._facts import MAX_LISTED, dropped_facts
+from .errors import StoreError
+from .flow import Flow
+from .memory import Namespace, SummaryConfig
+from .stores.base import ArchiveEntry, Store
+
+__all__ = [
+    "Draft",
+    "due_cuts",
+    "find_cut_point",
+    "stored_length",
+    "summary_request",
+    "summary_run_config",
+    "draft",
+    "apply",
+    "archive_entries",
+]
+
+logger = logging.getLogger(__name__)
+
+# M8: output that opens like this is the summariser talking, not a summary.
+_REFUSALS = (
+    "i cannot",
+    "i can't",
+    "i can not",
+    "i'm sorry",
+    "i am sorry",
+    "sorry,",
+    "i'm unable",
+    "i am unable",
+    "as an ai",
+)
+
+
+@dataclass(slots=True)
+class Draft:
+    """A namespace's summary, asked for but not yet applied.
+
+    `problem` says why compaction is skipped (M8); `reply` is the summariser's answer, kept for
+    token accounting (M10) even when it was unusable.
+    """
+
+    namespace: str
+    cut: int
+    summary: str | None = None
+    reply: AIMessage | None = None
+    problem: str | None = None
+
+
+def find_cut_point(
+    messages: list[BaseMessage], recent_messages: int, *, limit: int | None = None
+) -> int:
+    """Where to cut a history so that `messages[1:cut]` can be evicted (M5).
+
+    Start at `len(messages) - recent_messages` (or `limit`, if that is earlier) and move earlier
+    until the cut separates no AI message with tool calls from any of its tool results
+    (parallel calls included). A result of 1 or less means there is nothing to evict; index 0,
+    the system slot, is never evicted.
+
+    >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+    >>> call = AIMessage("", tool_calls=[{"name": "search", "args": {}, "id": "c1"}])
+    >>> history = [
+    ...     SystemMessage(""),                           # 0  system slot
+    ...     HumanMessage("Hotels in Lyon?"),             # 1
+    ...     call,                                        # 2  asks for a tool...
+    ...     ToolMessage("3 hotels", tool_call_id="c1"),  # 3  ...and gets its result
+    ...     AIMessage("Three hotels match."),            # 4
+    ...     HumanMessage("The cheapest one?"),           # 5
+    ... ]
+    >>> find_cut_point(history, recent_messages=2)  # 6 - 2 = 4: evict 1..3
+    4
+    >>> find_cut_point(history, recent_messages=3)  # 3 would split 2 from 3: move to 2
+    2
+    >>> find_cut_point(history, recent_messages=5)  # 1: nothing to evict
+    1
+    """
+    cut = len(messages) - recent_messages
+    if limit is not None:
+        cut = min(cut, limit)
+    calls_at: dict[str, int] = {}
+    for index, message in enumerate(messages):
+        for call in getattr(message, "tool_calls", None) or []:
+            calls_at[str(call.get("id"))] = index
+    # A result at j whose call is at i forbids every cut in (i, j]; walk down past them.
+    spans = [
+        (calls_at[m.tool_call_id], j)
+        for j, m in enumerate(messages)
+        if isinstance(m, ToolMessage) and m.tool_call_id in calls_at
+    ]
+    moved = True
+    while moved and cut > 1:
+        moved = False
+        for start, end in spans:
+            if start < cut <= end:
+                cut, moved = start, True
+    return cut
+
+
+def stored_length(messages: list[BaseMessage], stored: list[dict[str, Any]]) -> int:
+    """How many leading messages (system slot included) are the ones the session stored.
+
+    `stored` is the namespace's `messages` list of the loaded document. Messages are matched by
+    id, so an erase or any edit in this turn ends the stored prefix where it happened.
+    """
+    count = 1
+    for message, data in zip(messages[1:], stored[1:], strict=False):
+        stored_id = data.get("data", {}).get("id")
+        if message.id is None and stored_id is None:
+            if message_to_dict(message) != data:
+                break
+        elif message.id != stored_id:
+            break
+        count += 1
+    return count
+
+
+def due_cuts(flow: Flow, stored: Mapping[str, Any]) -> dict[str, int]:
+    """Namespaces to compact now, each with its cut (M4, M5).
+
+    `stored` is the loaded document's `memory`: only stored messages may be evicted.
+    """
+    memory = flow.get_memory()
+    config = memory.summary_config
+    spaces = memory.namespaces()
+    due: dict[str, int] = {}
+    for namespace in memory.enabled_namespaces:
+        record = spaces.get(namespace)
+        if record is None or not _is_over_threshold(record, config):
+            continue
+        entry = stored.get(namespace) or {}
+        limit = stored_length(record.messages, entry.get("messages") or [])
+        cut = find_cut_point(record.messages, config.recent_messages, limit=limit)
+        if cut > 1:
+            due[namespace] = cut
+    return due
+
+
+def _is_over_threshold(record: Namespace, config: SummaryConfig) -> bool:
+    """M4: the message count (system slot included), or the optional token budget."""
+    if len(record.messages) >= config.min_messages:
+        return True
+    return (
+        config.max_tokens is not None
+        and count_tokens_approximately(record.messages) >= config.max_tokens
+    )
+
+
+def summary_request(prompt: str, previous: str | None, evicted: list[BaseMessage]) -> list[Any]:
+    """The summariser's input (M6): its instruction, then the old summary and the messages.
+
+    The messages go in as a transcript inside one user message, not as chat turns: a request
+    that ends with real turns invites the model to answer them instead of summarising, and
+    some providers refuse tool calls in a request that binds no tools.
+    """
+    body = (
+        "Previous summary:\n"
+        + (previous or "(none yet)")
+        + "\n\nMessages to merge into it, oldest first:\n"
+        + "\n".join(_line(message) for message in evicted)
+    )
+    return [SystemMessage(prompt), HumanMessage(body)]
+
+
+def _line(message: BaseMessage) -> str:
+    text = str(message.text)
+    if isinstance(message, ToolMessage):
+        return f"Tool result ({message.name or 'tool'}): {text}"
+    if isinstance(message, AIMessage):
+        calls = [f"{c['name']}({_json_args(c.get('args'))})" for c in message.tool_calls]
+        said = f"Assistant: {text}" if text else "Assistant:"
+        return said + (" [called " + ", ".join(calls) + "]" if calls else "")
+    role = {"human": "User", "system": "System"}.get(message.type, message.type)
+    return f"{role}: {text}"
+
+
+def _json_args(args: Any) -> str:
+    return json.dumps(args or {}, ensure_ascii=False, default=str)
+
+
+def summary_run_config(flow: Flow, namespace: str) -> RunnableConfig:
+    """Run metadata and tags of a summary call (M10), like `_turn.model_config` for replies.
+
+    The `nostream` tag keeps the call out of LangGraph-style message streams; picoflow's own
+    stream never sees it, because the summariser is called with `ainvoke`.
+    """
+    step = flow._current
+    metadata = {
+        "picoflow_session_id": flow.get_session_id(),
+        "picoflow_flow": flow.name,
+        "picoflow_step": step,
+        "picoflow_namespace": namespace,
+        "picoflow_purpose": "summary",
+    }
+    tags = ["picoflow", "picoflow:summary", f"picoflow:step:{step}"]
+    tags += [f"picoflow:namespace:{namespace}", "nostream"]
+    return RunnableConfig(metadata=metadata, tags=tags, run_name=f"{flow.name}.summary.{namespace}")
+
+
+async def draft(flow: Flow, namespace: str, cut: int, model: BaseChatModel) -> Draft:
+    """Ask the summariser for the namespace's new summary; change nothing (M6, M8)."""
+    config = flow.get_memory().summary_config
+    record = flow.get_memory().space(namespace)
+    request = summary_request(config.prompt, record.summary, record.messages[1:cut])
+    result = Draft(namespace, cut)
+    try:
+        async with asyncio.timeout(config.timeout):
+            reply = await model.ainvoke(request, config=summary_run_config(flow, namespace))
+    except TimeoutError:
+        result.problem = f"the summary model did not answer within {config.timeout:g} s"
+        return result
+    except Exception as exc:  # M8: a failing summariser never fails the turn
+        # The M8 warning names the error; the traceback is for whoever debugs the provider.
+        logger.info("summary model failed", exc_info=True, extra=_extra(flow, namespace))
+        result.problem = f"the summary model raised {type(exc).__name__}: {exc}"
+        return result
+    result.reply = reply if isinstance(reply, AIMessage) else AIMessage(str(reply.text))
+    text = str(reply.text).strip()
+    result.problem = _unusable(text)
+    result.summary = None if result.problem else text
+    return result
+
+
+def _unusable(text: str) -> str | None:
+    if not text:
+        return "the summary model returned an empty summary"
+    if text.lower().startswith(_REFUSALS):
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        return f"the summary model answered instead of summarising ({shown!r})"
+    return None
+
+
+async def apply(flow: Flow, result: Draft, store: Store) -> dict[str, Any]:
+    """Archive, check and splice one drafted namespace; return what happened, for events.
+
+    A skipped draft, or an archive that cannot be written, leaves the history untouched and
+    records the M8 warning on the flow (so on the session and in the turn's result).
+    """
+    namespace = result.namespace
+    if result.summary is None:
+        return _skip(flow, namespace, result.problem or "no summary")
+    record = flow.get_memory().space(namespace)
+    evicted = record.messages[1 : result.cut]
+    session_id = flow.get_session_id() or ""
+    try:
+        await store.archive(session_id, namespace, archive_entries(record, result.cut))
+    except StoreError as exc:
+        return _skip(flow, namespace, f"the archive could not be written ({exc})")
+    _check_facts(flow, namespace, evicted, result.summary)
+    del record.messages[1 : result.cut]
+    record.archived += len(evicted)
+    record.summary = result.summary
+    record.summary_generation += 1
+    logger.info(
+        "compacted %d messages of %s", len(evicted), namespace, extra=_extra(flow, namespace)
+    )
+    return {
+        "namespace": namespace,
+        "outcome": "compacted",
+        "evicted": len(evicted),
+        "summary_generation": record.summary_generation,
+    }
+
+
+def archive_entries(record: Namespace, cut: int) -> list[ArchiveEntry]:
+    """`messages[1:cut]` with their original positions in the namespace (M9)."""
+    return [
+        {"position": record.archived + index, "message": message_to_dict(message)}
+        for index, message in enumerate(record.messages[1:cut], start=1)
+    ]
+
+
+def _skip(flow: Flow, namespace: str, reason: str) -> dict[str, Any]:
+    flow.add_warning(
+        f"Memory compaction skipped: {reason} (namespace '{namespace}'). The history was kept "
+        "in full; compaction is tried again at the end of the next turn."
+    )
+    return {"namespace": namespace, "outcome": "skipped", "reason": reason}
+
+
+def _check_facts(flow: Flow, namespace: str, evicted: list[BaseMessage], summary: str) -> None:
+    """Warn about values the summary lost that no step's state holds either."""
+    states = [
+        {k: v for k, v in state.items() if k != "_transient"} for state in flow._states.values()
+    ]
+    lost = dropped_facts(evicted, summary, states)
+    if not lost:
+        return
+    record = flow.get_memory().space(namespace)
+    record.dropped_facts += len(lost)
+    shown = ", ".join(repr(value) for value in lost[:MAX_LISTED])
+    more = f" and {len(lost) - MAX_LISTED} more" if len(lost) > MAX_LISTED else ""
+    flow.add_warning(
+        f"Memory compaction of namespace '{namespace}': summary dropped: {shown}{more}. These "
+        "values of the evicted messages are neither in the new summary nor in any step's state; "
+        "they stay in the archive. Save values the flow relies on with save_state(), or "
+        "extend the summary prompt."
+    )
+
+
+def _extra(flow: Flow, namespace: str) -> dict[str, Any]:
+    return {"session_id": flow.get_session_id(), "namespace": namespace}

@@ -1,0 +1,93 @@
+"""`conversation_search`: the built-in tool a step gets from `Step.use_recall()` (M9).
+
+Compaction moves old messages to the store's archive; this tool lets the model look them up
+again. It searches only the archive of the executing step's own namespace, so a step never
+reads another stage's conversation. Results come newest first, ten per page, as plain text the
+model can read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from langchain_core.messages import messages_from_dict
+from pydantic import Field
+
+from .step import Step
+from .stores.base import ArchiveEntry, Store
+from .tools import ToolSpec, collect_tools, tool
+
+__all__ = ["recall_tools", "PAGE_SIZE"]
+
+PAGE_SIZE = 10
+_CLIP = 600  # characters of one message shown to the model
+
+
+class _Recall:
+    """Holds the tool declaration, so the schema is built by `@tool` like any other."""
+
+    @tool
+    async def conversation_search(
+        self,
+        query: Annotated[
+            str, Field(description="Words that must all occur in the message, e.g. 'budget'.")
+        ],
+        page: Annotated[int, Field(ge=1, description="Result page, 1 for the newest.")] = 1,
+    ) -> str:
+        """Search earlier messages of this conversation that are no longer in your context.
+
+        Use it when the user refers to something said before that you cannot see. Returns
+        matching messages, newest first, ten per page.
+        """
+        raise NotImplementedError  # pragma: no cover - recall_tools binds the real handler
+
+
+_SPEC: ToolSpec = collect_tools(_Recall)[0]
+
+
+def recall_tools(store: Store) -> Callable[[Step], list[tuple[ToolSpec, Callable[..., Any]]]]:
+    """The `TurnContext.extra_tools` function: `conversation_search` for steps that opted in."""
+
+    def for_step(step: Step) -> list[tuple[ToolSpec, Callable[..., Any]]]:
+        if not step._recall:
+            return []
+
+        async def conversation_search(query: str, page: int = 1) -> str:
+            session_id = step.flow.get_session_id() or ""
+            entries = await store.search_archive(
+                session_id, step.namespace, query, page=page, page_size=PAGE_SIZE
+            )
+            return render_results(query, page, entries)
+
+        return [(_SPEC, conversation_search)]
+
+    return for_step
+
+
+def render_results(query: str, page: int, entries: list[ArchiveEntry]) -> str:
+    """The tool result: one line per archived message, with its position in the conversation."""
+    if not entries:
+        where = "" if page == 1 else f" on page {page}"
+        return f"No earlier messages match {query!r}{where}."
+    lines = [f"Earlier messages matching {query!r}, page {page}, newest first:"]
+    lines += [_render(entry) for entry in entries]
+    if len(entries) == PAGE_SIZE:
+        lines.append(f"More may be on page {page + 1}.")
+    return "\n".join(lines)
+
+
+def _render(entry: ArchiveEntry) -> str:
+    message = messages_from_dict([entry["message"]])[0]
+    text = str(message.text)
+    calls = getattr(message, "tool_calls", None) or []
+    if calls:
+        shown = ", ".join(f"{c['name']}({json.dumps(c.get('args') or {})})" for c in calls)
+        text = f"{text} [called {shown}]".strip()
+    role = {"human": "user", "ai": "assistant", "tool": "tool result"}.get(
+        message.type, message.type
+    )
+    if len(text) > _CLIP:
+        text = text[: _CLIP - 3] + "..."
+    return f"#{entry['position']} {role}: {text}"

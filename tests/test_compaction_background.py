@@ -1,0 +1,206 @@
+"""Background compaction: the reply first, the summary after, committed only on an unmoved revision.
+
+The summariser is held on an asyncio.Event, so "the turn returned while the summariser was still
+running" is a fact the test arranges, not a timing it hopes for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from test_compaction import Chat, Other, chat_flow, texts
+
+from picoflow import Flow, FlowEngine, SessionConflictError, Step
+from picoflow.memory import DEFAULT_SUMMARY_PROMPT
+from picoflow.stores import MemoryStore, SQLiteStore
+from picoflow.testing import ScriptedChatModel
+
+
+class Summariser:
+    """Replies "re <text>"; summary calls take `summaries` in order, the first `held` of them
+    only after `release` is set (`started` tells the test one is waiting)."""
+
+    def __init__(self, *summaries: str | Exception, held: int = 1) -> None:
+        self.summaries = list(summaries)
+        self.held = held
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+        self.model = ScriptedChatModel(policy=self.reply)
+
+    async def reply(self, messages: list, tools: list[str]) -> str:
+        if messages[0].content != DEFAULT_SUMMARY_PROMPT:
+            return f"re {messages[-1].content}"
+        item = self.summaries.pop(0)
+        if self.held > 0:
+            self.held -= 1
+            self.started.set()
+            await self.release.wait()
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+
+def background_engine(brain: Summariser, store: Any = None) -> FlowEngine:
+    flow = chat_flow(brain.model, background=True)
+    return FlowEngine(flows=[flow], store=store or MemoryStore())
+
+
+async def turns(engine: FlowEngine, first: int, last: int, session_id: str | None) -> str:
+    for number in range(first, last + 1):
+        result = await engine.run("ChatFlow", f"m{number}", session_id=session_id)
+        assert result.success and result.warnings == [], result
+        session_id = result.session_id
+    assert session_id is not None
+    return session_id
+
+
+async def test_background_reply_comes_first_and_the_summary_is_committed_after() -> None:
+    brain = Summariser("S1")
+    engine = background_engine(brain)
+    session_id = await turns(engine, 1, 4, None)  # the 4th turn is due: its reply is back...
+    await brain.started.wait()  # ...while the summariser is still working
+    doc = await engine.get_session(session_id)
+    assert (doc["revision"], doc["memory"]["chat"]["summary"]) == (3, None)
+    assert len(doc["memory"]["chat"]["messages"]) == 9
+    brain.release.set()
+    await engine.wait_for_background()
+    doc = await engine.get_session(session_id)
+    chat = doc["memory"]["chat"]
+    assert (doc["revision"], chat["summary"], chat["summary_generation"]) == (4, "S1", 1)
+    assert texts(doc) == ["m3", "re m3", "m4", "re m4"]
+    assert doc["usage"]["summary"]["calls"] == 1 and doc["usage"]["model"]["calls"] == 4
+    archived = await engine.store.search_archive(session_id, "chat", "")
+    assert [e["position"] for e in archived] == [4, 3, 2, 1]
+    await engine.aclose()
+
+
+async def test_background_pending_summary_leaves_the_next_turn_the_raw_history() -> None:
+    brain = Summariser("stale", "S-new")
+    engine = background_engine(brain)
+    session_id = await turns(engine, 1, 4, None)
+    await brain.started.wait()
+    await turns(engine, 5, 5, session_id)  # runs while the first summary is pending
+    (sent,) = [r.messages for r in brain.model.requests if r.messages[-1].content == "m5"]
+    assert [m.content for m in sent[1:]] == [
+        "m1", "re m1", "m2", "re m2", "m3", "re m3", "m4", "re m4", "m5",
+    ]  # fmt: skip
+    brain.release.set()
+    await engine.wait_for_background()
+    doc = await engine.get_session(session_id)
+    chat = doc["memory"]["chat"]
+    # The draft of revision 3 was superseded by the turn that saved revision 4; the summary
+    # of revision 4 was committed as revision 5.
+    assert (doc["revision"], chat["summary"], chat["summary_generation"]) == (5, "S-new", 1)
+    assert texts(doc) == ["m4", "re m4", "m5", "re m5"]
+    await engine.aclose()
+
+
+async def test_background_draft_is_dropped_when_the_revision_moved_and_retried_next_turn() -> None:
+    brain = Summariser("S-old", "S-new")
+    store = MemoryStore()
+    engine = background_engine(brain, store)
+
+    class PlainChat(Flow):  # the same flow in another process, without compaction
+        name = "ChatFlow"
+
+        def config_model(self) -> Any:
+            return brain.model
+
+        def define_steps(self) -> list[Step]:
+            return [Chat(self).use_memory("chat"), Other(self)]
+
+    other_process = FlowEngine(flows=[PlainChat], store=store)
+    session_id = await turns(engine, 1, 4, None)
+    await brain.started.wait()
+    await turns(other_process, 5, 5, session_id)  # revision 3 -> 4 behind the task's back
+    brain.release.set()
+    await engine.wait_for_background()
+    doc = await engine.get_session(session_id)
+    assert (doc["revision"], doc["memory"]["chat"]["summary"]) == (4, None)  # never applied
+    assert await store.search_archive(session_id, "chat", "") == []
+    await turns(engine, 6, 6, session_id)  # the next turn end retries
+    await engine.wait_for_background()
+    doc = await engine.get_session(session_id)
+    assert (doc["revision"], doc["memory"]["chat"]["summary"]) == (6, "S-new")
+    assert texts(doc) == ["m5", "re m5", "m6", "re m6"]
+
+
+class ConflictOnce(MemoryStore):
+    """Another process wins the race between the revision check and the save, once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+
+    async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
+        if self.armed:
+            self.armed = False
+            raise SessionConflictError(doc["id"], expected_revision, expected_revision + 1)
+        return await super().save(doc, expected_revision)
+
+
+async def test_background_commit_that_conflicts_is_dropped_without_writing() -> None:
+    brain = Summariser("S1", "S2")
+    store = ConflictOnce()
+    engine = background_engine(brain, store)
+    session_id = await turns(engine, 1, 4, None)
+    await brain.started.wait()
+    store.armed = True
+    brain.release.set()
+    await engine.wait_for_background()
+    doc = await engine.get_session(session_id)
+    assert (doc["revision"], doc["memory"]["chat"]["summary"]) == (3, None)
+    await turns(engine, 5, 5, session_id)
+    await engine.wait_for_background()
+    doc = await engine.get_session(session_id)
+    assert (doc["revision"], doc["memory"]["chat"]["summary"]) == (5, "S2")
+
+
+async def test_background_failure_is_recorded_on_the_session() -> None:
+    brain = Summariser(RuntimeError("summariser down"), held=0)
+    engine = background_engine(brain)
+    session_id = await turns(engine, 1, 4, None)
+    await engine.wait_for_background()
+    doc = await engine.get_session(session_id)
+    assert [w["message"] for w in doc["warnings"]] == [
+        "Memory compaction skipped: the summary model raised RuntimeError: summariser down "
+        "(namespace 'chat'). The history was kept in full; compaction is tried again at the "
+        "end of the next turn."
+    ]
+    assert doc["revision"] == 4 and len(doc["memory"]["chat"]["messages"]) == 9
+
+
+async def test_background_stream_has_no_compaction_events() -> None:
+    brain = Summariser("S1", held=0)
+    engine = background_engine(brain)
+    session_id = await turns(engine, 1, 3, None)
+    events = [e async for e in engine.stream("ChatFlow", "m4", session_id=session_id)]
+    assert [e.kind for e in events] == ["token", "token", "done"]
+    await engine.aclose()
+
+
+async def test_background_aclose_waits_for_the_commit(tmp_path: Any) -> None:
+    path = str(tmp_path / "sessions.db")
+    brain = Summariser("S1")
+    engine = background_engine(brain, SQLiteStore(path))
+    session_id = await turns(engine, 1, 4, None)
+    await brain.started.wait()
+    closing = asyncio.create_task(engine.aclose())
+    brain.release.set()
+    await closing
+    reopened = SQLiteStore(path)
+    doc = await reopened.load(session_id)
+    assert doc is not None and doc["memory"]["chat"]["summary"] == "S1"
+    await reopened.aclose()
+
+
+async def test_background_end_session_cancels_the_pending_summary() -> None:
+    brain = Summariser("S1")
+    engine = background_engine(brain)
+    session_id = await turns(engine, 1, 4, None)
+    await brain.started.wait()
+    assert await engine.end_session(session_id) is True
+    await engine.wait_for_background()
+    assert await engine.get_session(session_id) is None
+    assert await engine.store.search_archive(session_id, "chat", "") == []
