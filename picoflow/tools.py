@@ -103,7 +103,7 @@ def _schema_for(
     params = [p for p in inspect.signature(func).parameters.values() if p.name != "self"]
     try:
         hints = typing.get_type_hints(func, include_extras=True)
-    except Exception as exc:  # a NameError in a forward reference is a definition mistake
+    except (NameError, TypeError, AttributeError) as exc:  # an unresolvable forward reference
         raise FlowDefinitionError(
             f"Tool '{name}' ({func.__qualname__}): its type hints cannot be resolved ({exc}). "
             "Import every type the signature names at module level."

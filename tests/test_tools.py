@@ -183,3 +183,19 @@ def test_f5_duplicate_tool_names_within_a_step() -> None:
         "Dup has two tools named 'same' (methods 'a' and 'b'); tool names must be unique within "
         "a step. Rename one method or give it another @tool alias."
     )
+
+
+def test_r1_unresolvable_type_hint_is_a_definition_error() -> None:
+    with pytest.raises(FlowDefinitionError) as info:
+
+        class Bad(Step):
+            @tool
+            def lookup(self, hotel: MissingType) -> str:  # type: ignore[name-defined]  # noqa: F821
+                """Look up a hotel."""
+                return ""
+
+    assert str(info.value).startswith(
+        "Tool 'lookup' (test_r1_unresolvable_type_hint_is_a_definition_error.<locals>.Bad.lookup)"
+        ": its type hints cannot be resolved (name 'MissingType' is not defined). Import every "
+        "type the signature names at module level."
+    )
