@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python -m demo $(ARGS)
 
+serve: $(STAMP)
+	$(BIN)/python -m demo --serve $(ARGS)
+
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

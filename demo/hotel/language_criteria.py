@@ -61,7 +61,7 @@ _RANGES = (
 
 _MAXIMUM = re.compile(
     r"\b(?:max(?:imum)?|under|below|(?<!no )(?<!not )less than|up to|no more than|at most|"
-    r"not more than|cheaper than|tops|cap(?:ped)? at|budget(?: is| of)?|spend|pay)\s*"
+    r"not more than|cheaper than|tops|cap(?:ped)? at|budget(?: is| of| to)?|spend|pay)\s*"
     r"(?:of\s+|is\s+)?" + _amount("n")
 )
 """An upper limit: "max 700", "under $300 a night", "my budget is 200"."""

@@ -159,14 +159,14 @@ class _Resolver:
             base = anchor if is_end and anchor is not None else self.today
             return base + timedelta(days=(mention.weekday - base.weekday() - 1) % 7 + 1)
         if mention.kind == "day":
-            return self._bare_day(mention, anchor, is_end)
+            return self.bare_day(mention, anchor, is_end)
         if mention.year is not None:
             return date(mention.year, mention.month, mention.day)
         if anchor is None:
             return date(self.default_year, mention.month, mention.day)
         return _after(anchor, mention.month, mention.day)
 
-    def _bare_day(self, mention: _Mention, anchor: date | None, is_end: bool) -> date:
+    def bare_day(self, mention: _Mention, anchor: date | None, is_end: bool) -> date:
         if anchor is None:
             raise ValueError("a bare day needs a month")
         year = mention.year if mention.year is not None else anchor.year

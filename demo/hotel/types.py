@@ -207,12 +207,13 @@ class StayCriteria(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> StayCriteria:
-        problems = [*self._date_problems(_today_from(info)), *self._budget_problems()]
+        problems = [*self.date_problems(_today_from(info)), *self.budget_problems()]
         if problems:
             raise ValueError(" ".join(problems))
         return self
 
-    def _date_problems(self, today: date | None) -> list[str]:
+    def date_problems(self, today: date | None) -> list[str]:
+        """What is wrong with the dates as of ``today`` (past check-in, too long a stay)."""
         problems = []
         if today is not None:
             past = sorted(part.start for part in self.dates if part.start < today)
@@ -229,7 +230,8 @@ class StayCriteria(BaseModel):
             )
         return problems
 
-    def _budget_problems(self) -> list[str]:
+    def budget_problems(self) -> list[str]:
+        """What is wrong with the budget (a minimum above the maximum)."""
         low, high = self.budget_min, self.budget_max
         if low is not None and high is not None and low > high:
             return [
@@ -249,10 +251,11 @@ class StayCriteria(BaseModel):
         lines.append(f"Room type: {self.room_type or 'any'}")
         wanted = ", ".join(self.amenities) if self.amenities else "none required"
         lines.append(f"Amenities: {wanted}")
-        lines.append(f"Distance: {self._describe_distance()}")
+        lines.append(f"Distance: {self.describe_distance()}")
         return "\n".join(lines)
 
-    def _describe_distance(self) -> str:
+    def describe_distance(self) -> str:
+        """The distance limits in words ("anywhere in the area" without any)."""
         limits = []
         if self.max_miles_to_airport is not None:
             limits.append(f"within {self.max_miles_to_airport:g} mi of PDX airport")

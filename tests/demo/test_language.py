@@ -151,6 +151,7 @@ def test_written_dates_round_trip(start: date, nights: int) -> None:
         ("no more than $1,200", Budget(None, 1200)),
         ("no less than 90", Budget(90, None)),
         ("my budget is 200", Budget(None, 200)),
+        ("raise the budget to 400", Budget(None, 400)),
         ("around $180", Budget(None, 180)),
         ("150 a night", Budget(None, 150)),
         ("7/1 to 7/6, max 700", Budget(None, 700)),

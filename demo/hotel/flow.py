@@ -1,0 +1,69 @@
+"""HotelFlow: find and book a hotel in the Portland, Oregon area.
+
+    ExploreStep ──capture_choices──▶ PresentStep ──chosen_hotel──▶ EndStep
+         ▲                            │      ▲
+         └────────search_again────────┘      │ resume_booking
+                                  go_compare ▼
+                                       CompareStep
+    (every step but EndStep also has end_chat ──▶ EndStep)
+
+The model is chosen once, at start-up: ``HotelFlow.using(model)`` returns the flow class bound
+to it (the CLI does this with ``--model``); plain ``HotelFlow`` picks the offline demo model when
+``OPENAI_API_KEY`` is unset and ``openai:gpt-4o-mini`` otherwise. Register ``PROVIDERS`` with the
+engine so that ``"offline:hotel"`` resolves.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import ClassVar
+
+from demo.hotel.offline_model import offline_provider
+from demo.hotel.steps import CompareStep, ExploreStep, PresentStep
+from picoflow import EndStep, Flow, ModelLike, Step
+
+OFFLINE_MODEL = "offline:hotel"
+OPENAI_MODEL = "openai:gpt-4o-mini"
+EXPLORE_MEMORY = "hotel-explore"
+
+PROVIDERS = {"offline": offline_provider}
+"""Model providers the demo adds to picoflow's built-in ones: ``FlowEngine(providers=...)``."""
+
+
+def default_model() -> str:
+    """The offline demo model without an OpenAI key, else a small OpenAI model."""
+    return OPENAI_MODEL if os.environ.get("OPENAI_API_KEY") else OFFLINE_MODEL
+
+
+class HotelFlow(Flow):
+    """A hotel-booking assistant: explore criteria, present hotels, compare, book."""
+
+    chat_model: ClassVar[ModelLike | None] = None
+    """The model of every step and of the summariser; None means ``default_model()``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # The criteria conversation can run long: past 8 messages, all but the newest 4 are
+        # summarised (and archived). Present and Compare start afresh on entry instead.
+        (
+            self.get_memory()
+            .set_summary_model(self.config_model())
+            .set_summary_config(min_messages=8, recent_messages=4)
+            .enable_summary(EXPLORE_MEMORY)
+        )
+
+    @classmethod
+    def using(cls, model: ModelLike) -> type[HotelFlow]:
+        """This flow bound to ``model``; it keeps the persisted flow name "HotelFlow"."""
+        return type(cls.name, (cls,), {"name": cls.name, "chat_model": model})
+
+    def config_model(self) -> ModelLike:
+        return self.chat_model if self.chat_model is not None else default_model()
+
+    def define_steps(self) -> list[Step]:
+        return [
+            ExploreStep(self).use_memory(EXPLORE_MEMORY),
+            PresentStep(self),
+            CompareStep(self),
+            EndStep(self).use_memory("end"),
+        ]

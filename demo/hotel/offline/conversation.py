@@ -1,0 +1,168 @@
+"""How the offline model reads a request, the way an LLM would: prompt, memory, exchange.
+
+Everything comes from the messages themselves — the step's system prompt (filled with the
+flow's state), the compaction memory block, the guest's and the assistant's messages, tool
+calls and tool results — plus the names of the bound tools. Nothing comes from run metadata, so
+the model behaves the same behind an OpenAI-compatible HTTP endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
+
+MEMORY_PREFIX = "Conversation memory for this step:"
+"""How picoflow introduces a namespace's summary (SPEC M7)."""
+
+SUMMARY_ROLES = {"Guest": "guest", "Assistant": "said", "Search": "call", "Result": "result"}
+"""Line prefixes of the offline summary, and the event each one stands for."""
+
+_OFFER = re.compile(r"^(?P<number>\d+)\. (?P<name>.+?) \[(?P<id>H\d{2})\] — (?P<rest>.+)$", re.M)
+_TODAY = re.compile(r"^Today's date: (\d{4}-\d{2}-\d{2})", re.M)
+_CALL_LINE = re.compile(r"^(?P<tool>\w+) (?P<args>\{.*\})$")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing that happened: the guest spoke ("guest"), the assistant spoke ("said"),
+    called a tool ("call", with ``tool`` and ``args``) or read a tool's result ("result")."""
+
+    kind: str
+    text: str = ""
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A hotel line of the step's prompt."""
+
+    number: int
+    name: str
+    hotel_id: str
+    details: str
+
+    def line(self) -> str:
+        """The line as the guest sees it (without the catalog id)."""
+        return f"{self.number}. {self.name} — {self.details}"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A request split into what the model needs to decide."""
+
+    prompt: str
+    memory: str
+    messages: tuple[BaseMessage, ...]
+    tools: frozenset[str]
+
+    @classmethod
+    def read(cls, messages: Sequence[BaseMessage], tools: Sequence[str]) -> Conversation:
+        """Split the leading system messages (prompt, memory block) from the exchange."""
+        head = 0
+        while head < len(messages) and isinstance(messages[head], SystemMessage):
+            head += 1
+        systems = [str(m.text) for m in messages[:head]]
+        memory = [s.removeprefix(MEMORY_PREFIX).strip() for s in systems[1:]]
+        return cls(
+            prompt=systems[0] if systems else "",
+            memory="\n".join(m for m in memory if m),
+            messages=tuple(messages[head:]),
+            tools=frozenset(tools),
+        )
+
+    def guest_text(self) -> str:
+        """The guest's newest message ("" if there is none)."""
+        found = next((m for m in reversed(self.messages) if isinstance(m, HumanMessage)), None)
+        return str(found.text) if found is not None else ""
+
+    def tool_result(self) -> Event | None:
+        """The tool result the model must answer now, if the request ends with one."""
+        if not self.messages or not isinstance(self.messages[-1], ToolMessage):
+            return None
+        return self.events()[-1]
+
+    def events(self) -> list[Event]:
+        """What happened, oldest first: the memory block's lines, then the messages."""
+        found = [event for line in self.memory.splitlines() if (event := _memory_event(line))]
+        names = _tool_names(self.messages)
+        for message in self.messages:
+            found.extend(_message_events(message, names))
+        return found
+
+    def today(self) -> date:
+        """Today's date as the prompt states it (the real date if it does not)."""
+        match = _TODAY.search(self.prompt)
+        return date.fromisoformat(match.group(1)) if match else date.today()
+
+    def label(self, name: str) -> str | None:
+        """The value of a "Name: value" line of the prompt."""
+        match = re.search(rf"^{re.escape(name)}: (.+)$", self.prompt, re.M)
+        return match.group(1).strip() if match else None
+
+    def offers(self) -> list[Offer]:
+        """The numbered hotels the prompt lists."""
+        return [
+            Offer(int(m["number"]), m["name"], m["id"], m["rest"])
+            for m in _OFFER.finditer(self.prompt)
+        ]
+
+
+def _memory_event(line: str) -> Event | None:
+    role, _, text = line.partition(": ")
+    kind = SUMMARY_ROLES.get(role.strip())
+    if kind is None or not text:
+        return None
+    if kind == "call":
+        match = _CALL_LINE.match(text.strip())
+        if match is None:
+            return None
+        return Event("call", tool=match["tool"], args=_json_object(match["args"]))
+    return Event(kind, text.strip())
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _tool_names(messages: Sequence[BaseMessage]) -> dict[str, str]:
+    """Tool name by call id: over HTTP a tool result carries only the id of its call."""
+    return {
+        str(call["id"]): call["name"]
+        for message in messages
+        if isinstance(message, AIMessage)
+        for call in message.tool_calls
+    }
+
+
+def _message_events(message: BaseMessage, names: dict[str, str]) -> list[Event]:
+    text = str(message.text).strip()
+    if isinstance(message, HumanMessage):
+        return [Event("guest", text)]
+    if isinstance(message, ToolMessage):
+        return [Event("result", text, tool=message.name or names.get(message.tool_call_id))]
+    if isinstance(message, AIMessage):
+        events = [Event("said", text)] if text else []
+        return events + [_call_event(call) for call in message.tool_calls]
+    return []
+
+
+def _call_event(call: ToolCall) -> Event:
+    return Event("call", tool=call["name"], args=dict(call["args"]))

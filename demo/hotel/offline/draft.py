@@ -1,0 +1,194 @@
+"""The criteria the offline model has gathered so far, rebuilt from the conversation each call.
+
+An LLM keeps the criteria "in its head" by rereading the conversation; the offline model does the
+same: it starts from the last search the prompt shows, then replays every event — each tool call
+of ``capture_choices`` resets the draft to the criteria it sent, each guest sentence updates it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import date
+from typing import Any
+
+from pydantic import ValidationError
+
+from demo.hotel.language import (
+    parse_amenities,
+    parse_budget,
+    parse_dates,
+    parse_distances,
+    parse_room_type,
+)
+from demo.hotel.language_criteria import AMENITY_PATTERNS
+from demo.hotel.language_text import negated, normalize
+from demo.hotel.types import (
+    Amenity,
+    DateRange,
+    RoomType,
+    StayCriteria,
+    describe_budget,
+    describe_dates,
+)
+
+_CLAUSES = re.compile(r"[,;.!?]|\bbut\b|\band\b|\balso\b|\bplus\b")
+_DROP = re.compile(
+    r"\b(?:drop|remove|forget(?: about)?|skip|without|no longer need|take out|scrap)\b[^,;.]*$"
+)
+_ANY_ROOM = re.compile(r"\bany (?:room|room type|kind of room|bed)\b|\broom type doesn'?t matter\b")
+_ANYWHERE = re.compile(
+    r"\banywhere\b|\bany distance\b|\bdistance doesn'?t matter\b|\bno distance limit"
+)
+_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"raising the budget to \$([\d,]+)", re.I), "budget_max"),
+    (re.compile(r"lowering the minimum to \$([\d,]+)", re.I), "budget_min"),
+    (re.compile(r"removing the minimum budget()", re.I), "budget_min"),
+    (re.compile(r"allowing up to ([\d.]+) miles from the airport", re.I), "airport"),
+    (re.compile(r"allowing up to ([\d.]+) miles from downtown", re.I), "downtown"),
+    (re.compile(r"any room type instead of()", re.I), "room_type"),
+    (re.compile(r"dropping the (.+?) requirement", re.I), "amenities"),
+)
+"""The changes ``catalog.relax_advice`` proposes, and the field each one changes."""
+
+
+@dataclass(frozen=True)
+class Draft:
+    """Criteria in progress: like ``StayCriteria``, but anything may still be missing."""
+
+    dates: tuple[DateRange, ...] = ()
+    budget_min: float | None = None
+    budget_max: float | None = None
+    room_type: RoomType | None = None
+    amenities: tuple[Amenity, ...] = ()
+    airport: float | None = None
+    downtown: float | None = None
+
+    @classmethod
+    def from_args(cls, args: dict[str, Any] | None) -> Draft:
+        """The draft a ``capture_choices`` call (or the prompt's criteria JSON) describes."""
+        try:
+            criteria = StayCriteria.model_validate(args or {})
+        except ValidationError:
+            return cls()
+        return cls(
+            dates=tuple(criteria.dates),
+            budget_min=criteria.budget_min,
+            budget_max=criteria.budget_max,
+            room_type=criteria.room_type,
+            amenities=tuple(criteria.amenities),
+            airport=criteria.max_miles_to_airport,
+            downtown=criteria.max_miles_to_downtown,
+        )
+
+    def criteria(self) -> StayCriteria:
+        """The draft as ``StayCriteria`` without validation (dates may still be missing)."""
+        return StayCriteria.model_construct(
+            dates=list(self.dates),
+            budget_min=self.budget_min,
+            budget_max=self.budget_max,
+            room_type=self.room_type,
+            amenities=list(self.amenities),
+            max_miles_to_airport=self.airport,
+            max_miles_to_downtown=self.downtown,
+        )
+
+    def args(self) -> dict[str, Any]:
+        """The ``capture_choices`` arguments (JSON values, nulls included)."""
+        return self.criteria().model_dump(mode="json")
+
+    def brief(self) -> str:
+        """One line: "Jul 1, 2026 → Jul 6, 2026 (5 nights), two beds, up to $300 a night"."""
+        parts = [describe_dates(self.dates)] if self.dates else []
+        if self.budget_min is not None or self.budget_max is not None:
+            parts.append(describe_budget(self.budget_min, self.budget_max))
+        if self.room_type:
+            parts.append(str(self.room_type))
+        if self.amenities:
+            parts.append("with " + ", ".join(self.amenities))
+        if self.airport is not None:
+            parts.append(f"within {self.airport:g} mi of PDX airport")
+        if self.downtown is not None:
+            parts.append(f"within {self.downtown:g} mi of downtown")
+        return ", ".join(parts) if parts else "nothing yet"
+
+    def missing(self) -> list[str]:
+        """The optional criteria the guest has not mentioned, as words for a question."""
+        asks = []
+        if self.budget_min is None and self.budget_max is None:
+            asks.append("a nightly budget")
+        if self.room_type is None:
+            asks.append("a room type (one bed, two beds or a suite)")
+        if not self.amenities:
+            asks.append("amenities such as wifi, parking, a pool, a gym or pets")
+        if self.airport is None and self.downtown is None:
+            asks.append("a maximum distance to the airport or downtown")
+        return asks
+
+    def heard(self, text: str, today: date) -> Draft:
+        """The draft after the guest says ``text``."""
+        draft = self
+        dates = parse_dates(text, today)
+        if dates:
+            draft = replace(draft, dates=tuple(dates))
+        draft = _with_distances(_with_room(_with_budget(draft, text), text), text)
+        return replace(draft, amenities=_amenities(draft.amenities, text))
+
+    def with_advice(self, advice: str) -> Draft:
+        """The draft after the first change ``catalog.relax_advice`` proposed in ``advice``."""
+        found = [
+            (m.start(), m, field) for pattern, field in _ADVICE if (m := pattern.search(advice))
+        ]
+        if not found:
+            return self
+        _, match, field = min(found, key=lambda item: item[0])
+        value = match.group(1).replace(",", "")
+        if field == "amenities":
+            return replace(self, amenities=tuple(a for a in self.amenities if a != value))
+        if field == "room_type":
+            return replace(self, room_type=None)
+        return replace(self, **{field: float(value) if value else None})
+
+
+def _with_budget(draft: Draft, text: str) -> Draft:
+    budget = parse_budget(text)
+    if budget is None:
+        return draft
+    if budget.minimum is None and budget.maximum is None:
+        return replace(draft, budget_min=None, budget_max=None)
+    low = budget.minimum if budget.minimum is not None else draft.budget_min
+    high = budget.maximum if budget.maximum is not None else draft.budget_max
+    if low is not None and high is not None and low > high:  # the newer limit wins
+        low, high = budget.minimum, budget.maximum
+    return replace(draft, budget_min=low, budget_max=high)
+
+
+def _with_room(draft: Draft, text: str) -> Draft:
+    room = parse_room_type(text)
+    if room is not None:
+        return replace(draft, room_type=room)
+    return replace(draft, room_type=None) if _ANY_ROOM.search(normalize(text)) else draft
+
+
+def _with_distances(draft: Draft, text: str) -> Draft:
+    if _ANYWHERE.search(normalize(text)):
+        return replace(draft, airport=None, downtown=None)
+    limits = parse_distances(text)
+    if limits is None:
+        return draft
+    airport = limits.airport_max if limits.airport_max is not None else draft.airport
+    downtown = limits.downtown_max if limits.downtown_max is not None else draft.downtown
+    return replace(draft, airport=airport, downtown=downtown)
+
+
+def _amenities(current: tuple[Amenity, ...], text: str) -> tuple[Amenity, ...]:
+    """Add the amenities the guest asks for; remove those they drop ("no pool", "skip parking")."""
+    dropped = set()
+    for clause in _CLAUSES.split(normalize(text)):
+        for amenity, pattern in AMENITY_PATTERNS.items():
+            for match in pattern.finditer(clause):
+                before = clause[: match.start()]
+                if negated(clause, match.start(), match.end()) or _DROP.search(before):
+                    dropped.add(amenity)
+    wanted = (set(current) | set(parse_amenities(text))) - dropped
+    return tuple(amenity for amenity in Amenity if amenity in wanted)

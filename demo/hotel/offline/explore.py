@@ -1,0 +1,231 @@
+"""The offline model in ExploreStep: confirm the area, gather criteria, search, relay problems.
+
+It asks before it guesses: no dates means a question, not a default; an answer it cannot read
+gets a clarifying question that says what it needs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+from datetime import date
+
+from langchain_core.messages import AIMessage
+
+from demo.hotel.language import (
+    is_affirmative,
+    is_negative,
+    mentions_portland,
+    wants_new_search,
+    wants_to_quit,
+    wants_to_see_criteria,
+)
+from demo.hotel.language_text import normalize
+from demo.hotel.offline.conversation import Conversation, Event
+from demo.hotel.offline.draft import Draft
+from demo.hotel.offline.reply import call, say
+
+GREETING = "Hello! I'm the HotelFlow assistant: I find and book hotels around Portland."
+AREA_QUESTION = "Are you looking for a hotel in the Portland, Oregon area?"
+SEARCH_OFFER = "shall I search now?"
+RELAX_OFFER = "Shall I go with the first suggestion and search again?"
+DATES_QUESTION = "When would you like to check in and check out?"
+DATES_EXAMPLE = 'For example "July 1 to July 6" or "next Friday for two nights".'
+DECLINE = (
+    "I'm sorry, I can only help with hotels in the Portland, Oregon area. If you need one there, "
+    "just tell me your dates."
+)
+
+_SEARCH = re.compile(
+    r"\bsearch\b|\bshow me\b|\bgo ahead\b|\blet'?s see\b|\bwhat do you have\b"
+    r"|\bwhat'?s available\b|\blook (?:it|them) up\b|\bfind (?:them|it|hotels|me some hotels)\b"
+)
+_NOTHING_MORE = re.compile(
+    r"\bthat'?s (?:all|it|everything)\b|\bnothing (?:else|more)\b|\bno more\b|\bnone\b"
+    r"|\bno(?: other)? preferences?\b|\banything\b|\bwhatever\b|\bdoesn'?t matter\b"
+    r"|\bdon'?t (?:care|mind)\b|\bnot really\b"
+)
+_UNSURE = re.compile(r"\bi don'?t know\b|\bnot sure\b|\bno idea\b|\bdunno\b|\bflexible\b")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the conversation says, as of the guest's newest message."""
+
+    draft: Draft = Draft()
+    portland: bool = False
+    searched: bool = False
+    first_contact: bool = True
+    said_before: str = ""  # what the assistant said just before the newest guest message
+    heard: bool = False  # the newest guest message changed the criteria
+
+
+def read(conversation: Conversation) -> Reading:
+    """Replay the events: searches reset the draft, guest messages update it."""
+    last = conversation.label("Criteria JSON")
+    start = Draft.from_args(_json(last)) if last else Draft()
+    reading = Reading(draft=start, portland=last is not None, searched=last is not None)
+    said = ""
+    today = conversation.today()
+    for event in conversation.events():
+        if event.kind == "said":
+            said = event.text
+        elif event.kind == "call" and event.tool == "capture_choices":
+            reading = replace(reading, draft=Draft.from_args(event.args), searched=True)
+        elif event.kind == "result" and event.tool == "capture_choices":
+            said = event.text
+        elif event.kind == "guest":
+            reading = _heard(reading, event, said, today)
+            said = ""
+    return reading
+
+
+def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
+    draft = reading.draft.heard(event.text, today)
+    confirmed = AREA_QUESTION in said and is_affirmative(event.text)
+    return replace(
+        reading,
+        draft=draft,
+        portland=reading.portland or confirmed or mentions_portland(event.text),
+        first_contact=reading.first_contact and not said and not reading.searched,
+        said_before=said,
+        heard=draft != reading.draft,
+    )
+
+
+def _json(text: str) -> dict[str, object] | None:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def decide(conversation: Conversation) -> AIMessage:
+    """The reply or tool call a careful assistant would make now."""
+    result = conversation.tool_result()
+    if result is not None:
+        return say(relay(result))
+    text = conversation.guest_text()
+    reading = read(conversation)
+    if wants_to_quit(text) and not _has_nothing_more(text, reading):
+        return call("end_chat")
+    if not reading.portland:
+        return say(_area(text, reading))
+    if RELAX_OFFER in reading.said_before and is_affirmative(text):
+        return search(reading.draft.with_advice(reading.said_before))
+    if wants_to_see_criteria(text):
+        return say(recap(reading.draft))
+    if _wants_change(text, reading):
+        return say(recap(reading.draft, "What would you like to change?"))
+    if not reading.draft.dates:
+        return say(_greeted(reading, _ask_dates(text, reading)))
+    if _wants_search(text, reading):
+        return search(reading.draft)
+    return say(_greeted(reading, _offer_search(reading)))
+
+
+def search(draft: Draft) -> AIMessage:
+    """Search with the whole draft, not only the latest change."""
+    return call("capture_choices", **draft.args())
+
+
+def _has_nothing_more(text: str, reading: Reading) -> bool:
+    """ "That's all" after "anything else?" means "search", not "goodbye"."""
+    return SEARCH_OFFER in reading.said_before and bool(_NOTHING_MORE.search(normalize(text)))
+
+
+def _greeted(reading: Reading, text: str) -> str:
+    return f"{GREETING} {text}" if reading.first_contact else text
+
+
+def _noted(reading: Reading) -> str:
+    return f"Noted: {reading.draft.brief()}. " if reading.heard else ""
+
+
+def _area(text: str, reading: Reading) -> str:
+    asked = AREA_QUESTION in reading.said_before
+    if asked and is_negative(text):
+        return DECLINE
+    if asked and not reading.heard:
+        return f"Sorry, I didn't catch that. I only book hotels around Portland. {AREA_QUESTION}"
+    return _greeted(reading, f"{_noted(reading)}{AREA_QUESTION}")
+
+
+def _ask_dates(text: str, reading: Reading) -> str:
+    if reading.heard:
+        return f"{_noted(reading)}{DATES_QUESTION}"
+    if _UNSURE.search(normalize(text)):
+        return (
+            "No problem. I need at least rough dates to check prices: when would you like to "
+            f"arrive, and for how many nights? {DATES_EXAMPLE}"
+        )
+    if reading.first_contact or is_affirmative(text) or mentions_portland(text):
+        return f"Great! {DATES_QUESTION}"
+    return f"Sorry, I didn't catch any dates. {DATES_QUESTION} {DATES_EXAMPLE}"
+
+
+def _wants_search(text: str, reading: Reading) -> bool:
+    said = normalize(text)
+    if _SEARCH.search(said):
+        return True
+    if reading.searched and reading.heard:
+        return True
+    if SEARCH_OFFER not in reading.said_before:
+        return False
+    answered = is_affirmative(text) or is_negative(text) or _NOTHING_MORE.search(said)
+    return bool(reading.heard or answered or _UNSURE.search(said))
+
+
+def _wants_change(text: str, reading: Reading) -> bool:
+    """ "Change the dates", or "no" to a suggested change, without saying what instead."""
+    if reading.heard or _SEARCH.search(normalize(text)):
+        return False
+    declined = RELAX_OFFER in reading.said_before and is_negative(text)
+    return declined or (reading.searched and wants_new_search(text))
+
+
+def _offer_search(reading: Reading) -> str:
+    draft = reading.draft
+    missing = draft.missing()
+    if SEARCH_OFFER in reading.said_before and not reading.heard:
+        opening = "Sorry, I didn't quite catch that."
+    else:
+        opening = f"Got it: {draft.brief()}."
+    if not missing:
+        return f"{opening} Anything to change, or {SEARCH_OFFER}"
+    return f"{opening} Anything else — {_either(missing)}? Tell me, or {SEARCH_OFFER}"
+
+
+def _either(items: list[str]) -> str:
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + ("," if len(items) > 2 else "") + " or " + items[-1]
+
+
+def recap(draft: Draft, question: str | None = None) -> str:
+    """The criteria so far, one per line, and the next question."""
+    follow = f"Anything to change, or {SEARCH_OFFER}" if draft.dates else DATES_QUESTION
+    return f"Here is what I have so far:\n{draft.criteria().summary()}\n{question or follow}"
+
+
+def relay(result: Event) -> str:
+    """Explain a tool's answer to the guest (the flow only stays here when there is a problem)."""
+    text = result.text
+    if text.startswith("No hotel matches"):
+        if "changing just one" in text:
+            return f"Sorry, {_lower_first(text)} Which criterion would you like to change?"
+        return f"Sorry, {_lower_first(text)} {RELAX_OFFER}"
+    if text == "ok":
+        return f"Done. Anything else, or {SEARCH_OFFER}"
+    problem = re.split(r";|\. ", text.lstrip("- ").removeprefix("Error: "), maxsplit=1)[0]
+    if re.search(r"date|stay|night", problem):
+        asks = "Which dates would you like instead?"
+    else:
+        asks = "What would you like to change?"
+    return f"I can't search with that yet: {_lower_first(problem.rstrip('.'))}. {asks}"
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]

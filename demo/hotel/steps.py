@@ -1,0 +1,185 @@
+"""HotelFlow's steps: explore the criteria, present the hotels, compare them, end.
+
+Each step is a prompt (``demo.hotel.prompting``), a few ``@tool`` methods that return
+transitions, and the state it owns:
+
+* ExploreStep: ``criteria`` — the ``StayCriteria`` of the last search.
+* PresentStep: ``offers`` (the numbered list shown), ``matches`` (how many hotels matched) and,
+  once booked, ``booking`` (with its confirmation number).
+* CompareStep: ``selected`` (hotel names picked for comparison) and ``compared`` (the hotels and
+  feature of the last table).
+
+The domain work (search, pricing, tables, validation) lives in ``demo.hotel``; the steps only
+decide where the conversation goes next.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated, Any
+
+from langchain_core.messages import BaseMessage, HumanMessage
+from pydantic import Field, ValidationError
+
+from demo.hotel import catalog
+from demo.hotel.booking import Booking, Offer, not_in_list, pick_offer, pick_offers, shortlist
+from demo.hotel.compare import comparison_table, normalize_feature
+from demo.hotel.prompting import (
+    booked_prompt,
+    compare_prompt,
+    explore_prompt,
+    farewell_prompt,
+    present_prompt,
+)
+from demo.hotel.types import StayCriteria, describe_errors, parse_criteria
+from picoflow import EndStep, Step, ToolResult, direct, go, stay, tool
+
+COMPARISON_FOLLOW_UP = "Compare on another feature, or tell me which hotel you would like to book."
+
+
+class HotelStep(Step):
+    """What every HotelFlow stage shares: leaving, today's date, the search and its results."""
+
+    @tool
+    def end_chat(self) -> ToolResult:
+        """End the conversation when the guest clearly wants to stop or leave."""
+        return go(EndStep).with_prompt(farewell_prompt())
+
+    def today(self) -> date:
+        """The run's `config.today` (so tests and transcripts are reproducible), else the clock."""
+        configured = self.get_context("config.today")
+        if configured is None:
+            return date.today()
+        try:
+            return date.fromisoformat(configured)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"config.today must be a date written YYYY-MM-DD, got {configured!r}."
+            ) from exc
+
+    def criteria(self) -> StayCriteria | None:
+        """The criteria of the last search (ExploreStep's state)."""
+        saved = self.flow.get_step_state(ExploreStep, "criteria")
+        return StayCriteria.model_validate(saved) if saved else None
+
+    def offers(self) -> list[Offer]:
+        """The numbered hotels the guest was shown (PresentStep's state)."""
+        saved = self.flow.get_step_state(PresentStep, "offers") or []
+        return [Offer.model_validate(offer) for offer in saved]
+
+    def forward_to(self, destination: type[Step]) -> ToolResult:
+        """Go to ``destination`` and hand it the guest's last sentence to act on."""
+        said = next((m for m in reversed(self.get_memory()) if isinstance(m, HumanMessage)), None)
+        return go(destination).with_message(said.text) if said is not None else go(destination)
+
+
+class ExploreStep(HotelStep):
+    """Collects dates, budget, room type, amenities and distances, then searches."""
+
+    def get_prompt(self) -> str:
+        return explore_prompt(self.today(), self.criteria())
+
+    @tool(args_schema=StayCriteria)
+    def capture_choices(self, criteria: StayCriteria) -> ToolResult:
+        """Search hotels with the guest's complete criteria, once they want to see results."""
+        today = self.today()
+        try:
+            criteria = parse_criteria(criteria.model_dump(), today)
+        except ValidationError as exc:
+            return stay(describe_errors(exc))
+        self.save_state({"criteria": criteria.model_dump(mode="json")})
+        found = catalog.search(criteria, today)
+        if not found:
+            return stay(catalog.relax_advice(criteria, today))
+        offers = [offer.model_dump(mode="json") for offer in shortlist(found)]
+        return go(PresentStep).with_state({"offers": offers, "matches": len(found)})
+
+
+class PresentStep(HotelStep):
+    """Shows the numbered hotels with their totals; the guest books, compares or searches again."""
+
+    def on_enter(self) -> None:
+        self.erase_memory()  # a new list, a new conversation about it
+
+    def on_crossing(self, message: BaseMessage | None, prior_step: str | None) -> Any:
+        return message if message is not None else HumanMessage("Which hotels did you find?")
+
+    def get_prompt(self) -> str:
+        return present_prompt(self.offers(), self.get_state("matches") or 0, self.criteria())
+
+    @tool
+    def chosen_hotel(
+        self,
+        hotel: Annotated[str, Field(description="The chosen hotel's name exactly as listed.")],
+    ) -> ToolResult:
+        """Book the hotel the guest picked from the list; this ends the conversation."""
+        offers, criteria = self.offers(), self.criteria()
+        offer = pick_offer(offers, hotel)
+        if offer is None or criteria is None:
+            return stay(not_in_list([hotel], offers))
+        booking = Booking.confirm(offer, criteria, self.today())
+        self.save_state({"booking": booking.model_dump(mode="json")})
+        return go(EndStep).with_prompt(booked_prompt(booking))
+
+    @tool
+    def search_again(self) -> ToolResult:
+        """Go back to the criteria: the guest wants to change or review them, or search again."""
+        return self.forward_to(ExploreStep)
+
+    @tool
+    def go_compare(
+        self,
+        hotels: Annotated[
+            tuple[str, ...],
+            Field(description="Names of the listed hotels the guest wants to compare, if said."),
+        ] = (),
+    ) -> ToolResult:
+        """Compare hotels of the list side by side."""
+        picked, unknown = pick_offers(self.offers(), hotels)
+        if unknown:
+            return stay(not_in_list(unknown, self.offers()))
+        selected = {"selected": [offer.name for offer in picked]}
+        return self.forward_to(CompareStep).with_state(selected)
+
+
+class CompareStep(HotelStep):
+    """Side-by-side tables of listed hotels on price, amenities, room types or distance."""
+
+    def on_enter(self) -> None:
+        self.erase_memory()
+
+    def get_prompt(self) -> str:
+        compared = self.get_state("compared") or {}
+        return compare_prompt(
+            self.offers(),
+            self.get_state("selected") or [],
+            compared.get("hotels", []),
+            compared.get("feature"),
+        )
+
+    @tool
+    def generate_comparison(
+        self,
+        hotels: Annotated[list[str], Field(description="Two or more listed hotel names.")],
+        feature: Annotated[
+            str, Field(description="One of: price, amenities, room_types, distance.")
+        ],
+    ) -> ToolResult:
+        """Show the guest a comparison table of listed hotels on one feature."""
+        offers, criteria = self.offers(), self.criteria()
+        picked, unknown = pick_offers(offers, hotels)
+        if unknown or criteria is None:
+            return stay(not_in_list(unknown or hotels, offers))
+        try:
+            table = comparison_table([offer.quote(criteria) for offer in picked], feature)
+        except ValueError as exc:
+            return stay(str(exc))
+        names = [offer.name for offer in picked]
+        self.save_state({"compared": {"hotels": names, "feature": normalize_feature(feature)}})
+        reply = f"{table}\n\n{COMPARISON_FOLLOW_UP}"
+        return direct(reply).with_content_type("text/markdown")
+
+    @tool
+    def resume_booking(self) -> ToolResult:
+        """Go back to the hotel list when the guest wants to book, see the list or search again."""
+        return self.forward_to(PresentStep)

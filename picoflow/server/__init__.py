@@ -1,0 +1,15 @@
+"""Serve flows over HTTP: PicoFlow's REST contract, Server-Sent Events and a chat page.
+
+Needs the `server` extra (`pip install 'picoflow[server]'`: FastAPI and uvicorn).
+
+    app = create_app(FlowEngine(flows=[HotelFlow]))
+    uvicorn.run(app, host="127.0.0.1", port=8000)
+
+See `docs/server.md` for the routes, the status codes and deployment notes.
+"""
+
+from __future__ import annotations
+
+from .app import create_app
+
+__all__ = ["create_app"]

@@ -1,0 +1,109 @@
+"""The JSON shapes of the HTTP API, named as PicoFlow clients send and read them.
+
+Python attributes are snake_case; the wire names (`flowName`, `contentType`, `requestId`) are
+pydantic aliases, so the OpenAPI page at `/docs` shows exactly what a client must send.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from ..engine import TurnResult
+
+__all__ = [
+    "RunRequest",
+    "RunEnvelope",
+    "ErrorEnvelope",
+    "StreamDone",
+    "EndEnvelope",
+    "Health",
+    "envelope_of",
+]
+
+
+class _WireModel(BaseModel):
+    """Accept both the wire names and the attribute names; serialise with the wire names."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON object as it goes out: aliases, and no keys whose value is None."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class RunRequest(_WireModel):
+    """Body of `POST /ai/run` and `POST /ai/stream`."""
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+        json_schema_extra={
+            "examples": [{"flowName": "HotelFlow", "message": "Two nights in Lisbon"}]
+        },
+    )
+
+    flow_name: str = Field(alias="flowName", description="A name listed by GET /ai/flows.")
+    message: str = Field(
+        "",
+        description="The user's text. Empty or omitted on a new session: the flow opens.",
+    )
+    config: dict[str, Any] | None = Field(
+        None,
+        description="Context stored once, when the session is created; ignored afterwards.",
+    )
+
+
+class RunEnvelope(_WireModel):
+    """The reply of a turn: branch on `success`, stop when `completed`, keep `session`."""
+
+    success: bool
+    completed: bool = Field(description="The session reached its end; a new id starts over.")
+    message: str = Field(description="The reply text, or what went wrong.")
+    session: str = Field(description="The session id to send with the next turn ('' if none).")
+    content_type: str = Field("text/plain", alias="contentType")
+    step: str | None = Field(None, description="The step the session is in after the turn.")
+
+
+class ErrorEnvelope(RunEnvelope):
+    """A failed request: the same envelope with `success: false`."""
+
+    request_id: str | None = Field(
+        None,
+        alias="requestId",
+        description="Set on 500 replies: the id the server logged the failure under.",
+    )
+
+
+class StreamDone(ErrorEnvelope):
+    """Data of the final `done` event of `POST /ai/stream`."""
+
+    status: int = Field(description="The HTTP status POST /ai/run would have answered with.")
+
+
+class EndEnvelope(_WireModel):
+    """The reply of `POST /ai/end`."""
+
+    success: bool
+    session: str
+    message: str
+
+
+class Health(_WireModel):
+    """The reply of `GET /healthcheck`."""
+
+    status: str = "ok"
+    timestamp: str = Field(description="The server's UTC time, ISO 8601.")
+
+
+def envelope_of(result: TurnResult) -> RunEnvelope:
+    """The envelope of a successful turn."""
+    return RunEnvelope(
+        success=True,
+        completed=result.completed,
+        message=result.message,
+        session=result.session_id or "",
+        content_type=result.content_type,
+        step=result.step,
+    )

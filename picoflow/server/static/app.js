@@ -1,0 +1,331 @@
+// picoflow chat page. Plain JavaScript, no build step, nothing loaded from other sites.
+//
+// It streams turns from POST ai/stream (Server-Sent Events over fetch, since EventSource
+// cannot POST), keeps the session id and the visible transcript in sessionStorage (one entry
+// per flow), and renders replies as a small, safe subset of markdown: every character of the
+// model's text is HTML-escaped before any formatting is added.
+"use strict";
+
+(function () {
+  // The page sends the dash spelling: reverse proxies that drop underscore headers keep it.
+  const SESSION_HEADER = "chat-session-id";
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    flow: $("flow"), step: $("step"), messages: $("messages"), empty: $("empty"),
+    status: $("status"), composer: $("composer"), input: $("input"), send: $("send"),
+    reset: $("new-conversation"),
+  };
+  let flow = null;
+  let chat = blankChat();
+
+  function blankChat() {
+    return { session: null, step: null, messages: [], ended: false };
+  }
+
+  // -- storage: one conversation per flow, for this browser tab ------------------------------
+
+  function storageKey(name) {
+    return "picoflow.chat." + name;
+  }
+
+  function loadChat(name) {
+    try {
+      const saved = JSON.parse(sessionStorage.getItem(storageKey(name)) || "null");
+      return saved && Array.isArray(saved.messages) ? saved : blankChat();
+    } catch (error) {
+      return blankChat();
+    }
+  }
+
+  function saveChat() {
+    sessionStorage.setItem(storageKey(flow), JSON.stringify(chat));
+  }
+
+  // -- markdown subset: tables, lists, headings, paragraphs, **bold**, *italic*, `code` --------
+
+  function escapeHtml(text) {
+    return text.replace(/[&<>"']/g, (c) => ({
+      "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;",
+    })[c]);
+  }
+
+  function inline(text) {
+    return escapeHtml(text)
+      .replace(/`([^`]+)`/g, "<code>$1</code>")
+      .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
+      .replace(/(^|[^*\w])\*([^*\s][^*]*)\*(?!\w)/g, "$1<em>$2</em>");
+  }
+
+  const TABLE_RULE = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+
+  function cells(line) {
+    let row = line.trim();
+    if (row.startsWith("|")) row = row.slice(1);
+    if (row.endsWith("|") && !row.endsWith("\\|")) row = row.slice(0, -1);
+    return row.split(/(?<!\\)\|/).map((cell) => cell.trim().replace(/\\\|/g, "|"));
+  }
+
+  function table(lines) {
+    // The rule row's colons align columns: ":-:" centre, "-:" right (prices read better).
+    const align = cells(lines[1]).map((c) =>
+      c.endsWith(":") ? (c.startsWith(":") ? ' class="center"' : ' class="right"') : "");
+    const row = (line, tag) => cells(line).map((c, n) =>
+      "<" + tag + (align[n] || "") + ">" + inline(c) + "</" + tag + ">").join("");
+    const head = row(lines[0], "th");
+    const body = lines.slice(2).map((line) => "<tr>" + row(line, "td") + "</tr>");
+    return '<div class="table-wrap"><table><thead><tr>' + head + "</tr></thead><tbody>" +
+      body.join("") + "</tbody></table></div>";
+  }
+
+  function takeWhile(lines, start, test) {
+    let end = start;
+    while (end < lines.length && test(lines[end], end)) end += 1;
+    return end;
+  }
+
+  const LIST_ITEM = /^\s*([-*+]|\d+[.)])\s+/;
+  const HEADING = /^#{1,6}\s/;
+
+  function startsTable(lines, i) {
+    return lines[i].includes("|") && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1]);
+  }
+
+  // One block starting at line i: [html, index of the next line].
+  function block(lines, i) {
+    const line = lines[i];
+    if (startsTable(lines, i)) {
+      const end = takeWhile(lines, i + 2, (l) => l.includes("|") && l.trim() !== "");
+      return [table(lines.slice(i, end)), end];
+    }
+    if (LIST_ITEM.test(line)) {
+      const ordered = /^\s*\d/.test(line);
+      const end = takeWhile(lines, i, (l) => LIST_ITEM.test(l) && /^\s*\d/.test(l) === ordered);
+      // Keep the author's numbers ("book number 3" must mean the third line as shown).
+      const items = lines.slice(i, end).map((l) => (ordered ? '<li value="' +
+        parseInt(l, 10) + '">' : "<li>") + inline(l.replace(LIST_ITEM, "")) + "</li>");
+      const tag = ordered ? "ol" : "ul";
+      return ["<" + tag + ">" + items.join("") + "</" + tag + ">", end];
+    }
+    if (HEADING.test(line)) {
+      return ["<p><strong>" + inline(line.replace(/^#+\s*/, "")) + "</strong></p>", i + 1];
+    }
+    const end = takeWhile(lines, i + 1, (l, j) =>
+      l.trim() !== "" && !HEADING.test(l) && !LIST_ITEM.test(l) && !startsTable(lines, j));
+    return ["<p>" + lines.slice(i, end).map(inline).join("<br>") + "</p>", end];
+  }
+
+  function renderMarkdown(text) {
+    const lines = text.replace(/\r\n?/g, "\n").split("\n");
+    const html = [];
+    let i = 0;
+    while (i < lines.length) {
+      if (!lines[i].trim()) {
+        i += 1;
+        continue;
+      }
+      const [part, next] = block(lines, i);
+      html.push(part);
+      i = next;
+    }
+    return html.join("");
+  }
+
+  // -- the transcript on screen -------------------------------------------------------------
+
+  function addBubble(role, text, contentType) {
+    ui.empty.hidden = true;
+    const bubble = document.createElement("div");
+    bubble.className = "msg " + role;
+    ui.messages.appendChild(bubble);
+    fillBubble(bubble, role, text, contentType);
+    return bubble;
+  }
+
+  function scrollDown() {
+    ui.messages.scrollTop = ui.messages.scrollHeight;
+  }
+
+  function fillBubble(bubble, role, text, contentType) {
+    if (role === "assistant" && contentType !== "streaming") {
+      bubble.classList.remove("streaming");
+      bubble.innerHTML = renderMarkdown(text); // safe: renderMarkdown escapes all text
+    } else {
+      bubble.textContent = text;
+    }
+    scrollDown();
+  }
+
+  function addNote(text) {
+    const note = document.createElement("p");
+    note.className = "note";
+    note.textContent = text;
+    ui.messages.appendChild(note);
+    scrollDown();
+  }
+
+  function showStep(step) {
+    ui.step.hidden = !step;
+    ui.step.textContent = step ? "Step: " + step : "";
+  }
+
+  function redraw() {
+    ui.messages.querySelectorAll(".msg, .note:not(#empty)").forEach((node) => node.remove());
+    ui.empty.hidden = chat.messages.length > 0;
+    chat.messages.forEach((m) => addBubble(m.role, m.text, m.contentType));
+    if (chat.ended) addNote("This conversation has ended. Send a message to start a new one.");
+    showStep(chat.step);
+  }
+
+  function setBusy(busy) {
+    document.body.dataset.busy = String(busy);
+    ui.send.disabled = busy;
+    ui.reset.disabled = busy;
+    ui.flow.disabled = busy;
+    if (!busy) ui.status.textContent = "";
+  }
+
+  // -- talking to the server ----------------------------------------------------------------
+
+  function parseFrame(frame) {
+    let kind = "message";
+    const data = [];
+    frame.split("\n").forEach((line) => {
+      if (line.startsWith("event:")) kind = line.slice(6).trim();
+      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+    });
+    return { kind: kind, data: data.length ? JSON.parse(data.join("\n")) : {} };
+  }
+
+  async function readEvents(response, onEvent) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const frame = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        if (frame.trim()) onEvent(parseFrame(frame));
+      }
+    }
+  }
+
+  function finishTurn(bubble, reply) {
+    if (!reply.success) {
+      bubble.remove();
+      chat.messages.push({ role: "error", text: reply.message });
+      addBubble("error", reply.message);
+      return;
+    }
+    chat.session = reply.session || null;
+    chat.step = reply.step || chat.step;
+    chat.messages.push({ role: "assistant", text: reply.message, contentType: reply.contentType });
+    fillBubble(bubble, "assistant", reply.message, reply.contentType);
+    showStep(chat.step);
+    if (reply.completed) {
+      chat.session = null;
+      chat.ended = true;
+      addNote("This conversation has ended. Send a message to start a new one.");
+    }
+  }
+
+  async function sendMessage(text) {
+    setBusy(true);
+    chat.ended = false;
+    chat.messages.push({ role: "user", text: text });
+    addBubble("user", text);
+    const bubble = addBubble("assistant", "", "streaming");
+    bubble.classList.add("streaming");
+    let streamed = "";
+    let reply = null;
+    try {
+      const headers = { "Content-Type": "application/json" };
+      if (chat.session) headers[SESSION_HEADER] = chat.session;
+      const response = await fetch("ai/stream", {
+        method: "POST", headers: headers, body: JSON.stringify({ flowName: flow, message: text }),
+      });
+      if (!response.ok) {
+        reply = await response.json();
+      } else {
+        await readEvents(response, (event) => {
+          if (event.kind === "token") {
+            streamed += event.data.text;
+            bubble.textContent = streamed; // plain text until the reply is complete
+            scrollDown();
+          } else if (event.kind === "step_changed") {
+            showStep(event.data.to);
+          } else if (event.kind === "tool_call") {
+            ui.status.textContent = "Running " + event.data.name + "…";
+          } else if (event.kind === "done") {
+            reply = event.data;
+          }
+        });
+      }
+    } catch (error) {
+      reply = { success: false, message: "The server could not be reached: " + error.message };
+    }
+    finishTurn(bubble, reply || { success: false, message: "The reply ended early; send again." });
+    saveChat();
+    setBusy(false);
+    ui.input.focus();
+  }
+
+  async function newConversation() {
+    if (chat.session) {
+      const headers = {};
+      headers[SESSION_HEADER] = chat.session;
+      try {
+        await fetch("ai/end", { method: "POST", headers: headers });
+      } catch (error) {
+        // Ending is a courtesy to the server; the next message starts a new session anyway.
+      }
+    }
+    chat = blankChat();
+    saveChat();
+    redraw();
+    ui.input.focus();
+  }
+
+  function switchFlow(name) {
+    flow = name;
+    chat = loadChat(name);
+    const url = new URL(window.location.href);
+    url.searchParams.set("flow", name);
+    window.history.replaceState(null, "", url);
+    redraw();
+  }
+
+  async function start() {
+    const response = await fetch("ai/flows");
+    const names = await response.json();
+    names.forEach((name) => ui.flow.add(new Option(name, name)));
+    const wanted = new URLSearchParams(window.location.search).get("flow");
+    if (!names.length) {
+      addNote("This server has no flows.");
+      setBusy(true);
+      return;
+    }
+    ui.flow.value = names.includes(wanted) ? wanted : names[0];
+    switchFlow(ui.flow.value);
+  }
+
+  ui.composer.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = ui.input.value.trim();
+    if (!text || document.body.dataset.busy === "true") return;
+    ui.input.value = "";
+    sendMessage(text);
+  });
+  ui.input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      ui.composer.requestSubmit();
+    }
+  });
+  ui.reset.addEventListener("click", newConversation);
+  ui.flow.addEventListener("change", () => switchFlow(ui.flow.value));
+  start().catch((error) => addNote("Could not load the flows: " + error.message));
+})();

@@ -1,0 +1,375 @@
+"""Every failure keeps the envelope and gets the status that says what the client should do."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import pytest
+from flows import two_step_flow
+from server_flows import api, chat_flow, client_for, last_human
+
+from picoflow import Flow, FlowEngine, Step, stay, tool
+from picoflow.errors import StoreError
+from picoflow.stores import MemoryStore
+from picoflow.testing import ScriptedChatModel, tool_call
+
+HINT = (
+    'Send a JSON object such as {"flowName": "HotelFlow", "message": "Hi"} with '
+    "Content-Type: application/json."
+)
+ROUTES = "POST /ai/run, POST /ai/stream, POST /ai/end, GET /ai/flows, GET /healthcheck"
+
+
+def failure(message: str, session: str = "") -> dict[str, Any]:
+    return {
+        "success": False,
+        "completed": False,
+        "message": message,
+        "session": session,
+        "contentType": "text/plain",
+    }
+
+
+async def start(client: Any, flow: str = "ChatFlow") -> str:
+    reply = await client.post("/ai/run", json={"flowName": flow, "message": "hello"})
+    assert reply.status_code == 200
+    return reply.json()["session"]
+
+
+@pytest.mark.parametrize("route", ["/ai/run", "/ai/stream"])
+async def test_e2_unknown_flow_is_400(route: str) -> None:
+    _, app = api(chat_flow())
+    async with client_for(app) as client:
+        reply = await client.post(route, json={"flowName": "NoSuchFlow", "message": "hi"})
+    assert reply.status_code == 400
+    assert reply.json() == failure(
+        "Unknown flow 'NoSuchFlow'. Registered flows: ChatFlow (GET /ai/flows lists them)."
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b"{not json", "the body is not valid JSON"),
+        (b"[1, 2]", "the body must be a JSON object"),
+        (b'{"message": "hi"}', "flowName: Field required"),
+        (b'{"flowName": "ChatFlow", "message": 42}', "message: Input should be a valid string"),
+        (
+            b'{"flowName": "ChatFlow", "config": "tenant=acme"}',
+            "config: Input should be a valid dictionary",
+        ),
+    ],
+)
+@pytest.mark.parametrize("route", ["/ai/run", "/ai/stream"])
+async def test_malformed_body_is_400_never_a_raw_422(route: str, body: bytes, problem: str) -> None:
+    _, app = api(chat_flow())
+    async with client_for(app) as client:
+        reply = await client.post(route, content=body, headers={"Content-Type": "application/json"})
+    assert reply.status_code == 400
+    assert reply.json() == failure(f"The request is not valid ({problem}). {HINT}")
+
+
+async def test_a_form_body_is_400() -> None:
+    _, app = api(chat_flow())
+    async with client_for(app) as client:
+        reply = await client.post("/ai/run", data={"flowName": "ChatFlow"})
+    assert reply.status_code == 400
+    assert reply.json() == failure(
+        f"The request is not valid (the body must be a JSON object). {HINT}"
+    )
+
+
+@pytest.mark.parametrize("route", ["/ai/run", "/ai/stream", "/ai/end"])
+@pytest.mark.parametrize("bad", ["short", "has spaces in it ok?", "x" * 200, "../../etc/passwd/x"])
+async def test_p5_malformed_session_id_is_400(route: str, bad: str) -> None:
+    engine, app = api(chat_flow())
+    async with client_for(app) as client:
+        reply = await client.post(
+            route, json={"flowName": "ChatFlow", "message": "hi"}, headers={"CHAT_SESSION_ID": bad}
+        )
+    assert reply.status_code == 400
+    assert reply.json() == failure(
+        "The CHAT_SESSION_ID header is not a session id this server issued. Send the `session` "
+        "value of an earlier reply, or omit the header to start a new session."
+    )
+
+
+async def test_two_spellings_naming_different_sessions_is_400() -> None:
+    _, app = api(chat_flow())
+    async with client_for(app) as client:
+        first, second = await start(client), await start(client)
+        reply = await client.post(
+            "/ai/run",
+            json={"flowName": "ChatFlow", "message": "hi"},
+            headers={"CHAT_SESSION_ID": first, "chat-session-id": second},
+        )
+    assert reply.status_code == 400
+    assert reply.json() == failure(
+        f"The CHAT_SESSION_ID and chat-session-id headers name different sessions ('{first}' "
+        f"and '{second}'). Send the session id in one of them."
+    )
+
+
+async def test_end_without_a_session_header_is_400() -> None:
+    _, app = api(chat_flow())
+    async with client_for(app) as client:
+        reply = await client.post("/ai/end")
+    assert reply.status_code == 400
+    assert reply.json() == failure(
+        "Send the session to end in the CHAT_SESSION_ID header; none was sent."
+    )
+
+
+@pytest.mark.parametrize("route", ["/ai/run", "/ai/stream"])
+async def test_a_message_over_the_limit_is_413_and_reaches_no_model(route: str) -> None:
+    model = ScriptedChatModel(script=["ok"])
+    _, app = api(two_step_flow(model), max_message_chars=10)
+    async with client_for(app) as client:
+        long = await client.post(route, json={"flowName": "HotelFlow", "message": "x" * 11})
+        fits = await client.post("/ai/run", json={"flowName": "HotelFlow", "message": "x" * 10})
+    assert long.status_code == 413
+    assert long.json() == failure(
+        "The message has 11 characters; this server accepts at most 10. Shorten it or send it "
+        "over several turns."
+    )
+    assert fits.status_code == 200
+    assert len(model.requests) == 1
+
+
+async def test_e2_an_empty_message_on_a_running_session_is_400_with_the_session() -> None:
+    _, app = api(chat_flow())
+    async with client_for(app) as client:
+        session = await start(client)
+        reply = await client.post(
+            "/ai/run",
+            json={"flowName": "ChatFlow", "message": "  "},
+            headers={"CHAT_SESSION_ID": session},
+        )
+    assert reply.status_code == 400
+    assert reply.json() == failure(
+        "The message is empty. Send the user's text; an empty message only starts a new session.",
+        session,
+    )
+    assert reply.headers["CHAT_SESSION_ID"] == session
+
+
+async def test_a_session_of_another_flow_is_400() -> None:
+    _, app = api(chat_flow(name="ChatFlow"), chat_flow(name="OtherFlow"))
+    async with client_for(app) as client:
+        session = await start(client, "ChatFlow")
+        reply = await client.post(
+            "/ai/run",
+            json={"flowName": "OtherFlow", "message": "hi"},
+            headers={"CHAT_SESSION_ID": session},
+        )
+    assert reply.status_code == 400
+    assert reply.json() == failure(
+        f"Session '{session}' belongs to flow 'ChatFlow', not 'OtherFlow'. Continue it with "
+        "flow 'ChatFlow', or omit the session id to start a new session.",
+        session,
+    )
+
+
+def racing_flow(other: dict[str, Any]) -> type[Flow]:
+    """A flow whose model, on "race", lets a second engine save the same session first (P4)."""
+
+    async def policy(messages: list[Any], tool_names: list[str]) -> str:
+        said = last_human(messages)
+        if said == "race":
+            result = await other["engine"].run("ChatFlow", "sneak in", other["session"])
+            assert result.success, result.message
+        return f"echo: {said}"
+
+    return chat_flow(ScriptedChatModel(policy=policy))
+
+
+async def test_p4_a_session_saved_by_another_engine_meanwhile_is_409() -> None:
+    store, other = MemoryStore(), {}
+    flow = racing_flow(other)
+    engine, app = api(flow, store=store)
+    other["engine"] = FlowEngine(flows=[flow], store=store)  # e.g. a second worker process
+    async with client_for(app) as client:
+        session = other["session"] = await start(client)
+        reply = await client.post(
+            "/ai/run",
+            json={"flowName": "ChatFlow", "message": "race"},
+            headers={"CHAT_SESSION_ID": session},
+        )
+    assert reply.status_code == 409
+    assert reply.json() == failure(
+        f"Session '{session}' was saved by another writer: expected revision 0, found 1. "
+        "Nothing was written; reload the session and retry the turn.",
+        session,
+    )
+    assert reply.headers["CHAT_SESSION_ID"] == session
+    doc = await engine.get_session(session)
+    said = [m for m in doc["memory"]["GreetStep"]["messages"] if m["type"] in ("human", "ai")]
+    assert [m["data"]["content"] for m in said] == [
+        "hello",
+        "echo: hello",
+        "sneak in",
+        "echo: sneak in",
+    ]
+
+
+class FailingSaveStore(MemoryStore):
+    """A store that is reachable for reads but refuses writes, as a full disk would."""
+
+    async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
+        raise StoreError("The store refused the write: disk full. Free space and retry.")
+
+
+async def test_a_store_failure_is_503_with_the_store_message() -> None:
+    _, app = api(chat_flow(), store=FailingSaveStore())
+    async with client_for(app) as client:
+        session = await start(client)
+        reply = await client.post(
+            "/ai/run",
+            json={"flowName": "ChatFlow", "message": "hi"},
+            headers={"CHAT_SESSION_ID": session},
+        )
+    assert reply.status_code == 503
+    assert reply.json() == failure(
+        "The store refused the write: disk full. Free space and retry.", session
+    )
+
+
+class BuggyStep(Step):
+    def get_prompt(self) -> str:
+        raise self.flow.bug  # type: ignore[attr-defined]
+
+
+def buggy_flow(bug: Exception) -> type[Flow]:
+    model = ScriptedChatModel(script=["never reached"])
+
+    class BuggyFlow(Flow):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bug = bug
+
+        def config_model(self) -> Any:
+            return model
+
+        def define_steps(self) -> list[Step]:
+            return [BuggyStep(self)]
+
+    return BuggyFlow
+
+
+def bug_message(request_id: str) -> str:
+    return (
+        "The server failed to handle this request because of a bug in the flow or the server; "
+        f"the session was not changed. The failure is logged with request id {request_id}: "
+        "retry, and report that id if it happens again."
+    )
+
+
+@pytest.mark.parametrize("bug", [KeyError("criteria"), ValueError("bad date")])
+async def test_p3_a_bug_in_flow_code_is_500_with_a_logged_request_id(
+    bug: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, app = api(buggy_flow(bug))
+    async with client_for(app) as client:
+        reply = await client.post("/ai/run", json={"flowName": "BuggyFlow", "message": "hi"})
+    assert reply.status_code == 500
+    body = reply.json()
+    request_id = body["requestId"]
+    assert re.fullmatch(r"[0-9a-f]{32}", request_id)
+    assert body == {**failure(bug_message(request_id)), "requestId": request_id}
+    assert reply.headers["X-Request-ID"] == request_id
+    assert str(bug) not in body["message"]  # internals stay in the log
+    logged = [r for r in caplog.records if r.name == "picoflow.server._errors"]
+    assert [r.getMessage() for r in logged] == [
+        f"turn of BuggyFlow failed with {type(bug).__name__} (request id {request_id}): The turn "
+        f"failed and the session was not changed: {type(bug).__name__}: {bug}"
+    ]
+    assert logged[0].request_id == request_id
+
+
+async def test_a_500_reuses_the_proxy_request_id() -> None:
+    _, app = api(buggy_flow(KeyError("x")))
+    async with client_for(app) as client:
+        reply = await client.post(
+            "/ai/run",
+            json={"flowName": "BuggyFlow", "message": "hi"},
+            headers={"X-Request-ID": "edge-7f3a"},
+        )
+    assert reply.status_code == 500
+    assert reply.json()["requestId"] == "edge-7f3a"
+
+
+class LoopStep(Step):
+    @tool
+    def think(self) -> Any:
+        """Think again."""
+        return stay("keep thinking")
+
+
+async def test_r7_a_tool_loop_is_500_with_a_request_id() -> None:
+    model = ScriptedChatModel(script=[tool_call("think")] * 3)
+
+    class LoopFlow(Flow):
+        max_tool_rounds = 2
+
+        def config_model(self) -> Any:
+            return model
+
+        def define_steps(self) -> list[Step]:
+            return [LoopStep(self)]
+
+    _, app = api(LoopFlow)
+    async with client_for(app) as client:
+        reply = await client.post("/ai/run", json={"flowName": "LoopFlow", "message": "hi"})
+    assert reply.status_code == 500
+    assert reply.json()["message"] == bug_message(reply.json()["requestId"])
+
+
+class ExplodingDeleteStore(MemoryStore):
+    async def delete(self, session_id: str) -> bool:
+        raise RuntimeError("driver crashed")
+
+
+async def test_an_exception_escaping_a_route_is_500_with_a_logged_request_id(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _, app = api(chat_flow(), store=ExplodingDeleteStore())
+    async with client_for(app, raise_app_exceptions=False) as client:
+        session = await start(client)
+        reply = await client.post("/ai/end", headers={"CHAT_SESSION_ID": session})
+    assert reply.status_code == 500
+    request_id = reply.json()["requestId"]
+    assert reply.json() == {**failure(bug_message(request_id)), "requestId": request_id}
+    logged = [r for r in caplog.records if r.name == "picoflow.server._errors"]
+    assert [r.getMessage() for r in logged] == [f"POST /ai/end failed (request id {request_id})"]
+    assert logged[0].levelno == logging.ERROR and "driver crashed" in caplog.text
+
+
+async def test_a_store_error_outside_a_turn_is_503() -> None:
+    class DownStore(MemoryStore):
+        async def delete(self, session_id: str) -> bool:
+            raise StoreError("MongoStore could not reach the server; check PICOFLOW_STORE.")
+
+    _, app = api(chat_flow(), store=DownStore())
+    async with client_for(app) as client:
+        session = await start(client)
+        reply = await client.post("/ai/end", headers={"CHAT_SESSION_ID": session})
+    assert reply.status_code == 503
+    assert reply.json() == failure("MongoStore could not reach the server; check PICOFLOW_STORE.")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "reason"),
+    [("GET", "/ai/nothing", 404, "Not Found"), ("GET", "/ai/run", 405, "Method Not Allowed")],
+)
+async def test_unknown_routes_and_methods_keep_the_envelope(
+    method: str, path: str, status: int, reason: str
+) -> None:
+    _, app = api(chat_flow())
+    async with client_for(app) as client:
+        reply = await client.request(method, path)
+    assert reply.status_code == status
+    assert reply.json() == failure(
+        f"{reason}: {method} {path} is not part of this API. The routes are {ROUTES}."
+    )
