@@ -45,12 +45,23 @@ __all__ = ["FlowEngine", "TurnResult", "StreamEvent"]
 logger = logging.getLogger(__name__)
 
 
+# TurnResult.error of a request refused before it ran (E2): the caller must change it.
+INVALID_REQUEST = "InvalidRequest"
+
+
+class _InvalidRequest(Exception):
+    """Raised inside a turn for a request that cannot run as sent; never escapes `run`."""
+
+
 @dataclass(frozen=True)
 class TurnResult:
     """What one turn produced (E4). Branch on `success`, then read `completed`.
 
-    `error` names the error class when the turn failed (e.g. "SessionConflictError"), so a
-    server can map it to a status code without parsing the message.
+    `error` says why a turn failed, so a server can map it to a status code without parsing the
+    message: "InvalidRequest" for a request that cannot run as sent (E2: unknown flow, invalid
+    session id, empty message on a running session, a session of another flow), otherwise the
+    name of the error class (e.g. "SessionConflictError", "ToolLoopError", or "KeyError" for an
+    exception that escaped flow code).
     """
 
     session_id: str | None
@@ -164,11 +175,13 @@ class FlowEngine:
     ) -> TurnResult:
         problem = turn_input_problem(self._flows, flow_name, message, session_id, config)
         if problem is not None:
-            return _failure(session_id, problem, "ValueError")
+            return _failure(session_id, problem, INVALID_REQUEST)
         async with self._lock(session_id):
             try:
                 flow_class = self._flows[flow_name]
                 return await self._turn(flow_class, message, session_id, config, emit)
+            except _InvalidRequest as exc:
+                return _failure(session_id, str(exc), INVALID_REQUEST)
             except PicoflowError as exc:
                 logger.warning("turn failed: %s", exc, extra={"session_id": session_id})
                 return _failure(session_id, str(exc), type(exc).__name__)
@@ -246,7 +259,7 @@ class FlowEngine:
                 session_id,
                 "The message is empty. Send the user's text; an empty message only starts a "
                 "new session.",
-                "ValueError",
+                INVALID_REQUEST,
             )
         flow = flow_class()
         context = self._context_for(flow)
@@ -310,7 +323,7 @@ class FlowEngine:
         if is_expired(doc, datetime.now(UTC)):
             return None, None
         if doc["flow"] != flow_class.name:
-            raise PicoflowError(
+            raise _InvalidRequest(
                 f"Session '{session_id}' belongs to flow '{doc['flow']}', not "
                 f"'{flow_class.name}'. Continue it with flow '{doc['flow']}', or omit the "
                 "session id to start a new session."

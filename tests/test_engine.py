@@ -262,7 +262,7 @@ async def test_p5_session_of_another_flow_is_refused() -> None:
     engine = FlowEngine(flows=[one, two], store=MemoryStore())
     first = await engine.run("One", "hi")
     result = await engine.run("Two", "hi", session_id=first.session_id)
-    assert result.success is False
+    assert (result.success, result.error) == (False, "InvalidRequest")
     assert result.message == (
         f"Session '{first.session_id}' belongs to flow 'One', not 'Two'. Continue it with flow "
         "'One', or omit the session id to start a new session."
@@ -336,3 +336,21 @@ async def test_e4_failure_is_never_completed() -> None:
     result = await engine.run("HotelFlow", "hi")
     assert (result.success, result.completed, result.step) == (False, False, None)
     assert ExploreStep and PresentStep
+
+
+async def test_e2_refused_requests_are_marked_invalid_request_not_bugs() -> None:
+    model = ScriptedChatModel(script=["hi", RuntimeError("x")])
+
+    class Buggy(Step):
+        def on_restore(self) -> None:
+            raise ValueError("a bug in flow code")
+
+    engine = engine_for(make_flow(lambda f: [Buggy(f)], model=model))
+    assert (await engine.run("Nope", "hi")).error == "InvalidRequest"
+    first = await engine.run("F", "hi")
+    assert (await engine.run("F", "", session_id=first.session_id)).error == "InvalidRequest"
+    bug = await engine.run("F", "again", session_id=first.session_id)
+    assert (bug.success, bug.error) == (False, "ValueError")
+    assert bug.message == (
+        "The turn failed and the session was not changed: ValueError: a bug in flow code"
+    )

@@ -33,14 +33,11 @@ logger = logging.getLogger(__name__)
 
 # TurnResult.error (an error class name) -> status. Anything not listed is a bug: 500.
 TURN_ERROR_STATUS: dict[str, int] = {
-    "ValueError": 400,  # E2: the request cannot run (e.g. an empty message on a running session)
-    "PicoflowError": 400,  # the session belongs to another flow
+    "InvalidRequest": 400,  # E2: the request cannot run as sent (unknown flow, empty message, ...)
     "SessionConflictError": 409,  # P4: another writer saved first
     "SessionNotFoundError": 409,  # the session was deleted during the turn
     "StoreError": 503,
 }
-# The engine's wording when an exception escaped flow code (P3); whatever its class, it is a bug.
-_ESCAPED = "The turn failed and the session was not changed:"
 _ROUTES = "POST /ai/run, POST /ai/stream, POST /ai/end, GET /ai/flows, GET /healthcheck"
 
 
@@ -76,8 +73,6 @@ def status_for(result: TurnResult) -> int:
     """The HTTP status of a turn: 200, or the mapping above for a failed one."""
     if result.success:
         return 200
-    if result.message.startswith(_ESCAPED):
-        return 500
     return TURN_ERROR_STATUS.get(result.error or "", 500)
 
 
