@@ -41,7 +41,7 @@ class _Recall:
         Use it when the user refers to something said before that you cannot see. Returns
         matching messages, newest first, ten per page.
         """
-        raise NotImplementedError  # pragma: no cover - recall_tools binds the real handler
+        ...  # a declaration only: recall_tools() binds the handler that runs
 
 
 _SPEC: ToolSpec = collect_tools(_Recall)[0]
