@@ -26,7 +26,8 @@ def new_doc(session_id: str = "s-1", **fields: Any) -> dict[str, Any]:
         "run_status": "running",
         "created_at": "2025-01-02T03:04:05.123456+00:00",
         "updated_at": "2025-01-02T03:04:05.123456+00:00",
-        "expires_at": "2025-01-03T03:04:05+00:00",
+        # In the future: MongoDB's TTL monitor deletes documents whose expiry has passed.
+        "expires_at": "2099-01-03T03:04:05+00:00",
         "context": {"config": {"tenant": "acme"}},
         "current_step": "ExploreStep",
         "sequence": ["ExploreStep"],

@@ -1,0 +1,61 @@
+"""One app process of the P4 test: its own FlowEngine running turns on a shared Mongo session.
+
+    python mongo_worker.py URI DATABASE SESSION_ID NAME TURNS
+
+It connects, prints "ready", waits for a line on stdin (so that the test starts every worker at
+the same moment), runs TURNS turns with the messages NAME-00, NAME-01, ..., and prints one JSON
+list: for each turn its message, `success` and `error`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from picoflow import Flow, FlowEngine, Step
+from picoflow.stores.mongo import MongoStore
+from picoflow.testing import ScriptedChatModel
+
+
+def acknowledge(messages: list[BaseMessage], tool_names: list[str]) -> str:
+    return f"ok: {messages[-1].content}"
+
+
+MODEL = ScriptedChatModel(policy=acknowledge)
+
+
+class ChatStep(Step):
+    def get_prompt(self) -> str:
+        return "Acknowledge every message."
+
+
+class ChatFlow(Flow):
+    def config_model(self) -> Any:
+        return MODEL
+
+    def define_steps(self) -> list[Step]:
+        return [ChatStep(self)]
+
+
+async def work(uri: str, database: str, session_id: str, name: str, turns: int) -> None:
+    engine = FlowEngine(flows=[ChatFlow], store=MongoStore(uri, database))
+    assert await engine.get_session(session_id) is not None  # connected before the start
+    print("ready", flush=True)
+    await asyncio.to_thread(sys.stdin.readline)
+    results = []
+    for turn in range(turns):
+        text = f"{name}-{turn:02d}"
+        result = await engine.run("ChatFlow", text, session_id)
+        assert result.session_id == session_id, result
+        results.append({"text": text, "success": result.success, "error": result.error})
+    await engine.aclose()
+    print(json.dumps(results), flush=True)
+
+
+if __name__ == "__main__":
+    uri, database, session_id, name, turns = sys.argv[1:]
+    asyncio.run(work(uri, database, session_id, name, int(turns)))
