@@ -79,7 +79,10 @@ def add_usage(usage: dict[str, dict[str, int]], kind: str, message: BaseMessage)
         counters[key] += int(meta.get(key, 0) or 0)
 
 
-def tools_of(step: Step, ctx: TurnContext) -> dict[str, tuple[ToolSpec, Callable[..., Any]]]:
+_Tools = dict[str, tuple[ToolSpec, Callable[..., Any]]]
+
+
+def tools_of(step: Step, ctx: TurnContext) -> _Tools:
     """The tools a step exposes right now: its `@tool` methods plus built-ins it opted into."""
     exposed = {spec.name: (spec, getattr(step, spec.method_name)) for spec in _specs(type(step))}
     if ctx.extra_tools is not None:
@@ -104,11 +107,12 @@ async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
     if message:
         append_message(step, HumanMessage(message))
     for _ in range(flow.max_tool_rounds):
-        reply = await _call_model(step, ctx)
+        tools = tools_of(step, ctx)  # what the model is offered is what its calls may use
+        reply = await _call_model(step, tools, ctx)
         if not reply.tool_calls:
             append_message(step, reply)
             return message_text(reply)
-        outcomes = [await _run_tool_call(step, call, ctx) for call in reply.tool_calls]
+        outcomes = [await _run_tool_call(step, tools, call, ctx) for call in reply.tool_calls]
         source = step
         step, text = await _apply(flow, step, reply, outcomes)
         if ctx.emit is not None and step is not source:
@@ -131,12 +135,11 @@ def model_config(flow: Flow, step: Step, purpose: str) -> dict[str, Any]:
     return {"metadata": metadata, "tags": tags, "run_name": f"{flow.name}.{step.name}"}
 
 
-async def _call_model(step: Step, ctx: TurnContext) -> AIMessage:
+async def _call_model(step: Step, tools: _Tools, ctx: TurnContext) -> AIMessage:
     flow = step.flow
     record = flow.get_memory().space(step.namespace)
     system = SystemMessage(step.get_prompt(), id=step.gen_message_id())
     record.messages[0] = system  # M2: the system slot is rewritten before every call
-    tools = tools_of(step, ctx)
     model = ctx.registry.resolve(step._model or _require(ctx.default_model, flow, step))
     runnable = ctx.registry.bound(model, [spec.schema for spec, _ in tools.values()])
     ctx.model_calls += 1
@@ -203,10 +206,11 @@ def _restamp(step: Step, result: BaseMessage) -> AIMessage:
     return result.model_copy(update=update)
 
 
-async def _run_tool_call(step: Step, call: dict[str, Any], ctx: TurnContext) -> _Outcome:
+async def _run_tool_call(
+    step: Step, tools: _Tools, call: dict[str, Any], ctx: TurnContext
+) -> _Outcome:
     """Answer one tool call; whatever happens, the model gets exactly one result (R6)."""
     name = call.get("name", "")
-    tools = tools_of(step, ctx)
     extra = {"session_id": step.flow.get_session_id(), "step": step.name, "tool": name}
     logger.info("tool call %s in %s", name, step.name, extra=extra)
     if ctx.emit is not None:
