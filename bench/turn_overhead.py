@@ -29,17 +29,17 @@ from picoflow.stores import MemoryStore, SQLiteStore
 class ZeroLatencyModel(BaseChatModel):
     """Odd calls ask for the `advance` tool, even calls reply with text: 2 calls per turn.
 
-    It also times its own `ainvoke` (LangChain's invoke machinery around a model that does
-    nothing), so the report can separate picoflow's work from LangChain's.
+    It also times its own `agenerate` (LangChain's callback, tracing and cache machinery around
+    a model that does nothing), so the report can separate picoflow's work from LangChain's.
     """
 
     calls: int = 0
     invoke_ms: float = 0.0
 
-    async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
+    async def agenerate(self, *args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         try:
-            return await super().ainvoke(*args, **kwargs)
+            return await super().agenerate(*args, **kwargs)
         finally:
             self.invoke_ms += (time.perf_counter() - start) * 1000
 

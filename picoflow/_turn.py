@@ -22,6 +22,7 @@ from langchain_core.messages import (
     ToolMessage,
     message_chunk_to_message,
 )
+from langchain_core.runnables import RunnableBinding, ensure_config
 from pydantic import ValidationError
 
 from .errors import ToolLoopError
@@ -105,7 +106,7 @@ async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
     """Run the current step until it replies; return the reply text (R3-R7)."""
     step = flow.current_step
     if message:
-        append_message(step, HumanMessage(message))
+        append_message(step, HumanMessage(message, id=step.gen_message_id()))
     for _ in range(flow.max_tool_rounds):
         tools = tools_of(step, ctx)  # what the model is offered is what its calls may use
         reply = await _call_model(step, tools, ctx)
@@ -138,7 +139,7 @@ def model_config(flow: Flow, step: Step, purpose: str) -> dict[str, Any]:
 async def _call_model(step: Step, tools: _Tools, ctx: TurnContext) -> AIMessage:
     flow = step.flow
     record = flow.get_memory().space(step.namespace)
-    system = SystemMessage(step.get_prompt(), id=step.gen_message_id())
+    system = _system_slot(step, record.messages[0] if record.messages else None)
     record.messages[0] = system  # M2: the system slot is rewritten before every call
     model = ctx.registry.resolve(step._model or _require(ctx.default_model, flow, step))
     runnable = ctx.registry.bound(model, [spec.schema for spec, _ in tools.values()])
@@ -157,11 +158,69 @@ async def _call_model(step: Step, tools: _Tools, ctx: TurnContext) -> AIMessage:
     messages = request_messages(record, system)
     config = model_config(flow, step, "reply")
     if ctx.emit is None:
-        result = await runnable.ainvoke(messages, config=config)
+        result = await _invoke(runnable, messages, config)
     else:
         result = await _stream_reply(runnable, messages, config, ctx.emit, step.name)
     add_usage(ctx.usage, "model", result)
     return _restamp(step, result)
+
+
+def _system_slot(step: Step, current: BaseMessage | None) -> SystemMessage:
+    """The system message for this call, built from `get_prompt()` now (M2).
+
+    When the prompt reads exactly as the step's slot already does, the slot is kept as it is:
+    the same message, so the save reuses its stored form instead of serialising it again.
+    """
+    prompt = step.get_prompt()
+    if (
+        isinstance(current, SystemMessage)
+        and current.content == prompt
+        and isinstance(current.id, str)
+        and current.id.startswith(f"{step.name}|")
+    ):
+        return current
+    return SystemMessage(prompt, id=step.gen_message_id())
+
+
+async def _invoke(runnable: Any, messages: list[BaseMessage], config: dict[str, Any]) -> Any:
+    """`runnable.ainvoke(messages, config)`, minus work LangChain would do only to undo it.
+
+    For a chat model with bound tools, `ainvoke` merges the binding's (empty) config, converts
+    our messages into a prompt value and back again (a pass over the whole history each time),
+    then calls `agenerate`. Where nobody has overridden those layers, calling `agenerate` with
+    the same callbacks, tags, metadata and arguments is the same call: callbacks, tracing,
+    caching and rate limiting all live in `agenerate` and below. Anything else goes the long way.
+    """
+    if (
+        isinstance(runnable, RunnableBinding)
+        and type(runnable).ainvoke is RunnableBinding.ainvoke
+        and not runnable.config
+        and not runnable.config_factories
+    ):
+        model, kwargs = runnable.bound, runnable.kwargs
+    else:
+        model, kwargs = runnable, {}
+    if not isinstance(model, BaseChatModel) or not _plain_invoke(type(model)):
+        return await runnable.ainvoke(messages, config=config)
+    merged = ensure_config(config)  # picks up a caller's callbacks from the running context
+    result = await model.agenerate(
+        [messages],
+        callbacks=merged.get("callbacks"),
+        tags=merged.get("tags"),
+        metadata=merged.get("metadata"),
+        run_name=merged.get("run_name"),
+        run_id=merged.pop("run_id", None),
+        **kwargs,
+    )
+    return result.generations[0][0].message
+
+
+def _plain_invoke(model_class: type[BaseChatModel]) -> bool:
+    return (
+        model_class.ainvoke is BaseChatModel.ainvoke
+        and model_class.agenerate_prompt is BaseChatModel.agenerate_prompt
+        and model_class._convert_input is BaseChatModel._convert_input
+    )
 
 
 async def _stream_reply(
@@ -263,7 +322,13 @@ async def _apply(
     Returns the step whose model runs next and, when the turn is over (R5), the reply text.
     """
     results = [
-        ToolMessage(o.content, tool_call_id=call["id"], name=call["name"], status=o.status)
+        ToolMessage(
+            o.content,
+            tool_call_id=call["id"],
+            name=call["name"],
+            status=o.status,
+            id=source.gen_message_id(),
+        )
         for o, call in zip(outcomes, reply.tool_calls, strict=True)
     ]
     transition = next((o.result for o in reversed(outcomes) if o.result is not None), None)

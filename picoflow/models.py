@@ -80,7 +80,7 @@ class ProviderRegistry:
     def __init__(self, providers: Mapping[str, ProviderFactory] | None = None) -> None:
         self._factories: dict[str, ProviderFactory] = {"openai": _openai, **(providers or {})}
         self._built: dict[tuple[str, str, str, int], BaseChatModel] = {}
-        self._bound: dict[tuple[int, str], tuple[BaseChatModel, Any]] = {}
+        self._bound: dict[tuple[int, ...], tuple[BaseChatModel, list[dict[str, Any]], Any]] = {}
 
     def check(self, model: ModelSpec | BaseChatModel, where: str) -> None:
         """Fail now, at engine start, if nothing can build this model (F5)."""
@@ -97,14 +97,16 @@ class ProviderRegistry:
 
         Providers do real work in `bind_tools` (ChatOpenAI converts every schema), and a step
         exposes the same tools on every call, so the bound runnable is reused across turns.
+        Tool schemas are built once per tool (`ToolSpec.schema`), so the key is their identity;
+        the entry holds the model and the schemas, so no id in a live key can be reused.
         """
         if not tools:
             return model
-        key = (id(model), repr(tools))
+        key = (id(model), *map(id, tools))
         hit = self._bound.get(key)
-        if hit is None or hit[0] is not model:
-            hit = self._bound[key] = (model, model.bind_tools(tools))
-        return hit[1]
+        if hit is None:
+            hit = self._bound[key] = (model, list(tools), model.bind_tools(tools))
+        return hit[2]
 
     def resolve(self, model: ModelSpec | BaseChatModel) -> BaseChatModel:
         """The chat model for a selection, built on first use and then reused."""

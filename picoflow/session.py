@@ -8,7 +8,7 @@ the conversation beyond copying references.
 
 from __future__ import annotations
 
-import copy
+import pickle
 import re
 import secrets
 from datetime import datetime, timedelta
@@ -138,10 +138,10 @@ def load_flow(flow: Flow, doc: dict[str, Any], spaces: dict[str, Namespace] | No
     flow._current = doc["current_step"]
     flow._sequence = list(doc["sequence"])
     flow._completed = doc["run_status"] == "completed"
-    flow._context = copy.deepcopy(doc["context"]) if spaces else doc["context"]
+    flow._context = _copy_json(doc["context"]) if spaces else doc["context"]
     for name, entry in doc["steps"].items():
         state = entry.get("state") or {}
-        flow._states[name] = copy.deepcopy(state) if spaces else state
+        flow._states[name] = _copy_json(state) if spaces else state
     target = flow.get_memory().namespaces()
     if spaces:
         for namespace, record in spaces.items():
@@ -149,6 +149,11 @@ def load_flow(flow: Flow, doc: dict[str, Any], spaces: dict[str, Namespace] | No
         return
     for namespace, entry in doc["memory"].items():
         target[namespace] = _load_namespace(entry)
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of a JSON value (S5 keeps state and context JSON); pickle is 3x deepcopy."""
+    return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
 
 
 def _load_namespace(entry: dict[str, Any]) -> Namespace:
@@ -216,16 +221,21 @@ def _dump_namespace(record: Namespace) -> dict[str, Any]:
 def _dump_messages(record: Namespace) -> list[dict[str, Any]]:
     """Serialise a history, reusing the stored dicts of the unchanged prefix.
 
-    Histories grow by appending, and only the system slot (index 0) is rewritten every call,
-    so the messages after index 0 that are the very objects saved last time keep their dicts.
-    Finding that prefix is one C-level pass (`map(is_not, ...)`), so a save costs what the
-    turn added, not what the conversation holds.
+    Histories grow by appending and messages are never mutated, so the messages after index 0
+    that are the very objects saved last time keep their dicts; the system slot (index 0) keeps
+    its dict while it is the same message (a changed prompt makes a new one). Finding the
+    prefix is one C-level pass (`map(is_not, ...)`), so a save costs what the turn added, not
+    what the conversation holds.
     """
     messages = record.messages
+    if not messages:
+        record.synced = ([], [])
+        return []
     old_messages, old_dicts = record.synced
     same = next(compress(count(1), map(is_not, messages[1:], old_messages[1:])), None)
     keep = min(len(messages), len(old_messages)) if same is None else same
-    head = [_serialise(messages[0])] if messages else []
+    slot_kept = bool(old_messages) and messages[0] is old_messages[0]
+    head = [old_dicts[0] if slot_kept else _serialise(messages[0])]
     dicts = head + old_dicts[1:keep] + [_serialise(m) for m in messages[max(keep, 1) :]]
     record.synced = (list(messages), dicts)
     return dicts

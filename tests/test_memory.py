@@ -50,6 +50,34 @@ async def test_m2_system_slot_holds_the_last_prompt_and_is_index_zero() -> None:
     assert messages[0]["data"]["content"] == "turn prompt 4"
 
 
+async def test_m2_slot_is_rebuilt_from_the_prompt_before_every_call_and_kept_if_unchanged() -> None:
+    """M2: the stored slot always reads as the last prompt, even when a save reuses its form."""
+    prompts = iter(["same", "same", "changed", "changed", "same"])
+    seen: list[str] = []
+    model = ScriptedChatModel(
+        policy=lambda messages, tools: seen.append(messages[0].content) or "ok"
+    )
+
+    class Slot(Step):
+        def get_prompt(self) -> str:
+            return next(prompts)
+
+    engine = engine_for(make_flow(lambda f: [Slot(f)], model=model))
+    session_id = None
+    stored_slots = []
+    for text in ["a", "b", "c", "d", "e"]:
+        result = await engine.run("F", text, session_id=session_id)
+        session_id = result.session_id
+        doc = await engine.get_session(session_id)
+        stored_slots.append(doc["memory"]["Slot"]["messages"][0]["data"])
+    assert seen == ["same", "same", "changed", "changed", "same"]
+    assert [slot["content"] for slot in stored_slots] == seen
+    ids = [slot["id"] for slot in stored_slots]
+    assert ids[0] == ids[1] and ids[2] == ids[3]  # an unchanged prompt keeps its message
+    assert len({ids[0], ids[2], ids[4]}) == 3  # a changed prompt is a new message
+    assert all(i.startswith("Slot|") for i in ids)  # T5
+
+
 def test_m3_defaults_and_chaining() -> None:
     memory = Memory()
     assert memory.summary_config == SummaryConfig(16, 8)

@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 from flows import engine_for, transcript, two_step_flow
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableLambda
 from openai_server import OpenAIServer
 
 from picoflow import Flow, FlowDefinitionError, FlowEngine, ModelSpec, Step
@@ -132,3 +135,68 @@ async def test_provider_string_resolves_through_openai_base_url_env(
         result = await engine.run("HotelFlow", "Portland for 3 nights")
     assert result.success, result.message
     assert [b["model"] for b in server.requests] == ["gpt-4o-mini", "gpt-4o-mini"]
+
+
+class _Events(BaseCallbackHandler):
+    """Records what a tracing handler learns about each chat-model call."""
+
+    def __init__(self) -> None:
+        self.starts: list[tuple[list[str], dict[str, Any], int, list[str]]] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        tools = [t["function"]["name"] for t in kwargs["invocation_params"].get("tools", [])]
+        meta = {
+            key: value
+            for key, value in kwargs["metadata"].items()
+            if key.startswith("picoflow") and key != "picoflow_session_id"  # new per run
+        }
+        self.starts.append((sorted(kwargs["tags"]), meta, len(messages[0]), tools))
+
+
+class _OwnInvoke(ScriptedChatModel):
+    """A model that overrides `ainvoke`, so the engine must call it the long way round."""
+
+    invoked: int = 0
+
+    async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
+        self.invoked += 1
+        return await super().ainvoke(*args, **kwargs)
+
+
+async def _traced_turn(model: ScriptedChatModel) -> list[Any]:
+    handler = _Events()
+    engine = engine_for(two_step_flow(model))
+
+    async def turn(_: Any) -> Any:
+        return await engine.run("HotelFlow", "Portland for 3 nights")
+
+    # A caller's callbacks reach the model through the running context, as in LangSmith.
+    result = await RunnableLambda(turn).ainvoke(None, config={"callbacks": [handler]})
+    assert result.success, result.message
+    return handler.starts
+
+
+async def test_direct_agenerate_call_is_the_same_call_as_ainvoke(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """E3: the short path past `ainvoke` keeps callbacks, tags, metadata and bound tools."""
+    prompts: list[int] = []
+    through_prompt = BaseChatModel.agenerate_prompt
+
+    async def counted(self: BaseChatModel, *args: Any, **kwargs: Any) -> Any:
+        prompts.append(1)
+        return await through_prompt(self, *args, **kwargs)
+
+    monkeypatch.setattr(BaseChatModel, "agenerate_prompt", counted)
+    script = [tool_call("capture_choices", city="Portland", nights=3), "Two hotels."]
+    direct = await _traced_turn(ScriptedChatModel(script=script))
+    assert prompts == []  # the short path was taken
+    own = _OwnInvoke(script=script)
+    long_way = await _traced_turn(own)
+    assert own.invoked == 2 and len(prompts) == 2  # an overridden ainvoke is honoured
+    assert direct == long_way
+    assert [(meta["picoflow_step"], tools) for _, meta, _, tools in direct] == [
+        ("ExploreStep", ["capture_choices"]),
+        ("PresentStep", ["end_chat", "search_again"]),
+    ]
+    assert direct[0][0] == ["picoflow", "picoflow:reply", "picoflow:step:ExploreStep"]

@@ -104,6 +104,10 @@ def check_open(store: object, closed: bool) -> None:
         )
 
 
+# One encoder for every call: `json.dumps` with options builds a new encoder each time.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def encode(doc: JSONDict, session_id: str) -> str:
     """Serialise to strict JSON text, the one form every store keeps.
 
@@ -111,7 +115,7 @@ def encode(doc: JSONDict, session_id: str) -> str:
     reject those values (S5 keeps them out of state in the first place).
     """
     try:
-        return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return _ENCODER.encode(doc)
     except TypeError as exc:  # "Object of type set is not JSON serializable"
         reason = str(exc)
         cause: Exception = exc

@@ -163,8 +163,10 @@ class _MessageCodec:
 
     Per namespace it remembers the message dicts of the last document and their JSON text; a
     message list that starts with the very same dict objects reuses their text, found in one
-    C-level pass. Only the first message (the system slot, rewritten every turn) and what
-    follows the first difference are encoded again.
+    C-level pass. Only a new system slot and what follows the first difference are encoded
+    again. The engine never mutates a message dict it has saved (a changed message is a new
+    dict), and a loaded document is a fresh copy, so the same dict object means the same text;
+    a caller that edits a message dict in place and saves it again must pass a new dict.
     """
 
     def __init__(self) -> None:
@@ -188,10 +190,14 @@ class _MessageCodec:
 
     def _texts_of(self, namespace: str, messages: list[Any], session_id: str) -> list[str]:
         old_messages, old_texts = self._last.get(namespace, ([], []))
-        # Index 0 is compared like the rest but always re-encoded: it is the system slot.
+        if not messages:
+            self._last[namespace] = ([], [])
+            return []
+        # Index 0, the system slot, is compared on its own: a new prompt must not end the reuse.
         first_change = next(compress(count(1), map(is_not, messages[1:], old_messages[1:])), None)
         keep = min(len(messages), len(old_messages)) if first_change is None else first_change
-        head = [_checks.encode(m, session_id) for m in messages[:1]]
+        slot_kept = bool(old_messages) and messages[0] is old_messages[0]
+        head = [old_texts[0] if slot_kept else _checks.encode(messages[0], session_id)]
         middle = old_texts[1:keep]
         texts = head + middle + [_checks.encode(m, session_id) for m in messages[max(keep, 1) :]]
         self._last[namespace] = (list(messages), texts)
