@@ -321,6 +321,7 @@ class FlowEngine:
             return None, None
         check_schema(doc)
         if is_expired(doc, datetime.now(UTC)):
+            await self._forget_expired(session_id)
             return None, None
         if doc["flow"] != flow_class.name:
             raise _InvalidRequest(
@@ -329,6 +330,18 @@ class FlowEngine:
                 "session id to start a new session."
             )
         return doc, spaces
+
+    async def _forget_expired(self, session_id: str) -> None:
+        """Delete an expired session and its archive once a turn finds it (P5).
+
+        Nobody can continue it any more, and its messages are personal data: keeping them until
+        someone cleans up is not a good default (MongoDB's TTL index removes only the session).
+        The caller holds the session's lock; a background compaction for it can only be dropped.
+        """
+        self._hot.forget(session_id)
+        self._housekeeping.cancel(session_id)
+        await self._store.delete(session_id)
+        logger.info("expired session deleted", extra={"session_id": session_id})
 
     async def _save(self, flow: Flow, doc: JSONDict, context: TurnContext, fresh: bool) -> JSONDict:
         """Write the turn once (P3): create a new session, or save against its revision."""

@@ -232,8 +232,13 @@ async def test_p5_unknown_expired_and_completed_ids_start_new_sessions(store: An
     assert doc["expires_at"] is not None
     doc["expires_at"] = "2020-01-01T00:00:00.000Z"
     await store.save(doc, doc["revision"])
+    message = {"type": "human", "data": {"content": "my card ends 4242", "type": "human"}}
+    await store.archive(result.session_id, "Plain", [{"position": 1, "message": message}])
     expired = await engine.run("F", "hello", session_id=result.session_id)
     assert expired.success and expired.session_id != result.session_id
+    # The expired session and its archive are deleted when a turn finds them.
+    assert await engine.get_session(result.session_id) is None
+    assert await store.search_archive(result.session_id, "Plain", "4242") == []
     await engine.aclose()
 
 
