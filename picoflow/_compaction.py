@@ -52,6 +52,8 @@ __all__ = [
     "summary_request",
     "summary_run_config",
     "draft",
+    "ask_summary_model",
+    "transcript_line",
     "apply",
     "archive_entries",
 ]
@@ -196,12 +198,13 @@ def summary_request(prompt: str, previous: str | None, evicted: list[BaseMessage
         "Previous summary:\n"
         + (previous or "(none yet)")
         + "\n\nMessages to merge into it, oldest first:\n"
-        + "\n".join(_line(message) for message in evicted)
+        + "\n".join(transcript_line(message) for message in evicted)
     )
     return [SystemMessage(prompt), HumanMessage(body)]
 
 
-def _line(message: BaseMessage) -> str:
+def transcript_line(message: BaseMessage) -> str:
+    """One message as a line of the transcript a housekeeping call reads."""
     text = str(message.text)
     if isinstance(message, ToolMessage):
         return f"Tool result ({message.name or 'tool'}): {text}"
@@ -242,22 +245,40 @@ async def draft(flow: Flow, namespace: str, cut: int, model: BaseChatModel) -> D
     record = flow.get_memory().space(namespace)
     request = summary_request(config.prompt, record.summary, record.messages[1:cut])
     result = Draft(namespace, cut)
-    try:
-        async with asyncio.timeout(config.timeout):
-            reply = await model.ainvoke(request, config=summary_run_config(flow, namespace))
-    except TimeoutError:
-        result.problem = f"the summary model did not answer within {config.timeout:g} s"
+    run = summary_run_config(flow, namespace)
+    result.reply, result.problem = await ask_summary_model(
+        model, request, run, config.timeout, _extra(flow, namespace)
+    )
+    if result.reply is None:
         return result
-    except Exception as exc:  # M8: a failing summariser never fails the turn
-        # The M8 warning names the error; the traceback is for whoever debugs the provider.
-        logger.info("summary model failed", exc_info=True, extra=_extra(flow, namespace))
-        result.problem = f"the summary model raised {type(exc).__name__}: {exc}"
-        return result
-    result.reply = reply if isinstance(reply, AIMessage) else AIMessage(str(reply.text))
-    text = str(reply.text).strip()
+    text = str(result.reply.text).strip()
     result.problem = _unusable(text)
     result.summary = None if result.problem else text
     return result
+
+
+async def ask_summary_model(
+    model: BaseChatModel,
+    request: list[Any],
+    run: RunnableConfig,
+    timeout: float,
+    extra: dict[str, Any],
+) -> tuple[AIMessage | None, str | None]:
+    """The reply of a housekeeping call (a summary or a distillation), or why there is none.
+
+    This is the one place where the summary model may fail without failing the turn (M8):
+    its callers leave the session as it was and turn the reason into a warning.
+    """
+    try:
+        async with asyncio.timeout(timeout):
+            reply = await model.ainvoke(request, config=run)
+    except TimeoutError:
+        return None, f"the summary model did not answer within {timeout:g} s"
+    except Exception as exc:  # M8: a failing summariser never fails the turn
+        # The M8 warning names the error; the traceback is for whoever debugs the provider.
+        logger.info("summary model failed", exc_info=True, extra=extra)
+        return None, f"the summary model raised {type(exc).__name__}: {exc}"
+    return (reply if isinstance(reply, AIMessage) else AIMessage(str(reply.text))), None
 
 
 def _unusable(text: str) -> str | None:

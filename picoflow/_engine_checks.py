@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic.errors import PydanticUserError
+
 from .errors import FlowDefinitionError
 from .flow import Flow
 from .models import ProviderRegistry, parse_model
@@ -88,8 +90,32 @@ def _check_memory(flow: Flow, registry: ProviderRegistry) -> None:
             f"{flow.name} enables summaries but sets no summary model. Call "
             "get_memory().set_summary_model('openai:gpt-4o-mini') in the flow's __init__."
         )
+    _check_distil(flow)
     if memory.summary_model is not None:
         registry.check(memory.summary_model, f"{flow.name}.get_memory().set_summary_model()")
+
+
+def _check_distil(flow: Flow) -> None:
+    """`distil_on_exit` needs the summary model, and a schema the model can be shown."""
+    for step in flow.steps.values():
+        spec = step._distil
+        if spec is None:
+            continue
+        if flow.get_memory().summary_model is None:
+            raise FlowDefinitionError(
+                f"{flow.name}.{step.name} calls distil_on_exit(), but the flow sets no summary "
+                "model to distil with. Call get_memory().set_summary_model('openai:gpt-4o-mini') "
+                "in the flow's __init__."
+            )
+        try:
+            spec.schema.model_json_schema()
+        except PydanticUserError as exc:  # e.g. an arbitrary (non-JSON) field type
+            reason = str(exc).splitlines()[0]
+            raise FlowDefinitionError(
+                f"{flow.name}.{step.name}.distil_on_exit({spec.schema.__name__}): pydantic "
+                f"cannot build the JSON schema the model is shown ({reason}). Use JSON field "
+                "types (str, int, float, bool, lists, dicts, nested models)."
+            ) from exc
 
 
 def turn_input_problem(

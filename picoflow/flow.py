@@ -55,6 +55,9 @@ class Flow:
         self._completed = False
         self._content_type = "text/plain"
         self._warnings: list[str] = []
+        # Steps with distil_on_exit left this turn, with their namespace as it was when they
+        # were left; the housekeeping before the save distils them (see `_distil`).
+        self._exits: list[tuple[str, list[BaseMessage]]] = []
 
     # -- what subclasses define ---------------------------------------------------------------
 
@@ -154,7 +157,10 @@ class Flow:
         if target.name == self._current:
             return False
         if self._current is not None:
-            await self._call_hook(self.current_step.on_exit)
+            leaving = self.current_step
+            await self._call_hook(leaving.on_exit)
+            if leaving._distil is not None:
+                self._exits.append((leaving.name, list(leaving.get_memory())))
         self._sequence.append(target.name)
         self._current = target.name
         await self._call_hook(target.on_enter)

@@ -10,14 +10,18 @@ the step methods here are the API to it.
 
 from __future__ import annotations
 
+import re
 import secrets
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
 import pydash
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from pydantic import BaseModel
 
 from ._json import to_json
+from .errors import FlowDefinitionError
 from .memory import validate_namespace
 from .models import ModelLike, ModelSpec, parse_model
 
@@ -26,10 +30,23 @@ if TYPE_CHECKING:
 
     from .flow import Flow
 
-__all__ = ["Step", "EndStep", "merge_state", "now_iso"]
+__all__ = ["Step", "EndStep", "DistilSpec", "merge_state", "now_iso"]
 
 RESERVED_STATE_KEYS = ("_saveOn", "_prompt", "_transient")
 DEFAULT_OPENER = "Continue."
+_STATE_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class DistilSpec:
+    """What `Step.distil_on_exit` asked for (anchors item 6; the algorithm is in `_distil`)."""
+
+    schema: type[BaseModel]
+    key: str
+    erase: bool
+    prompt: str | None
 
 
 def now_iso() -> str:
@@ -65,6 +82,7 @@ class Step:
         self._namespace = self.name
         self._model: ModelSpec | BaseChatModel | None = None
         self._recall = False
+        self._distil: DistilSpec | None = None
 
     # -- identity and registration ------------------------------------------------------------
 
@@ -96,6 +114,41 @@ class Step:
     def use_recall(self) -> Self:
         """Expose `conversation_search` over this namespace's archive (M9)."""
         self._recall = True
+        return self
+
+    def distil_on_exit(
+        self,
+        schema: type[BaseModel],
+        *,
+        key: str = "distilled",
+        erase: bool = False,
+        prompt: str | None = None,
+    ) -> Self:
+        """When the cursor leaves this step, distil its conversation into typed durable state.
+
+        At the end of the turn in which the step was left (after the reply in background mode)
+        the summary model reads the step's messages and returns a `schema` object; it is stored
+        under `key` in this step's state with the ids of the messages it came from, and read
+        back with `get_distilled()`. With `erase=True` those messages then move to the archive
+        (searchable with `conversation_search`). A failure stores nothing, erases nothing and
+        warns. The flow needs `get_memory().set_summary_model(...)`. See docs/memory.md.
+
+        Raises:
+            TypeError: `schema` is not a pydantic model class, or an argument has the wrong type.
+            FlowDefinitionError: `key` is not a plain state key, or `prompt` is blank.
+        """
+        where = f"{self.name}.distil_on_exit"
+        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            shown = f"an instance of {type(schema).__name__}"
+            if isinstance(schema, type) or not isinstance(schema, BaseModel):
+                shown = repr(schema)
+            raise TypeError(
+                f"{where}() takes a pydantic model class (a BaseModel subclass) as schema, got "
+                f"{shown}. Define e.g. `class Criteria(BaseModel): city: str | None = None` "
+                "and pass the class itself."
+            )
+        _check_distil_options(where, key, erase, prompt)
+        self._distil = DistilSpec(schema, key, erase, prompt)
         return self
 
     # -- prompt and hooks ---------------------------------------------------------------------
@@ -189,8 +242,58 @@ class Step:
         """Shortcut for `self.flow.get_context(path)`."""
         return self._flow.get_context(path)
 
+    @overload
+    def get_distilled(self) -> BaseModel | None: ...
+
+    @overload
+    def get_distilled(self, schema: type[ModelT]) -> ModelT | None: ...
+
+    def get_distilled(self, schema: type[BaseModel] | None = None) -> BaseModel | None:
+        """The value `distil_on_exit` stored, as the pydantic object; None before the first one.
+
+        Pass the schema class to get a precisely typed result (`get_distilled(Criteria)`). The
+        stored JSON is validated again, so a schema that changed incompatibly since raises
+        pydantic's `ValidationError` instead of handing back a half-right object.
+
+        Raises:
+            FlowDefinitionError: this step does not call `distil_on_exit`.
+        """
+        spec = self._distil
+        if spec is None:
+            raise FlowDefinitionError(
+                f"{self.name}.get_distilled(): {self.name} does not distil its conversation. "
+                "Call .distil_on_exit(Schema) on it (in its __init__ or in define_steps())."
+            )
+        entry = self.get_state(spec.key)
+        if not isinstance(entry, dict) or not isinstance(entry.get("value"), dict):
+            return None
+        return (schema or spec.schema).model_validate(entry["value"])
+
     def __repr__(self) -> str:
         return f"<{self.name} namespace={self._namespace!r}>"
+
+
+def _check_distil_options(where: str, key: Any, erase: Any, prompt: Any) -> None:
+    """The eager checks of `distil_on_exit` besides the schema (STYLE rule 2)."""
+    if not isinstance(key, str):
+        raise TypeError(f"{where}(key=...) must be a string, got {type(key).__name__}.")
+    if not _STATE_KEY.match(key):
+        raise FlowDefinitionError(
+            f"{where}(key={key!r}): the state key must start with a letter, followed by "
+            "letters, digits, '_' or '-' (no dots: it is read back as a dotted path, e.g. "
+            "get_state('notes.value.city')). Use e.g. key='notes'."
+        )
+    if not isinstance(erase, bool):
+        raise TypeError(f"{where}(erase=...) must be True or False, got {erase!r}.")
+    if prompt is not None and not isinstance(prompt, str):
+        raise TypeError(
+            f"{where}(prompt=...) must be a string or None, got {type(prompt).__name__}."
+        )
+    if isinstance(prompt, str) and not prompt.strip():
+        raise FlowDefinitionError(
+            f"{where}(prompt={prompt!r}): the prompt is the distiller's instruction and cannot "
+            "be blank. Omit it to use the default instruction."
+        )
 
 
 class EndStep(Step):
