@@ -11,19 +11,22 @@ one atomic save (P3). The reply waits for the summariser.
 **Background** (`set_summary_config(..., background=True)`): the turn is saved without compaction
 and its reply returned at once; `after_save` then starts one task for the session that
 
-1. loads the session as the turn saved it (revision r), and stops if it has moved already;
-2. asks the summariser, holding no lock, so turns of the session are never held up;
-3. takes the session's lock, checks that the stored revision is still r, archives, splices and
-   saves with expected revision r.
+1. loads the session as stored (revision r) and drafts, holding no lock, so turns of the
+   session are never held up;
+2. takes the session's lock, loads it again (revision r', perhaps newer) and applies each draft
+   that still fits: a summary if its namespace has only grown since (`_still_applies`), a
+   distillation if the step's stored distillation is still the one it started from;
+3. saves with expected revision r'.
 
-If the revision has moved, or the save conflicts with another process, the draft is dropped:
-nothing is written, and the end of the next turn tries again. A newer turn of the same session
-in this process cancels the pending task, whose draft could only be dropped. While a summary is
-pending, turns use the raw history, so nothing is ever missing from a request.
+Turns append, so a turn saved meanwhile, here or in another process, no longer throws a summary
+away (anchors item 4: back-to-back turns used to starve compaction). A draft whose part of the
+session changed is dropped, never applied over the change; a conflicting save drops everything.
+Either way the end of the next turn tries again. A turn of the same session in this process
+that ends while its task runs queues its work (`_queued`), which starts when the task is done.
+While a summary is pending, turns use the raw history, so nothing is ever missing from a request.
 
-Steps to distil are taken from the live flow (`Flow._exits`), not from the document. A task
-cancelled by a newer turn hands them to that turn's task; a task dropped for a moved revision
-or a conflict loses them (logged), and the step is distilled when it is next left.
+Steps to distil are taken from the live flow (`Flow._exits`) and handed to the task; a dropped
+distillation is logged, and the step is distilled when it is next left.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -72,8 +76,9 @@ class Housekeeping:
         self._ttl = ttl
         self._lock = lock
         self._on_commit = on_commit
-        # The live task of each session, with the steps it distils (handed on if cancelled).
-        self._pending: dict[str, tuple[asyncio.Task[None], Exits]] = {}
+        self._pending: dict[str, asyncio.Task[None]] = {}  # the running task of each session
+        # Work saved while a session's task was running: its flow class and the steps left.
+        self._queued: dict[str, tuple[type[Flow], Exits]] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # every task not yet finished
 
     async def compact_before_save(
@@ -113,40 +118,34 @@ class Housekeeping:
         await _distil.erase(flow, _distil.erase_cuts(flow, stored), self._store)
 
     def after_save(self, flow: Flow, saved: JSONDict) -> None:
-        """Background mode: start distilling and compacting the revision just saved, if due."""
-        session_id = saved["id"]
-        carried = self._supersede(session_id)
+        """Background mode: distil and compact the session just saved, if anything is due.
+
+        While the session's task is still running, the work is queued instead: the running
+        task commits onto this newer revision if it still applies (see `_rebase`), and the
+        queued work starts when it has finished, from whatever is stored by then.
+        """
         if not flow.get_memory().summary_config.background:
             return
-        items = _distil.pending(flow, carried + flow._exits)
-        memory = saved["memory"]
-        if not (items or due_cuts(flow, memory) or _distil.erase_cuts(flow, memory)):
+        session_id = saved["id"]
+        running = self._pending.get(session_id)
+        if running is not None and not running.done():
+            queued = self._queued.get(session_id, (type(flow), []))[1]
+            self._queued[session_id] = (type(flow), queued + flow._exits)
             return
-        job = self._later(type(flow), session_id, saved["revision"], items)
-        task = asyncio.get_running_loop().create_task(job)
-        self._pending[session_id] = (task, [(item.step, item.messages) for item in items])
-        self._tasks.add(task)
-        task.add_done_callback(partial(self._finished, session_id))
+        items = _distil.pending(flow, flow._exits)
+        memory = saved["memory"]
+        if items or due_cuts(flow, memory) or _distil.erase_cuts(flow, memory):
+            self._start(type(flow), session_id, list(flow._exits))
 
     def cancel(self, session_id: str) -> None:
-        """Stop the session's pending background work, if any (nothing is written)."""
-        pending = self._pending.pop(session_id, None)
-        if pending is not None:
-            pending[0].cancel()
-
-    def _supersede(self, session_id: str) -> Exits:
-        """Cancel the task of an older revision (it could only be dropped); return its steps.
-
-        A task that has finished already (committed or dropped) hands on nothing.
-        """
-        pending = self._pending.pop(session_id, None)
-        if pending is None or pending[0].done():
-            return []
-        pending[0].cancel()
-        return pending[1]
+        """Stop the session's background work, running or queued (nothing is written)."""
+        self._queued.pop(session_id, None)
+        task = self._pending.pop(session_id, None)
+        if task is not None:
+            task.cancel()
 
     async def drain(self) -> None:
-        """Wait until every background compaction has committed, been dropped or failed."""
+        """Wait until every background task (queued ones too) has committed or dropped."""
         while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
@@ -156,52 +155,73 @@ class Housekeeping:
             raise ValueError(f"{flow.name} enables summaries but sets no summary model.")
         return self._registry.resolve(model)
 
-    async def _later(
-        self,
-        flow_class: type[Flow],
-        session_id: str,
-        revision: int,
-        items: list[_distil.Distillation],
-    ) -> None:
+    def _start(self, flow_class: type[Flow], session_id: str, exits: Exits) -> None:
+        task = asyncio.get_running_loop().create_task(self._later(flow_class, session_id, exits))
+        self._pending[session_id] = task
+        self._tasks.add(task)
+        task.add_done_callback(partial(self._finished, session_id))
+
+    async def _later(self, flow_class: type[Flow], session_id: str, exits: Exits) -> None:
+        """Draft from the stored session holding no lock, then commit under the lock."""
         doc = await self._store.load(session_id)
-        if doc is None or doc["revision"] != revision:
-            if items:
-                _log_dropped(session_id, [], "the session was saved again before it started")
+        if doc is None:
             return
-        flow = flow_class()
-        load_flow(flow, doc)
-        erased, drafts = await self._draft_later(flow, doc, items)
-        if not (items or erased or drafts):
+        base = flow_class()
+        load_flow(base, doc)
+        work = await self._draft_later(base, doc, exits)
+        if work is None:
             return
-        replies = [i.reply for i in items if i.reply is not None]
-        replies += [d.reply for d in drafts if d.reply is not None]
         async with self._lock(session_id):
             current = await self._store.load(session_id)
-            if current is None or current["revision"] != revision:
-                _log_dropped(session_id, replies, "the session was saved again meanwhile")
+            if current is None:
+                _log_dropped(session_id, work.replies, "the session was deleted meanwhile")
                 return
-            await _distil.erase(flow, erased, self._store)
-            for result in drafts:
-                await apply(flow, result, self._store)
-            await self._commit(flow, doc, replies)
+            target = flow_class()
+            load_flow(target, current)
+            if await self._rebase(base, target, current, work):
+                await self._commit(target, current, work.replies)
+            else:
+                _log_dropped(session_id, work.replies, "the session changed under the drafts")
 
-    async def _draft_later(
-        self, flow: Flow, doc: JSONDict, items: list[_distil.Distillation]
-    ) -> tuple[dict[str, int], list[Draft]]:
-        """Everything that needs the model, done holding no lock, on the task's own flow.
+    async def _draft_later(self, base: Flow, doc: JSONDict, exits: Exits) -> _Work | None:
+        """Everything that needs the model, on the stored session as loaded; None if idle.
 
-        The distilled values go into the task's flow at once (they are committed or dropped
-        with it); a namespace with messages to erase is not compacted in the same pass.
+        Distilled values go into `base` at once, so that a namespace whose messages the
+        distillation will erase is not also summarised in the same pass.
         """
+        items = _distil.pending(base, exits)
+        generations = {item.step: _distil_generation(base, item.step) for item in items}
+        stored = doc["memory"]
+        if not (items or due_cuts(base, stored) or _distil.erase_cuts(base, stored)):
+            return None
+        model = self._model(base)
         for item in items:
-            await _distil.draft(flow, item, self._model(flow))
-            _distil.apply(flow, item)
-        erased = _distil.erase_cuts(flow, doc["memory"])
-        due = {ns: cut for ns, cut in due_cuts(flow, doc["memory"]).items() if ns not in erased}
-        if not due:
-            return erased, []
-        model = self._model(flow)
-        return erased, [await draft(flow, namespace, cut, model) for namespace, cut in due.items()]
+            await _distil.draft(base, item, model)
+            _distil.apply(base, item)
+        erasing = _distil.erase_cuts(base, stored)
+        due = {ns: cut for ns, cut in due_cuts(base, stored).items() if ns not in erasing}
+        drafts = [await draft(base, ns, cut, model) for ns, cut in due.items()]
+        return _Work(items, generations, drafts)
+
+    async def _rebase(self, base: Flow, target: Flow, current: JSONDict, work: _Work) -> bool:
+        """Apply the drafts to the session as it is now; True if that changed anything.
+
+        Turns saved since the drafts were made (here or in another process) only appended
+        messages, as a rule: then every draft still applies and nothing is lost. A draft whose
+        part of the session changed is dropped instead, never applied over the change.
+        """
+        applied = False
+        for item in work.items:
+            if _distil_generation(target, item.step) == work.generations[item.step]:
+                _distil.apply(target, item)  # stores the value, or records why not (M8)
+                applied = True
+        erased = _distil.erase_cuts(target, current["memory"])
+        await _distil.erase(target, erased, self._store)
+        for result in work.drafts:
+            if result.namespace not in erased and _still_applies(base, target, result):
+                await apply(target, result, self._store)
+                applied = True
+        return applied or bool(erased)
 
     async def _commit(self, flow: Flow, doc: JSONDict, replies: list[AIMessage]) -> None:
         out = dump_flow(flow, doc, self._ttl, datetime.now(UTC))
@@ -218,8 +238,7 @@ class Housekeeping:
 
     def _finished(self, session_id: str, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        pending = self._pending.get(session_id)
-        if pending is not None and pending[0] is task:
+        if self._pending.get(session_id) is task:
             del self._pending[session_id]
         if not task.cancelled() and task.exception() is not None:
             logger.error(
@@ -227,6 +246,49 @@ class Housekeeping:
                 exc_info=task.exception(),
                 extra={"session_id": session_id},
             )
+        queued = self._queued.pop(session_id, None)
+        if queued is not None and session_id not in self._pending:
+            self._start(queued[0], session_id, queued[1])
+
+
+@dataclass(slots=True)
+class _Work:
+    """What a background task drafted: distillations (with the generation each started from)
+    and summaries; `replies` are their model replies, for token accounting (M10)."""
+
+    items: list[_distil.Distillation]
+    generations: dict[str, Any]
+    drafts: list[Draft]
+
+    @property
+    def replies(self) -> list[AIMessage]:
+        found = [item.reply for item in self.items] + [d.reply for d in self.drafts]
+        return [reply for reply in found if reply is not None]
+
+
+def _distil_generation(flow: Flow, step_name: str) -> Any:
+    """The generation of the step's stored distillation (None before the first one)."""
+    entry = _distil.previous_entry(flow.get_step(step_name))
+    return None if entry is None else entry.get("generation")
+
+
+def _still_applies(base: Flow, target: Flow, result: Draft) -> bool:
+    """Whether a summary drafted on `base` may be applied to the newer `target` (anchors 4).
+
+    It may if the namespace has only grown since: the same summary generation, the same
+    archived count, and the very messages the summary covers still at its start. Then
+    evicting them from `target` is exactly what evicting them from `base` would have been.
+    """
+    old = base.get_memory().space(result.namespace)
+    new = target.get_memory().namespaces().get(result.namespace)
+    if new is None or len(new.messages) < result.cut:
+        return False
+    return (
+        new.summary_generation == old.summary_generation
+        and new.archived == old.archived
+        and [m.id for m in new.messages[1 : result.cut]]
+        == [m.id for m in old.messages[1 : result.cut]]
+    )
 
 
 def _emit(emit: Emit, data: dict[str, Any]) -> None:

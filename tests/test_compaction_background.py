@@ -76,7 +76,8 @@ async def test_background_reply_comes_first_and_the_summary_is_committed_after()
 
 
 async def test_background_pending_summary_leaves_the_next_turn_the_raw_history() -> None:
-    brain = Summariser("stale", "S-new")
+    """M4, anchors item 4: the next turn sees the raw history; the summary lands after it."""
+    brain = Summariser("S-rev3", "unused")
     engine = background_engine(brain)
     session_id = await turns(engine, 1, 4, None)
     await brain.started.wait()
@@ -89,14 +90,40 @@ async def test_background_pending_summary_leaves_the_next_turn_the_raw_history()
     await engine.wait_for_background()
     doc = await engine.get_session(session_id)
     chat = doc["memory"]["chat"]
-    # The draft of revision 3 was superseded by the turn that saved revision 4; the summary
-    # of revision 4 was committed as revision 5.
-    assert (doc["revision"], chat["summary"], chat["summary_generation"]) == (5, "S-new", 1)
-    assert texts(doc) == ["m4", "re m4", "m5", "re m5"]
+    # The summary drafted on revision 3 (m1..re m2) still covers the start of revision 4,
+    # which only appended m5: it is committed on top of it as revision 5, not thrown away.
+    assert (doc["revision"], chat["summary"], chat["summary_generation"]) == (5, "S-rev3", 1)
+    assert texts(doc) == ["m3", "re m3", "m4", "re m4", "m5", "re m5"]
+    assert await engine.store.search_archive(session_id, "chat", "m1") != []
+    assert len([r for r in brain.model.requests if "re m1" in r.messages[-1].content]) == 1
     await engine.aclose()
 
 
-async def test_background_draft_is_dropped_when_the_revision_moved_and_retried_next_turn() -> None:
+async def test_background_turns_faster_than_the_summariser_still_get_summaries() -> None:
+    """Anchors item 4: back-to-back turns no longer starve compaction.
+
+    Ten turns run while the first summary is held; each turn queues work instead of cancelling
+    the running summary. On release it commits on top of turn 14's revision, and the queued
+    work then compacts what has piled up since: the history ends short, nothing was lost.
+    """
+    brain = Summariser("S1", "S2", "S3", "S4")
+    engine = background_engine(brain)
+    session_id = await turns(engine, 1, 4, None)
+    await brain.started.wait()
+    await turns(engine, 5, 14, session_id)
+    brain.release.set()
+    await engine.wait_for_background()
+    doc = await engine.get_session(session_id)
+    chat = doc["memory"]["chat"]
+    assert (chat["summary"], chat["summary_generation"]) == ("S2", 2)
+    assert texts(doc) == ["m13", "re m13", "m14", "re m14"]
+    archived = await engine.store.search_archive(session_id, "chat", "", page_size=100)
+    assert sorted(e["position"] for e in archived) == list(range(1, 25))  # m1 .. re m12
+    assert chat["archived"] == 24 and doc["revision"] == 15
+
+
+async def test_background_summary_commits_on_top_of_another_process_turn() -> None:
+    """Anchors item 4: a turn saved by another process only appended; the summary still fits."""
     brain = Summariser("S-old", "S-new")
     store = MemoryStore()
     engine = background_engine(brain, store)
@@ -117,13 +144,34 @@ async def test_background_draft_is_dropped_when_the_revision_moved_and_retried_n
     brain.release.set()
     await engine.wait_for_background()
     doc = await engine.get_session(session_id)
+    assert (doc["revision"], doc["memory"]["chat"]["summary"]) == (5, "S-old")
+    assert texts(doc) == ["m3", "re m3", "m4", "re m4", "m5", "re m5"]
+
+
+async def test_background_draft_is_dropped_when_its_messages_changed_and_retried_next_turn() -> (
+    None
+):
+    """M4, anchors item 4: a summary is never applied over a change to what it summarised."""
+    brain = Summariser("S-old", "S-new")
+    store = MemoryStore()
+    engine = background_engine(brain, store)
+    session_id = await turns(engine, 1, 4, None)
+    await brain.started.wait()
+    doc = await store.load(session_id)  # another writer removes m1 behind the task's back
+    assert doc is not None
+    del doc["memory"]["chat"]["messages"][1]
+    await store.save(doc, doc["revision"])
+    brain.release.set()
+    await engine.wait_for_background()
+    doc = await engine.get_session(session_id)
     assert (doc["revision"], doc["memory"]["chat"]["summary"]) == (4, None)  # never applied
+    assert texts(doc)[:2] == ["re m1", "m2"]
     assert await store.search_archive(session_id, "chat", "") == []
-    await turns(engine, 6, 6, session_id)  # the next turn end retries
+    await turns(engine, 5, 5, session_id)  # the end of the next turn retries
     await engine.wait_for_background()
     doc = await engine.get_session(session_id)
     assert (doc["revision"], doc["memory"]["chat"]["summary"]) == (6, "S-new")
-    assert texts(doc) == ["m5", "re m5", "m6", "re m6"]
+    assert texts(doc) == ["m4", "re m4", "m5", "re m5"]
 
 
 class ConflictOnce(MemoryStore):

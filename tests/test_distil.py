@@ -164,6 +164,7 @@ def ids(doc: dict[str, Any], namespace: str = "explore") -> list[str]:
 
 
 LYON = '{"city": "Lyon", "nights": 2}'
+LYON_VALUE = {"city": "Lyon", "nights": 2}
 
 
 # -- success: typed value, provenance, accessor ------------------------------------------------
@@ -672,8 +673,8 @@ async def test_distil_background_reply_first_then_committed_on_an_unmoved_revisi
     await engine.aclose()
 
 
-async def test_distil_background_draft_is_dropped_when_another_process_saved() -> None:
-    """anchors item 6 / distil, P4: never applied over a newer revision."""
+async def test_distil_background_commits_on_top_of_another_process_turn() -> None:
+    """anchors items 4 and 6 / distil, P4: a newer turn that only appended does not lose it."""
     brain = Brain(LYON, held=1)
     store = MemoryStore()
     engine = background_engine(brain, store, erase=True)
@@ -685,11 +686,30 @@ async def test_distil_background_draft_is_dropped_when_another_process_saved() -
     brain.release.set()
     await engine.wait_for_background()
     doc = await engine.get_session(first.session_id)
-    assert doc["revision"] == 2 and "criteria" not in doc["steps"]["Explore"]["state"]
-    assert (
-        len(contents(doc)) == 5
-        and await store.search_archive(first.session_id, "explore", "") == []
-    )
+    entry = doc["steps"]["Explore"]["state"]["criteria"]
+    assert (doc["revision"], entry["value"], entry["generation"]) == (3, LYON_VALUE, 1)
+    assert contents(doc) == []  # the distilled messages went to the archive
+    assert len(await store.search_archive(first.session_id, "explore", "")) == 5
+
+
+async def test_distil_background_draft_is_dropped_when_the_step_was_distilled_meanwhile() -> None:
+    """anchors item 6 / distil, P4: never applied over a newer distillation of the step."""
+    brain = Brain(LYON, held=1)
+    store = MemoryStore()
+    engine = background_engine(brain, store, erase=True)
+    first, _ = await chat(engine, "Lyon please", "done")
+    await brain.started.wait()
+    doc = await store.load(first.session_id)  # another writer stores its own value first
+    assert doc is not None
+    theirs = {"value": {"city": "Paris", "nights": 1}, "generation": 1}
+    doc["steps"]["Explore"]["state"]["criteria"] = theirs
+    await store.save(doc, doc["revision"])
+    brain.release.set()
+    await engine.wait_for_background()
+    doc = await engine.get_session(first.session_id)
+    assert doc["revision"] == 2 and doc["steps"]["Explore"]["state"]["criteria"] == theirs
+    assert len(contents(doc)) == 5
+    assert await store.search_archive(first.session_id, "explore", "") == []
 
 
 class ConflictOnce(MemoryStore):
@@ -718,19 +738,20 @@ async def test_distil_background_commit_that_conflicts_writes_nothing() -> None:
     assert doc["revision"] == 1 and "criteria" not in doc["steps"]["Explore"]["state"]
 
 
-async def test_distil_background_superseded_by_a_newer_turn_is_handed_on() -> None:
-    """anchors item 6 / distil: a newer turn here cancels the task and distils in its own."""
+async def test_distil_background_newer_turn_queues_behind_the_running_task() -> None:
+    """anchors items 4 and 6 / distil: a newer turn here waits its turn; nothing is redone."""
     brain = Brain(LYON, '{"city": "Lyon", "nights": 4}', held=1)
     engine = background_engine(brain)
     first, _ = await chat(engine, "Lyon please", "done")
     await brain.started.wait()
-    await chat(engine, "thanks", session_id=first.session_id)  # cancels the held task
+    await chat(engine, "thanks", session_id=first.session_id)  # queued, nothing cancelled
+    brain.release.set()
     await engine.wait_for_background()
     doc = await engine.get_session(first.session_id)
     entry = doc["steps"]["Explore"]["state"]["criteria"]
-    assert (doc["revision"], entry["value"]["nights"], entry["generation"]) == (3, 4, 1)
+    assert (doc["revision"], entry["value"]["nights"], entry["generation"]) == (3, 2, 1)
     assert entry["source_message_ids"] == ids(doc)
-    assert len(brain.distil_requests()) == 2
+    assert len(brain.distil_requests()) == 1
 
 
 async def test_distil_background_failure_is_recorded_on_the_session() -> None:
