@@ -96,8 +96,11 @@ def find_cut_point(
 
     Start at `len(messages) - recent_messages` (or `limit`, if that is earlier) and move earlier
     until the cut separates no AI message with tool calls from any of its tool results
-    (parallel calls included). A result of 1 or less means there is nothing to evict; index 0,
-    the system slot, is never evicted.
+    (parallel calls included). Then move on to the start of a user turn, so that the history
+    that stays opens with the user's message: Anthropic and Gemini refuse a conversation whose
+    first message is the assistant's. If no user turn starts in that range (one turn is longer
+    than the window), nothing is evicted yet: the next turn's end finds a boundary. A result of
+    1 or less means there is nothing to evict; index 0, the system slot, is never evicted.
 
     >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
     >>> call = AIMessage("", tool_calls=[{"name": "search", "args": {}, "id": "c1"}])
@@ -108,13 +111,15 @@ def find_cut_point(
     ...     ToolMessage("3 hotels", tool_call_id="c1"),  # 3  ...and gets its result
     ...     AIMessage("Three hotels match."),            # 4
     ...     HumanMessage("The cheapest one?"),           # 5
+    ...     AIMessage("Hotel Bellecour."),               # 6
     ... ]
-    >>> find_cut_point(history, recent_messages=2)  # 6 - 2 = 4: evict 1..3
-    4
-    >>> find_cut_point(history, recent_messages=3)  # 3 would split 2 from 3: move to 2
-    2
-    >>> find_cut_point(history, recent_messages=5)  # 1: nothing to evict
+    >>> find_cut_point(history, recent_messages=2)  # 7 - 2 = 5: a user turn starts there
+    5
+    >>> find_cut_point(history, recent_messages=2, limit=4)  # 3 would split 2 from 3; no turn
+    ... # starts in 2..2, so nothing is evicted yet
     1
+    >>> find_cut_point(history, recent_messages=1)  # 6 would open with the assistant: back to 5
+    5
     """
     cut = len(messages) - recent_messages
     if limit is not None:
@@ -135,7 +140,20 @@ def find_cut_point(
         for start, end in spans:
             if start < cut <= end:
                 cut, moved = start, True
-    return cut
+    return _turn_start(messages, cut)
+
+
+def _turn_start(messages: list[BaseMessage], cut: int) -> int:
+    """The latest user message at or before `cut` (after index 1), else 1 (evict nothing).
+
+    A user message never sits between a tool call and its results, so this keeps M5.
+    """
+    if cut >= len(messages):
+        return cut  # nothing stays after the cut, so nothing opens it
+    for index in range(cut, 1, -1):
+        if isinstance(messages[index], HumanMessage):
+            return index
+    return 1
 
 
 def stored_length(messages: list[BaseMessage], stored: list[dict[str, Any]]) -> int:

@@ -288,8 +288,9 @@ def erase_cut(messages: list[BaseMessage], covered: set[str], limit: int) -> int
     """Where to cut so that `messages[1:cut]` can be erased: covered, stored, tool-safe.
 
     The run starts after the system slot, stops at the first message that no distillation
-    covered or that is not among the first `limit` (stored) messages, and moves earlier until
-    it separates no tool call from its results (M5). 1 or less: nothing to erase.
+    covered or that is not among the first `limit` (stored) messages, and moves earlier as a
+    compaction cut does (M5): it separates no tool call from its results, and what stays opens
+    with a user message. 1 or less: nothing to erase.
 
     >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
     >>> call = AIMessage("", id="A|2", tool_calls=[{"name": "pick", "args": {}, "id": "c1"}])
@@ -302,8 +303,9 @@ def erase_cut(messages: list[BaseMessage], covered: set[str], limit: int) -> int
     ... ]
     >>> erase_cut(history, {"A|1", "A|2", "A|3"}, limit=5)  # the run stops at 4
     4
-    >>> erase_cut(history, {"A|1", "A|2", "A|3"}, limit=3)  # 3 is not stored: 2 would split
-    2
+    >>> erase_cut(history, {"A|1", "A|2", "A|3"}, limit=3)  # 3 is not stored: 2 would split,
+    ... # and a history opening with the call would be refused: nothing yet
+    1
     """
     end = 1
     while end < min(limit, len(messages)) and messages[end].id in covered:

@@ -356,7 +356,8 @@ def _idle_finding(out: NamespaceReplay, setting: SummaryConfig) -> Finding:
             f"The threshold was reached {out.blocked} time(s) in namespace '{namespace}', but "
             "the cut point found nothing to evict: everything older than the newest "
             f"{setting.recent_messages} messages (recent_messages) was written in the turn "
-            "that just ended or belongs to a tool exchange that spans the cut (M5). Lower "
+            "that just ended, or belongs to a user turn that reaches past the cut (M5 evicts "
+            "whole turns: one turn of tool rounds is longer than the window). Lower "
             "recent_messages.",
         )
     budget = f"max_tokens={setting.max_tokens}" if setting.max_tokens else "no max_tokens"

@@ -73,18 +73,22 @@ def histories(draw: Any) -> list[BaseMessage]:
 
 @settings(max_examples=300, deadline=None)
 @given(histories(), st.integers(1, 20))
-def test_m5_cut_is_the_latest_cut_that_splits_no_tool_exchange(
+def test_m5_cut_is_the_latest_user_turn_start_and_splits_no_tool_exchange(
     history: list[BaseMessage], recent: int
 ) -> None:
+    """M5: the cut splits no tool exchange, and what stays opens with the user's message; it is
+    the latest such cut at or before `len - recent`, or 1 (evict nothing) if there is none."""
     cut = find_cut_point(history, recent)
     start = len(history) - recent
     assert cut <= max(start, 1)
     if cut > 1:
         assert pairing_problems(history[1:cut]) == []
         assert pairing_problems([history[0], *history[cut:]]) == []
-    for later in range(max(cut + 1, 2), start + 1):  # every later cut would split something
+        assert isinstance(history[cut], HumanMessage)
+    for later in range(max(cut + 1, 2), start + 1):  # every later cut breaks one of the rules
         kept = [history[0], *history[later:]]
-        assert pairing_problems(history[1:later]) or pairing_problems(kept)
+        opens_with_user = isinstance(history[later], HumanMessage)
+        assert pairing_problems(history[1:later]) or pairing_problems(kept) or not opens_with_user
 
 
 # -- the engine on random conversations ----------------------------------------------------------
@@ -165,6 +169,9 @@ async def converse(kinds: list[str], min_messages: int, recent: int, fail: list[
         assert isinstance(stored[0], SystemMessage)
     for request in model.requests:
         assert pairing_problems(request.messages) == []
+        chat = [m for m in request.messages if not isinstance(m, SystemMessage)]
+        if "erase" not in kinds:  # erase_memory() inside a tool is T4's business, not M5's
+            assert isinstance(chat[0], HumanMessage), [m.type for m in request.messages]
 
 
 @settings(max_examples=60, deadline=None)
