@@ -91,8 +91,30 @@ def _check_memory(flow: Flow, registry: ProviderRegistry) -> None:
             "get_memory().set_summary_model('openai:gpt-4o-mini') in the flow's __init__."
         )
     _check_distil(flow)
+    _check_recall(flow)
     if memory.summary_model is not None:
         registry.check(memory.summary_model, f"{flow.name}.get_memory().set_summary_model()")
+
+
+def _check_recall(flow: Flow) -> None:
+    """`use_recall()` searches an archive; refuse one that nothing will ever fill.
+
+    Only compaction (M9) and a distillation's erase put messages in the archive; recall over
+    any other namespace would answer "no earlier messages" forever, which looks like a bug in
+    the model, not in the flow.
+    """
+    steps = flow.steps.values()
+    archived = set(flow.get_memory().enabled_namespaces)
+    archived |= {s.namespace for s in steps if s._distil is not None and s._distil.erase}
+    for step in steps:
+        if step._recall and step.namespace not in archived:
+            raise FlowDefinitionError(
+                f"{flow.name}.{step.name} calls use_recall(), but nothing ever archives its "
+                f"namespace '{step.namespace}', so conversation_search would always find "
+                f"nothing. Call get_memory().enable_summary('{step.namespace}') (compaction "
+                "archives what it evicts) or distil_on_exit(..., erase=True) on a step using "
+                "it, or remove use_recall()."
+            )
 
 
 def _check_distil(flow: Flow) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from langchain_core.messages import ToolMessage
 from test_compaction import Chat, Other, replies, summary_requests, talk
 
-from picoflow import Flow, FlowEngine, Step, tool
+from picoflow import Flow, FlowDefinitionError, FlowEngine, Step, tool
 from picoflow._recall import render_results
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call
@@ -19,6 +20,7 @@ def recall_flow(model: ScriptedChatModel, recall: bool = True) -> type[Flow]:
             super().__init__()
             memory = self.get_memory().set_summary_model(model)
             memory.set_summary_config(min_messages=8, recent_messages=4).enable_summary("chat")
+            memory.enable_summary("Other")  # so Other's recall has an archive too
 
         def config_model(self) -> Any:
             return model
@@ -131,6 +133,31 @@ async def test_m9_search_is_scoped_to_the_step_namespace() -> None:
     ((_, search_other),) = tools(flow.get_step(Other))
     assert "#1 user: budget 300" in await search_chat(query="budget")
     assert await search_other(query="budget") == "No earlier messages match 'budget'."
+
+
+def test_m9_recall_over_a_namespace_nothing_archives_is_refused() -> None:
+    """F5, M9: recall needs an archive: compaction or a distillation's erase fills it."""
+    model = ScriptedChatModel(script=[])
+
+    class Unarchived(Flow):
+        def __init__(self) -> None:
+            super().__init__()
+            self.get_memory().set_summary_model(model).enable_summary("chat")
+
+        def config_model(self) -> Any:
+            return model
+
+        def define_steps(self) -> list[Step]:
+            return [Chat(self).use_memory("chat").use_recall(), Other(self).use_recall()]
+
+    with pytest.raises(FlowDefinitionError) as info:
+        FlowEngine(flows=[Unarchived], store=MemoryStore())
+    assert str(info.value) == (
+        "Unarchived.Other calls use_recall(), but nothing ever archives its namespace 'Other', "
+        "so conversation_search would always find nothing. Call "
+        "get_memory().enable_summary('Other') (compaction archives what it evicts) or "
+        "distil_on_exit(..., erase=True) on a step using it, or remove use_recall()."
+    )
 
 
 def test_m9_results_page_and_clip() -> None:
