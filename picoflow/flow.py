@@ -19,7 +19,7 @@ from ._json import to_json
 from .errors import FlowDefinitionError
 from .memory import Memory, Namespace, request_messages
 from .models import ModelLike
-from .step import Step
+from .step import Step, get_path
 
 __all__ = ["Flow"]
 
@@ -125,7 +125,7 @@ class Flow:
 
     def get_context(self, path: str | None = None) -> Any:
         """The session context, or a dotted path in it (`"config.tenant.region"`)."""
-        return self._context if path is None else pydash.get(self._context, path)
+        return self._context if path is None else get_path(self._context, path)
 
     def add_context(self, update: dict[str, Any]) -> None:
         """Deep-merge into the context; persisted with the turn."""

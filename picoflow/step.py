@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from .flow import Flow
 
-__all__ = ["Step", "EndStep", "DistilSpec", "merge_state", "now_iso"]
+__all__ = ["Step", "EndStep", "DistilSpec", "merge_state", "now_iso", "get_path"]
 
 RESERVED_STATE_KEYS = ("_saveOn", "_prompt", "_transient")
 DEFAULT_OPENER = "Continue."
@@ -52,6 +52,18 @@ class DistilSpec:
 def now_iso() -> str:
     """UTC now as ISO 8601 with milliseconds and a Z, the format of every stored timestamp."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def get_path(data: Any, path: str) -> Any:
+    """`pydash.get(data, path)`, with a plain key (most calls) looked up directly.
+
+    Same result for a key with no `.`, `[`, `]` or `\\` in it, at a tenth of the cost; prompts
+    read state on every model call.
+    """
+    plain = isinstance(path, str) and not any(c in path for c in ".[]\\")
+    if plain and isinstance(data, dict):
+        return data.get(path)
+    return pydash.get(data, path)
 
 
 def merge_state(state: dict[str, Any], update: dict[str, Any], where: str) -> None:
@@ -189,7 +201,7 @@ class Step:
     def get_state(self, path: str | None = None) -> Any:
         """All state, or the value at a dotted path (missing: None)."""
         state = self._flow._state_of(self.name)
-        return state if path is None else pydash.get(state, path)
+        return state if path is None else get_path(state, path)
 
     def save_state(self, update: dict[str, Any]) -> None:
         """First key replaces, other keys deep-merge; stamps `_saveOn` (S2, S5)."""
@@ -217,7 +229,7 @@ class Step:
         transient = self._flow._state_of(self.name).get("_transient")
         if transient is None:
             return None
-        return transient if path is None else pydash.get(transient, path)
+        return transient if path is None else get_path(transient, path)
 
     # -- memory -------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
+import pydash
 import pytest
 from flows import engine_for
 from hypothesis import given
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from test_transitions import single_step_flow
 
 from picoflow import Flow, Step, tool
-from picoflow.step import merge_state
+from picoflow.step import get_path, merge_state
 from picoflow.testing import ScriptedChatModel, tool_call
 
 
@@ -44,6 +45,22 @@ def test_s1_get_state_reads_dotted_paths_missing_is_none() -> None:
     assert step.get_state("criteria.dates.0.start") == "2026-07-01"
     assert step.get_state("criteria.nope.deeper") is None
     assert set(step.get_state()) == {"criteria", "_saveOn"}
+
+
+json_values = st.recursive(
+    st.none() | st.integers() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=8,
+)
+
+
+@given(
+    st.dictionaries(st.text(alphabet="ab.[]0\\", max_size=4), json_values, max_size=4),
+    st.text(alphabet="ab.[]0\\", max_size=6),
+)
+def test_s1_get_path_reads_exactly_what_pydash_get_reads(data: dict, path: str) -> None:
+    """S1: the plain-key shortcut of get_state never answers differently from pydash.get."""
+    assert get_path(data, path) == pydash.get(data, path)
 
 
 def test_s2_first_key_replaces_other_keys_deep_merge() -> None:
