@@ -41,7 +41,7 @@ from langchain_core.runnables import RunnableConfig
 from ._facts import MAX_LISTED, dropped_facts
 from .errors import StoreError
 from .flow import Flow
-from .memory import Namespace, SummaryConfig
+from .memory import Namespace, SummaryConfig, count_summary_call
 from .stores.base import ArchiveEntry, Store
 
 __all__ = [
@@ -315,9 +315,11 @@ async def apply(flow: Flow, result: Draft, store: Store) -> dict[str, Any]:
     records the M8 warning on the flow (so on the session and in the turn's result).
     """
     namespace = result.namespace
+    record = flow.get_memory().space(namespace)
+    if result.reply is not None:
+        count_summary_call(record, result.reply)  # M10, by namespace
     if result.summary is None:
         return _skip(flow, namespace, result.problem or "no summary")
-    record = flow.get_memory().space(namespace)
     evicted = record.messages[1 : result.cut]
     session_id = flow.get_session_id() or ""
     try:

@@ -51,6 +51,7 @@ from ._compaction import (
 )
 from .errors import StoreError
 from .flow import Flow
+from .memory import count_summary_call
 from .step import DistilSpec, Step, now_iso
 from .stores.base import Store
 
@@ -260,6 +261,8 @@ def apply(flow: Flow, item: Distillation) -> bool:
     comes from every message any generation read.
     """
     step = flow.get_step(item.step)
+    if item.reply is not None:
+        count_summary_call(flow.get_memory().space(step.namespace), item.reply)  # M10
     if item.value is None:
         flow.add_warning(
             f"Step distillation skipped: {step.name}: {item.problem or 'no value'}. Nothing "

@@ -125,6 +125,9 @@ class Namespace:
     # index i >= 1 has the original position `archived + i`, which archive entries keep (M9).
     archived: int = 0
     dropped_facts: int = 0  # values summaries lost (see `_facts`), counted over the session
+    # Housekeeping calls made for this namespace (summaries, distillations of its steps), so a
+    # session's summary cost can be told apart by namespace (M10): calls and token counts.
+    summary_usage: dict[str, int] = field(default_factory=dict)
     # The messages and their stored dicts as of the last load or save: a save re-serialises only
     # what differs from them (see session._dump_messages), so its cost does not grow with history.
     synced: tuple[list[BaseMessage], list[dict[str, Any]]] = field(default=([], []), repr=False)
@@ -222,6 +225,15 @@ class Memory:
         del record.messages[1:]
         record.messages[0] = SystemMessage("")
         record.summary = None
+
+
+def count_summary_call(record: Namespace, reply: BaseMessage) -> None:
+    """Add one housekeeping call and its tokens to the namespace's `summary_usage` (M10)."""
+    usage = record.summary_usage
+    usage["calls"] = usage.get("calls", 0) + 1
+    meta = getattr(reply, "usage_metadata", None) or {}
+    for key in ("input_tokens", "output_tokens", "total_tokens"):
+        usage[key] = usage.get(key, 0) + int(meta.get(key, 0) or 0)
 
 
 def request_messages(record: Namespace, system: SystemMessage) -> list[BaseMessage]:

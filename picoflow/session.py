@@ -165,6 +165,7 @@ def _load_namespace(entry: dict[str, Any]) -> Namespace:
         summary_generation=entry.get("summary_generation", 0),
         archived=entry.get("archived", 0),
         dropped_facts=entry.get("dropped_facts", 0),
+        summary_usage=dict(entry.get("summary_usage") or {}),
     )
     _remember(record, messages, dicts)
     return record
@@ -177,6 +178,7 @@ def _copy_namespace(record: Namespace) -> Namespace:
         summary_generation=record.summary_generation,
         archived=record.archived,
         dropped_facts=record.dropped_facts,
+        summary_usage=dict(record.summary_usage),
         synced=record.synced,
     )
 
@@ -215,6 +217,7 @@ def _dump_namespace(record: Namespace) -> dict[str, Any]:
         "summary_generation": record.summary_generation,
         "archived": record.archived,
         "dropped_facts": record.dropped_facts,
+        "summary_usage": dict(record.summary_usage),
     }
 
 

@@ -517,6 +517,19 @@ async def test_m10_summary_calls_are_tagged_and_counted_separately() -> None:
     doc = await engine.get_session(results[0].session_id)
     assert doc["usage"]["summary"] == usage["summary"]
     assert doc["usage"]["model"]["calls"] == 4
+    # The namespace keeps its share, so a session's summary cost can be split by namespace.
+    assert doc["memory"]["chat"]["summary_usage"] == usage["summary"]
+
+
+async def test_m10_failed_summary_calls_still_count_for_their_namespace() -> None:
+    """M8, M10: a summary that came back unusable cost tokens too; they are attributed."""
+    model = ScriptedChatModel(script={"Chat": replies(4), "summary": ["I cannot do that."]})
+    engine = engine_with(model)
+    results = await talk(engine, 4)
+    assert results[-1].warnings[0].startswith("Memory compaction skipped:")
+    doc = await engine.get_session(results[0].session_id)
+    assert doc["memory"]["chat"]["summary_usage"]["calls"] == 1
+    assert doc["memory"]["chat"]["summary_usage"] == doc["usage"]["summary"]
 
 
 async def test_m10_streaming_shows_compaction_events_but_never_summary_tokens() -> None:

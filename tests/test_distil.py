@@ -262,6 +262,7 @@ async def test_distil_usage_is_summary_usage_and_the_call_is_tagged() -> None:
     assert second.usage["model"]["calls"] == 2
     doc = await engine.get_session(first.session_id)
     assert doc["usage"]["summary"] == second.usage["summary"]
+    assert doc["memory"]["explore"]["summary_usage"] == second.usage["summary"]  # by namespace
 
 
 async def test_distil_again_merges_the_previous_value_and_extends_provenance() -> None:

@@ -65,6 +65,7 @@ async def test_p1_document_shape(store: Any) -> None:
         "summary_generation",
         "archived",
         "dropped_facts",
+        "summary_usage",
     }
     assert doc["usage"]["model"]["calls"] == 2 and doc["usage"]["summary"]["calls"] == 0
     await engine.aclose()
