@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -79,6 +80,9 @@ class Housekeeping:
         self._pending: dict[str, asyncio.Task[None]] = {}  # the running task of each session
         # Work saved while a session's task was running: its flow class and the steps left.
         self._queued: dict[str, tuple[type[Flow], Exits]] = {}
+        # When each session's background work fell due (monotonic seconds), until it commits:
+        # the summary lag that the commit log reports (anchors item 4).
+        self._due_since: dict[str, float] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # every task not yet finished
 
     async def compact_before_save(
@@ -135,11 +139,13 @@ class Housekeeping:
         items = _distil.pending(flow, flow._exits)
         memory = saved["memory"]
         if items or due_cuts(flow, memory) or _distil.erase_cuts(flow, memory):
+            self._due_since.setdefault(session_id, time.monotonic())
             self._start(type(flow), session_id, list(flow._exits))
 
     def cancel(self, session_id: str) -> None:
         """Stop the session's background work, running or queued (nothing is written)."""
         self._queued.pop(session_id, None)
+        self._due_since.pop(session_id, None)
         task = self._pending.pop(session_id, None)
         if task is not None:
             task.cancel()
@@ -170,6 +176,7 @@ class Housekeeping:
         load_flow(base, doc)
         work = await self._draft_later(base, doc, exits)
         if work is None:
+            self._due_since.pop(session_id, None)  # nothing is due after all
             return
         async with self._lock(session_id):
             current = await self._store.load(session_id)
@@ -235,6 +242,20 @@ class Housekeeping:
             return
         if self._on_commit is not None:
             self._on_commit(out, flow)
+        since = self._due_since.pop(doc["id"], None)
+        lag = 0.0 if since is None else time.monotonic() - since
+        logger.info(
+            "background housekeeping committed revision %d, %.3f s after it fell due",
+            out["revision"],
+            lag,
+            extra={
+                "session_id": doc["id"],
+                "summary_lag_seconds": lag,
+                "namespaces": sorted(
+                    ns for ns, entry in out["memory"].items() if entry != doc["memory"].get(ns)
+                ),
+            },
+        )
 
     def _finished(self, session_id: str, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)

@@ -99,6 +99,21 @@ async def test_background_pending_summary_leaves_the_next_turn_the_raw_history()
     await engine.aclose()
 
 
+async def test_background_commit_logs_the_summary_lag(caplog: Any) -> None:
+    """Anchors item 4: how long compaction work waited, per session, with what it changed."""
+    brain = Summariser("S1")
+    engine = background_engine(brain)
+    session_id = await turns(engine, 1, 4, None)
+    await brain.started.wait()
+    with caplog.at_level("INFO", logger="picoflow.compaction"):
+        brain.release.set()
+        await engine.wait_for_background()
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("background housekeeping")]
+    assert record.session_id == session_id and record.namespaces == ["chat"]
+    assert record.summary_lag_seconds > 0
+    assert record.getMessage().startswith("background housekeeping committed revision 4, ")
+
+
 async def test_background_turns_faster_than_the_summariser_still_get_summaries() -> None:
     """Anchors item 4: back-to-back turns no longer starve compaction.
 
