@@ -90,17 +90,24 @@ class Draft:
 
 
 def find_cut_point(
-    messages: list[BaseMessage], recent_messages: int, *, limit: int | None = None
+    messages: list[BaseMessage],
+    recent_messages: int,
+    *,
+    limit: int | None = None,
+    turns: bool = True,
 ) -> int:
     """Where to cut a history so that `messages[1:cut]` can be evicted (M5).
 
     Start at `len(messages) - recent_messages` (or `limit`, if that is earlier) and move earlier
     until the cut separates no AI message with tool calls from any of its tool results
-    (parallel calls included). Then move on to the start of a user turn, so that the history
-    that stays opens with the user's message: Anthropic and Gemini refuse a conversation whose
-    first message is the assistant's. If no user turn starts in that range (one turn is longer
-    than the window), nothing is evicted yet: the next turn's end finds a boundary. A result of
-    1 or less means there is nothing to evict; index 0, the system slot, is never evicted.
+    (parallel calls included). Then, with `turns`, move on to the start of a user turn, so that
+    the history that stays opens with the user's message: Anthropic and Gemini refuse a
+    conversation whose first message is the assistant's. If no user turn starts in that range
+    but one starts later (a turn longer than the window), nothing is evicted yet: a later turn
+    end reaches it. If the history holds no later user message at all (a step that only works
+    through tools, entered without a message), the tool-safe cut stands, or it would never be
+    compacted. A result of 1 or less means there is nothing to evict; index 0, the system
+    slot, is never evicted.
 
     >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
     >>> call = AIMessage("", tool_calls=[{"name": "search", "args": {}, "id": "c1"}])
@@ -120,6 +127,8 @@ def find_cut_point(
     1
     >>> find_cut_point(history, recent_messages=1)  # 6 would open with the assistant: back to 5
     5
+    >>> find_cut_point(history[:5], recent_messages=1)  # no later user turn: 4 stands
+    4
     """
     cut = len(messages) - recent_messages
     if limit is not None:
@@ -140,11 +149,12 @@ def find_cut_point(
         for start, end in spans:
             if start < cut <= end:
                 cut, moved = start, True
-    return _turn_start(messages, cut)
+    return _turn_start(messages, cut) if turns else cut
 
 
 def _turn_start(messages: list[BaseMessage], cut: int) -> int:
-    """The latest user message at or before `cut` (after index 1), else 1 (evict nothing).
+    """The latest user message at or before `cut` (after index 1); else 1 (wait) if a user
+    message comes later, else `cut` itself.
 
     A user message never sits between a tool call and its results, so this keeps M5.
     """
@@ -153,7 +163,8 @@ def _turn_start(messages: list[BaseMessage], cut: int) -> int:
     for index in range(cut, 1, -1):
         if isinstance(messages[index], HumanMessage):
             return index
-    return 1
+    later = any(isinstance(m, HumanMessage) for m in messages[cut + 1 :])
+    return 1 if later else cut
 
 
 def stored_length(messages: list[BaseMessage], stored: list[dict[str, Any]]) -> int:

@@ -291,9 +291,10 @@ def erase_cut(messages: list[BaseMessage], covered: set[str], limit: int) -> int
     """Where to cut so that `messages[1:cut]` can be erased: covered, stored, tool-safe.
 
     The run starts after the system slot, stops at the first message that no distillation
-    covered or that is not among the first `limit` (stored) messages, and moves earlier as a
-    compaction cut does (M5): it separates no tool call from its results, and what stays opens
-    with a user message. 1 or less: nothing to erase.
+    covered or that is not among the first `limit` (stored) messages, and moves earlier until
+    it separates no tool call from its results (M5). Unlike a compaction cut it does not wait
+    for a user turn: what was distilled goes, even when the next step's reply then opens a
+    shared namespace. 1 or less: nothing to erase.
 
     >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
     >>> call = AIMessage("", id="A|2", tool_calls=[{"name": "pick", "args": {}, "id": "c1"}])
@@ -306,14 +307,13 @@ def erase_cut(messages: list[BaseMessage], covered: set[str], limit: int) -> int
     ... ]
     >>> erase_cut(history, {"A|1", "A|2", "A|3"}, limit=5)  # the run stops at 4
     4
-    >>> erase_cut(history, {"A|1", "A|2", "A|3"}, limit=3)  # 3 is not stored: 2 would split,
-    ... # and a history opening with the call would be refused: nothing yet
-    1
+    >>> erase_cut(history, {"A|1", "A|2", "A|3"}, limit=3)  # 3 is not stored: 2 would split
+    2
     """
     end = 1
     while end < min(limit, len(messages)) and messages[end].id in covered:
         end += 1
-    return find_cut_point(messages, 0, limit=end) if end > 1 else 1
+    return find_cut_point(messages, 0, limit=end, turns=False) if end > 1 else 1
 
 
 def erase_cuts(flow: Flow, stored: Mapping[str, Any]) -> dict[str, int]:

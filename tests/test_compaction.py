@@ -158,13 +158,23 @@ def test_m5_kept_history_opens_with_a_user_message() -> None:
     assert find_cut_point(history, 4) == 1  # 2 would open with "b"; no turn starts in 2..2
 
 
-def test_m5_a_turn_longer_than_the_window_waits() -> None:
-    """M5: one user turn, many tool rounds: nothing may be evicted until another turn starts."""
+def test_m5_a_turn_longer_than_the_window_waits_for_the_next_user_turn() -> None:
+    """M5: one user turn, many tool rounds: nothing is evicted until the cut can reach the
+    next user turn, so the history that stays opens with the user."""
     history = [SystemMessage(""), HumanMessage("a"), call("c1"), result("c1")]
-    history += [call("c2"), result("c2"), AIMessage("b")]
-    assert find_cut_point(history, 2) == 1
-    assert find_cut_point(history, 3, limit=3) == 1
-    assert find_cut_point(history + [HumanMessage("next")], 1) == 7
+    history += [call("c2"), result("c2"), AIMessage("b"), HumanMessage("next"), AIMessage("c")]
+    assert find_cut_point(history, 3) == 1  # 6 is inside turn "a"; "next" is at 7
+    assert find_cut_point(history, 2) == 7
+
+
+def test_m5_a_history_without_later_user_turns_is_still_compacted() -> None:
+    """M5: a step that only works through tools (entered by go() with no message) never gets
+    another user message; waiting for one would let its history grow without bound."""
+    history = [SystemMessage(""), HumanMessage("Continue.")]
+    for n in range(4):
+        history += [call(f"c{n}"), result(f"c{n}"), AIMessage(f"done {n}")]
+    assert find_cut_point(history, 4) == 10  # the tool-safe cut stands
+    assert find_cut_point(history, 4, turns=False) == 10
 
 
 def test_m5_cut_of_one_or_less_means_nothing_to_evict() -> None:
