@@ -133,6 +133,12 @@ def find_cut_point(
     cut = len(messages) - recent_messages
     if limit is not None:
         cut = min(cut, limit)
+    cut = _tool_safe(messages, cut)
+    return _turn_start(messages, cut) if turns else cut
+
+
+def _tool_safe(messages: list[BaseMessage], cut: int) -> int:
+    """The latest cut at or before `cut` that separates no tool call from its results."""
     calls_at: dict[str, int] = {}
     for index, message in enumerate(messages):
         for call in getattr(message, "tool_calls", None) or []:
@@ -149,7 +155,7 @@ def find_cut_point(
         for start, end in spans:
             if start < cut <= end:
                 cut, moved = start, True
-    return _turn_start(messages, cut) if turns else cut
+    return cut
 
 
 def _turn_start(messages: list[BaseMessage], cut: int) -> int:
