@@ -23,7 +23,7 @@ from ._hot import HotSessions
 from ._housekeeping import Housekeeping
 from ._recall import recall_tools
 from ._turn import TurnContext, append_message, run_turn
-from .errors import PicoflowError
+from .errors import PicoflowError, SessionConflictError, SessionNotFoundError
 from .flow import Flow
 from .memory import Namespace
 from .models import ProviderFactory, ProviderRegistry, parse_model
@@ -37,6 +37,7 @@ from .session import (
     new_document,
     new_session_id,
 )
+from .step import now_iso
 from .stores import Store
 from .stores.base import JSONDict
 
@@ -321,7 +322,7 @@ class FlowEngine:
             return None, None
         check_schema(doc)
         if is_expired(doc, datetime.now(UTC)):
-            await self._forget_expired(session_id)
+            await self._forget_expired(doc)
             return None, None
         if doc["flow"] != flow_class.name:
             raise _InvalidRequest(
@@ -331,15 +332,24 @@ class FlowEngine:
             )
         return doc, spaces
 
-    async def _forget_expired(self, session_id: str) -> None:
+    async def _forget_expired(self, doc: JSONDict) -> None:
         """Delete an expired session and its archive once a turn finds it (P5).
 
         Nobody can continue it any more, and its messages are personal data: keeping them until
         someone cleans up is not a good default (MongoDB's TTL index removes only the session).
-        The caller holds the session's lock; a background compaction for it can only be dropped.
+        A delete has no revision check, so the session is first closed with one (P4): if
+        another process saved it since it was loaded here, that save wins and nothing is
+        deleted; once closed (`aborted`), no turn anywhere continues it. The caller holds the
+        session's lock, so a background compaction for it can only be dropped.
         """
+        session_id = doc["id"]
         self._hot.forget(session_id)
         self._housekeeping.cancel(session_id)
+        closed = {**doc, "run_status": "aborted", "updated_at": now_iso()}
+        try:
+            await self._store.save(closed, doc["revision"])
+        except (SessionConflictError, SessionNotFoundError):
+            return  # saved or deleted elsewhere meanwhile: not this turn's to delete
         await self._store.delete(session_id)
         logger.info("expired session deleted", extra={"session_id": session_id})
 

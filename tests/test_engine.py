@@ -243,6 +243,41 @@ async def test_p5_unknown_expired_and_completed_ids_start_new_sessions(store: An
     await engine.aclose()
 
 
+class RenewedMeanwhile(MemoryStore):
+    """Another process saves the session between this engine's load and its next write."""
+
+    armed = False
+
+    async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
+        if self.armed:
+            self.armed = False
+            current = await self.load(doc["id"])
+            assert current is not None
+            current["expires_at"] = None  # that process's turn renewed the session
+            await super().save(current, current["revision"])
+        return await super().save(doc, expected_revision)
+
+
+async def test_p4_an_expired_session_renewed_elsewhere_is_not_deleted() -> None:
+    """P4, P5: deleting an expired session never wipes a turn another process saved."""
+    store = RenewedMeanwhile()
+    model = ScriptedChatModel(policy=lambda messages, tools: "hi")
+    engine = FlowEngine(
+        flows=[make_flow(lambda f: [Plain(f)], model=model)], store=store, session_ttl=60
+    )
+    first = await engine.run("F", "hello")
+    doc = await store.load(first.session_id)
+    assert doc is not None
+    doc["expires_at"] = "2020-01-01T00:00:00.000Z"
+    await store.save(doc, doc["revision"])
+    store.armed = True
+    again = await engine.run("F", "hello", session_id=first.session_id)
+    assert again.success and again.session_id != first.session_id  # expired here: new session
+    kept = await store.load(first.session_id)
+    assert kept is not None  # the other process's save won; nothing was deleted
+    assert (kept["revision"], kept["run_status"], kept["expires_at"]) == (2, "running", None)
+
+
 async def test_p1_newer_schema_version_is_refused_clearly() -> None:
     store = MemoryStore()
     engine = engine_for(
