@@ -83,6 +83,10 @@ class Housekeeping:
         # When each session's background work fell due (monotonic seconds), until it commits:
         # the summary lag that the commit log reports (anchors item 4).
         self._due_since: dict[str, float] = {}
+        # What each running task was given, and what a task that failed (a store outage, say)
+        # leaves for the session's next turn end to try again.
+        self._jobs: dict[asyncio.Task[None], tuple[type[Flow], Exits]] = {}
+        self._carried: dict[str, tuple[type[Flow], Exits]] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # every task not yet finished
 
     async def compact_before_save(
@@ -136,15 +140,21 @@ class Housekeeping:
             queued = self._queued.get(session_id, (type(flow), []))[1]
             self._queued[session_id] = (type(flow), queued + flow._exits)
             return
-        items = _distil.pending(flow, flow._exits)
+        # Work left by a failed task, or queued behind one that has just ended, goes with this
+        # one: it is never lost.
+        carried = self._carried.pop(session_id, (type(flow), []))[1]
+        queued = self._queued.pop(session_id, (type(flow), []))[1]
+        exits = carried + queued + flow._exits
+        items = _distil.pending(flow, exits)
         memory = saved["memory"]
         if items or due_cuts(flow, memory) or _distil.erase_cuts(flow, memory):
             self._due_since.setdefault(session_id, time.monotonic())
-            self._start(type(flow), session_id, list(flow._exits))
+            self._start(type(flow), session_id, exits)
 
     def cancel(self, session_id: str) -> None:
         """Stop the session's background work, running or queued (nothing is written)."""
         self._queued.pop(session_id, None)
+        self._carried.pop(session_id, None)
         self._due_since.pop(session_id, None)
         task = self._pending.pop(session_id, None)
         if task is not None:
@@ -164,6 +174,7 @@ class Housekeeping:
     def _start(self, flow_class: type[Flow], session_id: str, exits: Exits) -> None:
         task = asyncio.get_running_loop().create_task(self._later(flow_class, session_id, exits))
         self._pending[session_id] = task
+        self._jobs[task] = (flow_class, exits)
         self._tasks.add(task)
         task.add_done_callback(partial(self._finished, session_id))
 
@@ -259,16 +270,24 @@ class Housekeeping:
 
     def _finished(self, session_id: str, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
+        job = self._jobs.pop(task)
         if self._pending.get(session_id) is task:
             del self._pending[session_id]
         if not task.cancelled() and task.exception() is not None:
             logger.error(
-                "background housekeeping failed",
+                "background housekeeping failed; the next turn end tries again",
                 exc_info=task.exception(),
                 extra={"session_id": session_id},
             )
+            carried = self._carried.get(session_id, (job[0], []))[1]
+            self._carried[session_id] = (job[0], job[1] + carried)
         queued = self._queued.pop(session_id, None)
-        if queued is not None and session_id not in self._pending:
+        if queued is None:
+            return
+        if session_id in self._pending:  # a newer turn started a task already: queue behind it
+            later = self._queued.get(session_id, (queued[0], []))[1]
+            self._queued[session_id] = (queued[0], queued[1] + later)
+        else:
             self._start(queued[0], session_id, queued[1])
 
 

@@ -19,7 +19,16 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from pydantic import BaseModel, ConfigDict
 
 import picoflow._distil
-from picoflow import Flow, FlowDefinitionError, FlowEngine, SessionConflictError, Step, go, tool
+from picoflow import (
+    Flow,
+    FlowDefinitionError,
+    FlowEngine,
+    SessionConflictError,
+    Step,
+    StoreError,
+    go,
+    tool,
+)
 from picoflow._distil import DEFAULT_DISTIL_PROMPT
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call
@@ -755,6 +764,36 @@ async def test_distil_background_newer_turn_queues_behind_the_running_task() -> 
     assert len(brain.distil_requests()) == 1
 
 
+class LoadFailsOnce(MemoryStore):
+    """A store outage that hits the background task's first read of the session."""
+
+    armed = False
+
+    async def load(self, session_id: str) -> Any:
+        if self.armed:
+            self.armed = False
+            raise StoreError("the store is briefly unreachable")
+        return await super().load(session_id)
+
+
+async def test_distil_background_task_that_fails_is_retried_at_the_next_turn_end() -> None:
+    """anchors items 4 and 6 / distil: a task that dies (a store outage, not a model failure)
+    hands its steps to the next turn end instead of losing them."""
+    brain = Brain(LYON)
+    store = LoadFailsOnce()
+    engine = background_engine(brain, store)
+    (first,) = await chat(engine, "Lyon please")
+    store.armed = True
+    await chat(engine, "done", session_id=first.session_id)  # leaves Explore; the task fails
+    await engine.wait_for_background()
+    doc = await engine.get_session(first.session_id)
+    assert "criteria" not in doc["steps"]["Explore"]["state"] and brain.distil_requests() == []
+    await chat(engine, "thanks", session_id=first.session_id)
+    await engine.wait_for_background()
+    doc = await engine.get_session(first.session_id)
+    assert doc["steps"]["Explore"]["state"]["criteria"]["value"] == LYON_VALUE
+
+
 async def test_distil_background_failure_is_recorded_on_the_session() -> None:
     """anchors item 6 / distil, M8: the warning is committed with the session."""
     brain = Brain(RuntimeError("down"))
@@ -769,3 +808,102 @@ async def test_distil_background_failure_is_recorded_on_the_session() -> None:
     ]
     assert doc["revision"] == 2 and len(contents(doc)) == 5
     assert "criteria" not in doc["steps"]["Explore"]["state"]
+
+
+class Chained:
+    """Steps S1 -> S2 -> S3 -> S4, each distilled when left; 'done' moves on."""
+
+    def __init__(self) -> None:
+        self.distilled: list[str] = []
+        self.model = ScriptedChatModel(policy=self.reply)
+
+    def reply(self, messages: list[Any], tools: list[str]) -> Any:
+        meta = self.model.requests[-1].metadata
+        if meta["picoflow_purpose"] == "distil":
+            self.distilled.append(meta["picoflow_step"])
+            return json.dumps({"city": meta["picoflow_step"], "nights": 1})
+        last = messages[-1]
+        return tool_call("done") if last.content == "done" and tools else f"re {last.content}"
+
+    def flow(self) -> type[Flow]:
+        model = self.model
+
+        class S4(Step):
+            pass
+
+        def stage(name: str, after: type[Step]) -> type[Step]:
+            def done(self: Step) -> Any:
+                """Move on."""
+                return go(after)
+
+            return type(name, (Step,), {"done": tool(done)})
+
+        s3 = stage("S3", S4)
+        s2 = stage("S2", s3)
+        s1 = stage("S1", s2)
+
+        class ChainFlow(Flow):
+            def __init__(self) -> None:
+                super().__init__()
+                memory = self.get_memory().set_summary_model(model)
+                memory.set_summary_config(8, 4, background=True)
+
+            def config_model(self) -> Any:
+                return model
+
+            def define_steps(self) -> list[Step]:
+                staged = [cls(self).distil_on_exit(StayCriteria) for cls in (s1, s2, s3)]
+                return [*staged, S4(self)]
+
+        return ChainFlow
+
+
+class OutageThenSlowSave(MemoryStore):
+    """The task's first read fails once `go` is set; one turn's save waits for `go` too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = asyncio.Event()
+        self.save_waiting = asyncio.Event()
+        self.fail_load = False
+        self.hold_save = False
+
+    async def load(self, session_id: str) -> Any:
+        if self.fail_load:
+            self.fail_load = False
+            await self.go.wait()
+            raise StoreError("the store is briefly unreachable")
+        return await super().load(session_id)
+
+    async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
+        if self.hold_save:
+            self.hold_save = False
+            self.save_waiting.set()
+            await self.go.wait()
+        return await super().save(doc, expected_revision)
+
+
+async def test_distil_background_queued_steps_survive_a_task_ending_as_a_turn_saves() -> None:
+    """anchors items 4 and 6 / distil: the running task ends in the same loop step in which a
+    newer turn's save resumes; the steps queued behind it still get distilled."""
+    chain = Chained()
+    store = OutageThenSlowSave()
+    engine = FlowEngine(flows=[chain.flow()], store=store)
+    session_id = (await engine.run("ChainFlow", "hi")).session_id
+    store.fail_load = True
+    await engine.run("ChainFlow", "done", session_id=session_id)  # leaves S1: the task waits
+    await engine.run("ChainFlow", "done", session_id=session_id)  # leaves S2: queued
+    store.hold_save = True
+    third = asyncio.create_task(engine.run("ChainFlow", "done", session_id=session_id))
+    await store.save_waiting.wait()  # S3 left; its save waits with the failing task
+    store.go.set()
+    assert (await third).success
+    await engine.wait_for_background()
+    doc = await engine.get_session(session_id)
+    assert doc["steps"]["S2"]["state"]["distilled"]["value"]["city"] == "S2"
+    assert doc["steps"]["S3"]["state"]["distilled"]["value"]["city"] == "S3"
+    assert "distilled" not in doc["steps"]["S1"]["state"]  # its task failed: next turn end
+    await engine.run("ChainFlow", "more", session_id=session_id)
+    await engine.wait_for_background()
+    doc = await engine.get_session(session_id)
+    assert doc["steps"]["S1"]["state"]["distilled"]["value"]["city"] == "S1"
