@@ -23,6 +23,7 @@ from .flow import Flow
 from .memory import Namespace
 from .models import describe_model
 from .step import now_iso
+from .stores.base import SavedMessages
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -221,7 +222,7 @@ def _dump_namespace(record: Namespace) -> dict[str, Any]:
     }
 
 
-def _dump_messages(record: Namespace) -> list[dict[str, Any]]:
+def _dump_messages(record: Namespace) -> SavedMessages:
     """Serialise a history, reusing the stored dicts of the unchanged prefix.
 
     Histories grow by appending and messages are never mutated, so the messages after index 0
@@ -233,13 +234,14 @@ def _dump_messages(record: Namespace) -> list[dict[str, Any]]:
     messages = record.messages
     if not messages:
         record.synced = ([], [])
-        return []
+        return SavedMessages()
     old_messages, old_dicts = record.synced
     same = next(compress(count(1), map(is_not, messages[1:], old_messages[1:])), None)
     keep = min(len(messages), len(old_messages)) if same is None else same
     slot_kept = bool(old_messages) and messages[0] is old_messages[0]
     head = [old_dicts[0] if slot_kept else _serialise(messages[0])]
-    dicts = head + old_dicts[1:keep] + [_serialise(m) for m in messages[max(keep, 1) :]]
+    dicts = SavedMessages(head + old_dicts[1:keep])
+    dicts += [_serialise(m) for m in messages[max(keep, 1) :]]
     record.synced = (list(messages), dicts)
     return dicts
 

@@ -39,7 +39,7 @@ from bson.raw_bson import RawBSONDocument
 
 from picoflow.errors import StoreError
 from picoflow.stores import _checks
-from picoflow.stores.base import ArchiveEntry, JSONDict
+from picoflow.stores.base import ArchiveEntry, JSONDict, SavedMessages
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -71,11 +71,12 @@ class SessionEncoder:
     """Encodes one store's sessions, reusing the BSON of messages it encoded before.
 
     The engine saves a whole session every turn, but it keeps the message dicts of earlier
-    turns as the very same objects (it never mutates a message once saved). Per session and
-    namespace this encoder remembers the last message list and each message's BSON; a list
-    that starts with the same objects reuses their bytes, so a save checks and encodes what the
-    turn added (plus the system slot, rewritten every turn), not the whole conversation. The
-    most recently saved `capacity` sessions are remembered.
+    turns as the very same objects and never mutates them (`SavedMessages`). Per session and
+    namespace this encoder remembers the last such list and each message's BSON; a list that
+    starts with the same objects reuses their bytes, so a save checks and encodes what the turn
+    added (plus the system slot), not the whole conversation. Plain lists, from callers who may
+    have edited a dict in place, are encoded in full. The most recently saved `capacity`
+    sessions are remembered.
     """
 
     def __init__(self, capacity: int = 256) -> None:
@@ -121,7 +122,7 @@ class SessionEncoder:
             for namespace, entry in memory.items()
             if type(namespace) is str
             and type(entry) is dict
-            and type(entry.get("messages")) is list
+            and isinstance(entry.get("messages"), list)
         }
         skeleton = {
             namespace: {**entry, "messages": []} if namespace in lists else entry
@@ -138,6 +139,10 @@ class SessionEncoder:
         self, session_id: str, namespace: str, messages: list[Any]
     ) -> tuple[list[Any], bool]:
         """The BSON of each message, and whether any had a key escaped."""
+        if not isinstance(messages, SavedMessages):  # no promise the dicts are unchanged
+            fresh = [_encode_message(m, session_id) for m in messages]
+            self._sessions.get(session_id, {}).pop(namespace, None)
+            return [value for value, _ in fresh], any(escaped for _, escaped in fresh)
         known = self._sessions.setdefault(session_id, {})
         self._sessions.move_to_end(session_id)
         while len(self._sessions) > self._capacity:

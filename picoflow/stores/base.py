@@ -23,16 +23,32 @@ Revision rules, shared by every implementation and pinned by the conformance sui
   retried compaction never duplicates.
 - `search_archive(id, namespace, query, page=1, page_size=10)` returns entries whose message
   text contains every word of `query` (case-insensitive), newest (highest position) first.
+
+A store may keep what it encoded for a namespace's `SavedMessages` list and reuse it for the
+very same dict objects in the next save of that session; any other list is encoded in full.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Store", "ArchiveEntry", "JSONDict", "message_text"]
+__all__ = ["Store", "ArchiveEntry", "JSONDict", "SavedMessages", "message_text"]
 
 JSONDict = dict[str, Any]
 ArchiveEntry = dict[str, Any]  # {"position": int, "message": <message_to_dict form>}
+
+
+class SavedMessages(list[JSONDict]):
+    """A namespace's messages as the engine saves them: dicts it never mutates afterwards.
+
+    The engine saves the whole session every turn but keeps the dicts of earlier messages as
+    the very same objects, so a store can reuse what it encoded for them last time and a save
+    costs what the turn added. Only this promise makes that safe: a caller of the store API
+    who edits a message dict in place and saves again passes plain lists (documents from
+    `load()` have them), which every store encodes in full. It is a plain list to JSON.
+    """
+
+    __slots__ = ()
 
 
 @runtime_checkable

@@ -13,7 +13,7 @@ from typing import Any
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError
 from picoflow.stores import _checks
-from picoflow.stores.base import ArchiveEntry, JSONDict
+from picoflow.stores.base import ArchiveEntry, JSONDict, SavedMessages
 
 __all__ = ["MemoryStore"]
 
@@ -24,9 +24,9 @@ class MemoryStore:
     Documents are kept as JSON text, not as the caller's objects: a caller can never change a
     stored session by mutating a dict it passed in or got back, and a value JSON cannot hold
     fails here exactly as it would in SQLite or MongoDB, so tests on this store mean something.
-    Messages are encoded one by one and their text is reused while the same message dict is
-    saved again, so a save costs what the turn added, not what the conversation holds (the
-    engine never mutates a message dict once it is in a saved document).
+    Messages are encoded one by one and, for the engine's `SavedMessages` lists, their text is
+    reused while the same message dict is saved again, so a save costs what the turn added, not
+    what the conversation holds.
 
     No method awaits between reading and writing a key, so each call is atomic under asyncio:
     two concurrent saves with the same expected revision have exactly one winner (P4).
@@ -164,9 +164,8 @@ class _MessageCodec:
     Per namespace it remembers the message dicts of the last document and their JSON text; a
     message list that starts with the very same dict objects reuses their text, found in one
     C-level pass. Only a new system slot and what follows the first difference are encoded
-    again. The engine never mutates a message dict it has saved (a changed message is a new
-    dict), and a loaded document is a fresh copy, so the same dict object means the same text;
-    a caller that edits a message dict in place and saves it again must pass a new dict.
+    again. That is done only for `SavedMessages` lists, whose dicts the engine promises never
+    to mutate; any other list (a caller editing a loaded document) is encoded in full.
     """
 
     def __init__(self) -> None:
@@ -189,6 +188,9 @@ class _MessageCodec:
         return _checks.encode(skeleton, session_id), texts
 
     def _texts_of(self, namespace: str, messages: list[Any], session_id: str) -> list[str]:
+        if not isinstance(messages, SavedMessages):  # no promise the dicts are unchanged
+            self._last.pop(namespace, None)
+            return [_checks.encode(m, session_id) for m in messages]
         old_messages, old_texts = self._last.get(namespace, ([], []))
         if not messages:
             self._last[namespace] = ([], [])

@@ -15,6 +15,7 @@ from langchain_core.messages import HumanMessage, message_to_dict
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
 from picoflow.stores import Store
+from picoflow.stores.base import SavedMessages
 
 
 def new_doc(session_id: str = "s-1", **fields: Any) -> dict[str, Any]:
@@ -399,3 +400,37 @@ async def test_p2_resaving_the_same_message_objects_stores_what_was_saved(store:
     loaded = await store.load("s-1")
     assert loaded is not None
     assert loaded["memory"] == grown
+
+
+async def test_p2_a_message_dict_edited_in_place_is_stored_as_edited(store: Store) -> None:
+    """P2: a caller of the store API may edit a document and save it again; every store keeps
+    the edit, including in the system slot (index 0). Only the engine's `SavedMessages`
+    lists, whose dicts are never edited, let a store reuse an earlier encoding."""
+    system = {"type": "system", "data": {"content": "Be brief.", "type": "system"}}
+    user = {"type": "human", "data": {"content": "hi", "type": "human"}}
+    doc = new_doc(memory={"ns": {"messages": [system, user], "summary": None}})
+    await store.create(doc)
+    system["data"]["content"] = "EDITED PROMPT"
+    user["data"]["content"] = "EDITED USER"
+    await store.save(doc, 0)
+    loaded = await store.load("s-1")
+    assert loaded is not None
+    contents = [m["data"]["content"] for m in loaded["memory"]["ns"]["messages"]]
+    assert contents == ["EDITED PROMPT", "EDITED USER"]
+
+
+async def test_p2_saved_messages_lists_store_what_was_saved(store: Store) -> None:
+    """P2: the engine's SavedMessages lists, re-saved with the same dicts and grown, are stored
+    exactly, whatever a store reuses."""
+    system = {"type": "system", "data": {"content": "Be brief.", "type": "system"}}
+    user = {"type": "human", "data": {"content": "hi", "type": "human"}}
+    first = SavedMessages([system, user])
+    await store.create(new_doc(memory={"ns": {"messages": first, "summary": None}}))
+    reply = {"type": "ai", "data": {"content": "hello", "type": "ai"}}
+    new_slot = {"type": "system", "data": {"content": "Be very brief.", "type": "system"}}
+    grown = SavedMessages([new_slot, user, reply])
+    await store.save(new_doc(memory={"ns": {"messages": grown, "summary": None}}), 0)
+    loaded = await store.load("s-1")
+    assert loaded is not None
+    assert loaded["memory"]["ns"]["messages"] == [new_slot, user, reply]
+    assert type(loaded["memory"]["ns"]["messages"]) is list  # callers get plain JSON back
