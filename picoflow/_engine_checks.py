@@ -6,6 +6,7 @@ live conversation is found here, with a message that says what to change.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from pydantic.errors import PydanticUserError
@@ -17,6 +18,8 @@ from .session import is_session_id
 from .tools import collect_tools
 
 __all__ = ["check_flow", "turn_input_problem"]
+
+logger = logging.getLogger("picoflow.engine")
 
 
 def check_flow(flow_class: Any, registry: ProviderRegistry, known: dict[str, type[Flow]]) -> None:
@@ -97,23 +100,27 @@ def _check_memory(flow: Flow, registry: ProviderRegistry) -> None:
 
 
 def _check_recall(flow: Flow) -> None:
-    """`use_recall()` searches an archive; refuse one that nothing will ever fill.
+    """`use_recall()` searches an archive; warn about one that nothing will ever fill.
 
     Only compaction (M9) and a distillation's erase put messages in the archive; recall over
     any other namespace would answer "no earlier messages" forever, which looks like a bug in
-    the model, not in the flow.
+    the model, not in the flow. A warning, not a FlowDefinitionError: F5 lists the errors, and
+    such a flow still runs correctly.
     """
     steps = flow.steps.values()
     archived = set(flow.get_memory().enabled_namespaces)
     archived |= {s.namespace for s in steps if s._distil is not None and s._distil.erase}
     for step in steps:
         if step._recall and step.namespace not in archived:
-            raise FlowDefinitionError(
-                f"{flow.name}.{step.name} calls use_recall(), but nothing ever archives its "
-                f"namespace '{step.namespace}', so conversation_search would always find "
-                f"nothing. Call get_memory().enable_summary('{step.namespace}') (compaction "
-                "archives what it evicts) or distil_on_exit(..., erase=True) on a step using "
-                "it, or remove use_recall()."
+            logger.warning(
+                "%s.%s calls use_recall(), but nothing ever archives its namespace '%s', so "
+                "conversation_search would always find nothing. Call "
+                "get_memory().enable_summary('%s') (compaction archives what it evicts) or "
+                "distil_on_exit(..., erase=True) on a step using it, or remove use_recall().",
+                flow.name,
+                step.name,
+                step.namespace,
+                step.namespace,
             )
 
 
