@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, ConfigDict
+from test_compaction_background import ConflictOnce
 
 import picoflow._distil
 from picoflow import (
     Flow,
     FlowDefinitionError,
     FlowEngine,
-    SessionConflictError,
     Step,
     StoreError,
     go,
@@ -720,18 +720,6 @@ async def test_distil_background_draft_is_dropped_when_the_step_was_distilled_me
     assert doc["revision"] == 2 and doc["steps"]["Explore"]["state"]["criteria"] == theirs
     assert len(contents(doc)) == 5
     assert await store.search_archive(first.session_id, "explore", "") == []
-
-
-class ConflictOnce(MemoryStore):
-    def __init__(self) -> None:
-        super().__init__()
-        self.armed = False
-
-    async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
-        if self.armed:
-            self.armed = False
-            raise SessionConflictError(doc["id"], expected_revision, expected_revision + 1)
-        return await super().save(doc, expected_revision)
 
 
 async def test_distil_background_commit_that_conflicts_writes_nothing() -> None:
