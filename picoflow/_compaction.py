@@ -94,13 +94,14 @@ def find_cut_point(
     recent_messages: int,
     *,
     limit: int | None = None,
-    turns: bool = True,
+    turns: bool = False,
 ) -> int:
     """Where to cut a history so that `messages[1:cut]` can be evicted (M5).
 
     Start at `len(messages) - recent_messages` (or `limit`, if that is earlier) and move earlier
     until the cut separates no AI message with tool calls from any of its tool results
-    (parallel calls included). Then, with `turns`, move on to the start of a user turn, so that
+    (parallel calls included): that is M5, and the default. With `turns`
+    (`SummaryConfig.whole_turns`), then move on to the start of a user turn, so that
     the history that stays opens with the user's message: Anthropic and Gemini refuse a
     conversation whose first message is the assistant's. If no user turn starts in that range
     but one starts later (a turn longer than the window), nothing is evicted yet: a later turn
@@ -120,14 +121,16 @@ def find_cut_point(
     ...     HumanMessage("The cheapest one?"),           # 5
     ...     AIMessage("Hotel Bellecour."),               # 6
     ... ]
-    >>> find_cut_point(history, recent_messages=2)  # 7 - 2 = 5: a user turn starts there
-    5
-    >>> find_cut_point(history, recent_messages=2, limit=4)  # 3 would split 2 from 3; no turn
-    ... # starts in 2..2, so nothing is evicted yet
+    >>> find_cut_point(history, recent_messages=3)  # 7 - 3 = 4: evict 1..3
+    4
+    >>> find_cut_point(history, recent_messages=2, limit=3)  # 3 would split 2 from 3: move to 2
+    2
+    >>> find_cut_point(history, recent_messages=3, turns=True)  # 4 opens with the assistant,
+    ... # and a user turn starts later (5): wait
     1
-    >>> find_cut_point(history, recent_messages=1)  # 6 would open with the assistant: back to 5
+    >>> find_cut_point(history, recent_messages=1, turns=True)  # 6: back to the turn at 5
     5
-    >>> find_cut_point(history[:5], recent_messages=1)  # no later user turn: 4 stands
+    >>> find_cut_point(history[:5], recent_messages=1, turns=True)  # no later user turn
     4
     """
     cut = len(messages) - recent_messages
@@ -206,7 +209,9 @@ def due_cuts(flow: Flow, stored: Mapping[str, Any]) -> dict[str, int]:
             continue
         entry = stored.get(namespace) or {}
         limit = stored_length(record.messages, entry.get("messages") or [])
-        cut = find_cut_point(record.messages, config.recent_messages, limit=limit)
+        cut = find_cut_point(
+            record.messages, config.recent_messages, limit=limit, turns=config.whole_turns
+        )
         if cut > 1:
             due[namespace] = cut
     return due

@@ -313,7 +313,7 @@ def erase_cut(messages: list[BaseMessage], covered: set[str], limit: int) -> int
     end = 1
     while end < min(limit, len(messages)) and messages[end].id in covered:
         end += 1
-    return find_cut_point(messages, 0, limit=end, turns=False) if end > 1 else 1
+    return find_cut_point(messages, 0, limit=end) if end > 1 else 1
 
 
 def erase_cuts(flow: Flow, stored: Mapping[str, Any]) -> dict[str, int]:

@@ -30,7 +30,10 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     if not args.setting:
         parser.error("no --setting given: pass at least one, e.g. --setting off --setting 16/8")
     try:
-        settings = [parse_setting(text, max_tokens=args.max_tokens) for text in args.setting]
+        settings = [
+            parse_setting(text, max_tokens=args.max_tokens, whole_turns=args.whole_turns)
+            for text in args.setting
+        ]
         prices = (args.price, args.summary_price)
         check_options(
             settings, args.namespace, args.summary_tokens, None, args.context_window, prices
@@ -93,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--namespace", action="append", help="replay only this namespace")
     parser.add_argument("--max-tokens", type=int, help="max_tokens for every setting")
+    parser.add_argument(
+        "--whole-turns", action="store_true", help="whole_turns=True for every setting"
+    )
     parser.add_argument("--summary-tokens", type=int, help="size of a simulated summary")
     parser.add_argument("--context-window", type=int, help="report requests above this size")
     parser.add_argument("--price", type=float, help="USD per million prompt tokens")

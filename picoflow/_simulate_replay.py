@@ -240,7 +240,9 @@ class Replay:
         if setting is None or not _over(setting, length, tokens):
             return
         limit = None if setting.background else state.turn_start
-        cut = find_cut_point(history, setting.recent_messages, limit=limit)
+        cut = find_cut_point(
+            history, setting.recent_messages, limit=limit, turns=setting.whole_turns
+        )
         if cut <= 1:
             self.out.blocked += 1
             return

@@ -83,6 +83,9 @@ class SummaryConfig:
     `background=True` returns the turn's reply first and summarises afterwards. A summariser
     that has not answered after `timeout` seconds counts as failed (M8). `prompt` is the
     summariser's instruction (M6), `DEFAULT_SUMMARY_PROMPT` unless you pass your own.
+    `whole_turns=True` moves the M5 cut back to the start of a user turn, so the history that
+    stays opens with the user's message (Anthropic and Gemini require that); off by default,
+    where the cut is exactly M5's.
     """
 
     min_messages: int = 16
@@ -91,6 +94,7 @@ class SummaryConfig:
     max_tokens: int | None = None
     timeout: float = 60.0
     prompt: str = DEFAULT_SUMMARY_PROMPT
+    whole_turns: bool = False
 
     def __post_init__(self) -> None:
         if not _whole(self.min_messages) or self.min_messages < 8:
@@ -107,6 +111,8 @@ class SummaryConfig:
             raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}.")
         if not _seconds(self.timeout):
             raise ValueError(f"timeout must be a number of seconds > 0, got {self.timeout!r}.")
+        if not isinstance(self.whole_turns, bool):
+            raise ValueError(f"whole_turns must be True or False, got {self.whole_turns!r}.")
         if not isinstance(self.prompt, str) or not self.prompt.strip():
             raise ValueError(
                 f"prompt must be a non-empty string (the summariser's instruction), got "
@@ -156,6 +162,7 @@ class Memory:
         max_tokens: int | None = None,
         timeout: float = 60.0,
         prompt: str = DEFAULT_SUMMARY_PROMPT,
+        whole_turns: bool = False,
     ) -> Memory:
         """Set the thresholds (see `SummaryConfig`); invalid values raise `ValueError` now.
 
@@ -166,9 +173,10 @@ class Memory:
             max_tokens: Also compact once the history has this many approximate tokens.
             timeout: Seconds the summariser may take before compaction is skipped (M8).
             prompt: The summariser's instruction (M6); see `DEFAULT_SUMMARY_PROMPT`.
+            whole_turns: Cut only at the start of a user turn (for Anthropic and Gemini).
         """
         self._config = SummaryConfig(
-            min_messages, recent_messages, background, max_tokens, timeout, prompt
+            min_messages, recent_messages, background, max_tokens, timeout, prompt, whole_turns
         )
         return self
 

@@ -85,14 +85,15 @@ class SettingResult:
 
     @property
     def label(self) -> str:
-        """`off`, or `MIN/RECENT` plus `max_tokens=N` and `background` when set."""
+        """`off`, or `MIN/RECENT` plus `max_tokens=N`, `background`, `whole_turns` when set."""
         setting = self.setting
         if setting is None:
             return "off"
         label = f"{setting.min_messages}/{setting.recent_messages}"
         if setting.max_tokens is not None:
             label += f" max_tokens={setting.max_tokens}"
-        return label + (" background" if setting.background else "")
+        label += " background" if setting.background else ""
+        return label + (" whole_turns" if setting.whole_turns else "")
 
     @property
     def summaries(self) -> int:
@@ -309,8 +310,10 @@ async def load_history(
     return histories
 
 
-def parse_setting(text: str, *, max_tokens: int | None = None) -> SummaryConfig | None:
-    """`"off"` -> None, `"16/8"` -> `SummaryConfig(16, 8, max_tokens=max_tokens)`.
+def parse_setting(
+    text: str, *, max_tokens: int | None = None, whole_turns: bool = False
+) -> SummaryConfig | None:
+    """`"off"` -> None, `"16/8"` -> `SummaryConfig(16, 8, max_tokens=..., whole_turns=...)`.
 
     Raises:
         ValueError: the text is neither form, or the numbers break M3's rules.
@@ -329,7 +332,9 @@ def parse_setting(text: str, *, max_tokens: int | None = None) -> SummaryConfig 
             "recent_messages), or 'off' for no compaction."
         )
     try:
-        return SummaryConfig(int(parts[0]), int(parts[1]), max_tokens=max_tokens)
+        return SummaryConfig(
+            int(parts[0]), int(parts[1]), max_tokens=max_tokens, whole_turns=whole_turns
+        )
     except ValueError as exc:
         raise ValueError(
             f"Invalid setting {text!r}: {exc} Write MIN/RECENT with MIN >= 8 and "

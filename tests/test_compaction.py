@@ -119,62 +119,71 @@ def test_m5_cut_starts_at_len_minus_recent_without_tool_calls() -> None:
 
 
 def test_m5_cut_moves_before_a_call_whose_result_would_stay() -> None:
-    history = [
-        SystemMessage(""),
-        HumanMessage("a"),
-        AIMessage("b"),
-        HumanMessage("c"),
-        call("c1"),
-        result("c1"),
-        AIMessage("d"),
-    ]
-    # 5 would keep the result without its call; 4 would open the history with the call:
-    # the cut goes back to the start of that user turn.
-    assert find_cut_point(history, 2) == 3
+    history = [SystemMessage(""), HumanMessage("a"), call("c1"), result("c1"), AIMessage("b")]
+    assert find_cut_point(history, 2) == 2  # 3 would keep the result without its call
 
 
 def test_m5_parallel_results_keep_their_call_even_when_only_the_last_crosses() -> None:
     history = [
         SystemMessage(""),
         HumanMessage("a"),
-        AIMessage("b"),
-        HumanMessage("c"),
         call("c1", "c2", "c3"),
         result("c1"),
         result("c2"),
         result("c3"),
         AIMessage("done"),
     ]
-    assert find_cut_point(history, 2) == 3  # 7 splits c3 from its call
-    assert find_cut_point(history, 1) == 3  # 8 would open with the assistant
+    assert find_cut_point(history, 2) == 2
+    assert find_cut_point(history, 1) == 6
 
 
-def test_m5_kept_history_opens_with_a_user_message() -> None:
-    """M5: Anthropic and Gemini refuse a conversation whose first message is the assistant's."""
+def test_m5_walk_continues_across_adjacent_tool_exchanges() -> None:
+    history = [
+        SystemMessage(""),
+        HumanMessage("a"),
+        call("c1"),
+        result("c1"),
+        call("c2"),
+        result("c2"),
+        AIMessage("b"),
+    ]
+    assert find_cut_point(history, 2) == 4  # 5 splits c2; 4 splits nothing
+    assert find_cut_point(history, 3, limit=3) == 2  # the limit cuts deeper, into c1
+
+
+def test_m5_whole_turns_keeps_a_history_that_opens_with_a_user_message() -> None:
+    """M5 + whole_turns: Anthropic and Gemini refuse a conversation whose first message is the
+    assistant's, so the cut moves back to the start of a user turn."""
     history = [SystemMessage(""), HumanMessage("a"), AIMessage("b"), HumanMessage("c")]
     history += [AIMessage("d"), AIMessage("e")]  # e.g. a forwarded reply after the answer
-    assert find_cut_point(history, 1) == 3
-    assert find_cut_point(history, 3) == 3
-    assert find_cut_point(history, 4) == 1  # 2 would open with "b"; no turn starts in 2..2
+    assert find_cut_point(history, 1) == 5  # M5 alone
+    assert find_cut_point(history, 1, turns=True) == 3
+    assert find_cut_point(history, 3, turns=True) == 3
+    assert find_cut_point(history, 4, turns=True) == 1  # 2 opens with "b"; the turn at 3 waits
 
 
-def test_m5_a_turn_longer_than_the_window_waits_for_the_next_user_turn() -> None:
-    """M5: one user turn, many tool rounds: nothing is evicted until the cut can reach the
-    next user turn, so the history that stays opens with the user."""
+def test_m5_whole_turns_move_before_a_call_too() -> None:
+    history = [SystemMessage(""), HumanMessage("a"), AIMessage("b"), HumanMessage("c")]
+    history += [call("c1", "c2"), result("c1"), result("c2"), AIMessage("d")]
+    assert find_cut_point(history, 2) == 4  # M5: 6 splits c2 from its call
+    assert find_cut_point(history, 2, turns=True) == 3  # 4 would open with the call
+
+
+def test_m5_whole_turns_wait_for_the_next_user_turn_inside_a_long_one() -> None:
     history = [SystemMessage(""), HumanMessage("a"), call("c1"), result("c1")]
     history += [call("c2"), result("c2"), AIMessage("b"), HumanMessage("next"), AIMessage("c")]
-    assert find_cut_point(history, 3) == 1  # 6 is inside turn "a"; "next" is at 7
-    assert find_cut_point(history, 2) == 7
+    assert find_cut_point(history, 3, turns=True) == 1  # 6 is inside turn "a"; "next" is at 7
+    assert find_cut_point(history, 2, turns=True) == 7
 
 
-def test_m5_a_history_without_later_user_turns_is_still_compacted() -> None:
-    """M5: a step that only works through tools (entered by go() with no message) never gets
+def test_m5_whole_turns_still_compact_a_history_without_later_user_turns() -> None:
+    """A step that only works through tools (entered by go() with no message) never gets
     another user message; waiting for one would let its history grow without bound."""
     history = [SystemMessage(""), HumanMessage("Continue.")]
     for n in range(4):
         history += [call(f"c{n}"), result(f"c{n}"), AIMessage(f"done {n}")]
-    assert find_cut_point(history, 4) == 10  # the tool-safe cut stands
-    assert find_cut_point(history, 4, turns=False) == 10
+    assert find_cut_point(history, 4, turns=True) == 10  # the tool-safe cut stands
+    assert find_cut_point(history, 4) == 10
 
 
 def test_m5_cut_of_one_or_less_means_nothing_to_evict() -> None:
@@ -273,19 +282,29 @@ async def test_m4_only_enabled_namespaces_are_compacted() -> None:
 
 
 async def test_m4_messages_written_in_this_turn_wait_for_the_next_turn() -> None:
-    """M4, M5: only stored messages are evicted, and only whole user turns.
-
-    Turn 1 is one long tool loop (12 messages). At the end of turn 2, 15 - 4 = 11 is inside
-    it and no user turn starts in 2..11, so nothing is evicted yet (a history opening with the
-    assistant is refused by Anthropic and Gemini). At the end of turn 3 the cut lands on m2:
-    the whole of turn 1 goes, and the history still opens with the user.
-    """
     rounds = [tool_call("note", text=f"n{n}") for n in range(5)] + ["done"]
-    model = ScriptedChatModel(script={"Chat": [*rounds, "r2", "r3"], "summary": ["S1"]})
+    model = ScriptedChatModel(script={"Chat": [*rounds, "r2"], "summary": ["S1"]})
     engine = engine_with(model)
     first = await engine.run("ChatFlow", "m1")  # 1 + 5 * 2 + 1 = 12 new messages
     doc = await engine.get_session(first.session_id)
     assert len(doc["memory"]["chat"]["messages"]) == 13 and summary_requests(model) == []
+    await engine.run("ChatFlow", "m2", session_id=first.session_id)
+    doc = await engine.get_session(first.session_id)
+    assert doc["memory"]["chat"]["summary"] == "S1"
+    # 15 - 4 = 11 would split the 5th call (10) from its result (11): the cut moves to 10.
+    kinds = [m["type"] for m in doc["memory"]["chat"]["messages"]]
+    assert kinds == ["system", "ai", "tool", "ai", "human", "ai"]
+
+
+async def test_m4_m5_whole_turns_evicts_a_long_turn_whole_at_a_later_turn_end() -> None:
+    """M4, M5 + whole_turns: turn 1 is one long tool loop (12 messages). At the end of turn 2,
+    15 - 4 = 11 is inside it and a later user turn (m2) exists, so nothing is evicted yet. At
+    the end of turn 3 the cut lands on m2: the whole of turn 1 goes, and the history still
+    opens with the user."""
+    rounds = [tool_call("note", text=f"n{n}") for n in range(5)] + ["done"]
+    model = ScriptedChatModel(script={"Chat": [*rounds, "r2", "r3"], "summary": ["S1"]})
+    engine = engine_with(model, whole_turns=True)
+    first = await engine.run("ChatFlow", "m1")
     await engine.run("ChatFlow", "m2", session_id=first.session_id)
     doc = await engine.get_session(first.session_id)
     assert doc["memory"]["chat"]["summary"] is None and summary_requests(model) == []

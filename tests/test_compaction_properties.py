@@ -73,13 +73,29 @@ def histories(draw: Any) -> list[BaseMessage]:
 
 @settings(max_examples=300, deadline=None)
 @given(histories(), st.integers(1, 20))
-def test_m5_cut_is_the_latest_user_turn_start_and_splits_no_tool_exchange(
+def test_m5_cut_is_the_latest_cut_that_splits_no_tool_exchange(
     history: list[BaseMessage], recent: int
 ) -> None:
-    """M5: the cut splits no tool exchange, and what stays opens with the user's message unless
-    the history has no user message after index 1 at all; it is the latest such cut at or
-    before `len - recent`, or 1 (evict nothing) if there is none."""
     cut = find_cut_point(history, recent)
+    start = len(history) - recent
+    assert cut <= max(start, 1)
+    if cut > 1:
+        assert pairing_problems(history[1:cut]) == []
+        assert pairing_problems([history[0], *history[cut:]]) == []
+    for later in range(max(cut + 1, 2), start + 1):  # every later cut would split something
+        kept = [history[0], *history[later:]]
+        assert pairing_problems(history[1:later]) or pairing_problems(kept)
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories(), st.integers(1, 20))
+def test_m5_whole_turns_cut_is_the_latest_user_turn_start_and_splits_no_tool_exchange(
+    history: list[BaseMessage], recent: int
+) -> None:
+    """M5 + whole_turns: the cut splits no tool exchange, and what stays opens with the user's
+    message unless the history has no user message after index 1 at all; it is the latest
+    such cut at or before `len - recent`, or 1 (evict nothing) if there is none."""
+    cut = find_cut_point(history, recent, turns=True)
     start = len(history) - recent
     no_later_users = not any(isinstance(m, HumanMessage) for m in history[2:])
     assert cut <= max(start, 1)
@@ -133,7 +149,9 @@ def replies_for(kind: str, number: int) -> list[Any]:
     return [tool_call("forget"), say]
 
 
-async def converse(kinds: list[str], min_messages: int, recent: int, fail: list[bool]) -> None:
+async def converse(
+    kinds: list[str], min_messages: int, recent: int, fail: list[bool], whole_turns: bool
+) -> None:
     queue: list[Any] = []
     summaries = iter(fail * 50)
 
@@ -150,7 +168,8 @@ async def converse(kinds: list[str], min_messages: int, recent: int, fail: list[
         def __init__(self) -> None:
             super().__init__()
             memory = self.get_memory().set_summary_model(model)
-            memory.set_summary_config(min_messages, recent).enable_summary("agent")
+            memory.set_summary_config(min_messages, recent, whole_turns=whole_turns)
+            memory.enable_summary("agent")
 
         def config_model(self) -> Any:
             return model
@@ -172,7 +191,7 @@ async def converse(kinds: list[str], min_messages: int, recent: int, fail: list[
     for request in model.requests:
         assert pairing_problems(request.messages) == []
         chat = [m for m in request.messages if not isinstance(m, SystemMessage)]
-        if "erase" not in kinds:  # erase_memory() inside a tool is T4's business, not M5's
+        if whole_turns and "erase" not in kinds:  # an erase inside a tool is T4's business
             assert isinstance(chat[0], HumanMessage), [m.type for m in request.messages]
 
 
@@ -181,8 +200,10 @@ async def converse(kinds: list[str], min_messages: int, recent: int, fail: list[
     st.lists(st.sampled_from(TURN_KINDS), min_size=1, max_size=25),
     st.integers(8, 20).flatmap(lambda m: st.tuples(st.just(m), st.integers(1, m - 2))),
     st.lists(st.booleans(), min_size=1, max_size=4),
+    st.booleans(),
 )
 def test_m5_no_stored_history_or_request_splits_a_tool_exchange(
-    kinds: list[str], thresholds: tuple[int, int], fail: list[bool]
+    kinds: list[str], thresholds: tuple[int, int], fail: list[bool], whole_turns: bool
 ) -> None:
-    asyncio.run(converse(kinds, *thresholds, fail))
+    """M5 (and, with whole_turns, every request opens with the user's message)."""
+    asyncio.run(converse(kinds, *thresholds, fail, whole_turns))

@@ -103,6 +103,7 @@ def test_m3_defaults_and_chaining() -> None:
             "recent_messages must be an integer from 1 to min_messages - 2 (14), got 0.",
         ),
         ({"max_tokens": 0}, "max_tokens must be a positive integer, got 0."),
+        ({"whole_turns": "yes"}, "whole_turns must be True or False, got 'yes'."),
     ],
 )
 def test_m3_invalid_config_raises_value_error_at_the_call(kwargs: dict, message: str) -> None:

@@ -136,17 +136,48 @@ async def test_anchors10_m4_m5_m7_tokens_and_evictions_match_a_hand_computation(
     assert off.cost(0.5) == 369 * 0.5 / 1e6
 
 
-async def test_anchors10_m5_background_and_inline_cut_at_the_same_turn_start() -> None:
-    """Inline compaction may evict only messages stored before the turn; background is not
-    limited that way (it loads the session as the turn saved it). Both then move the cut back
-    to the start of a user turn (M5), which for plain turns is the same place.
+async def test_anchors10_m5_background_mode_evicts_the_turn_it_just_saved() -> None:
+    """Inline compaction may evict only messages stored before the turn; background may not
+    be limited that way (it loads the session as the turn saved it).
+
+    8/1 after turn 4 (9 messages): inline cut = min(9 - 1, 7) = 7 (positions 1..6), background
+    cut = 8 (positions 1..7, H4 included), which leaves A4 first: a request that opens with an
+    assistant message, for the two calls after it (positions 10 and 12).
+    """
+    store = MemoryStore()
+    doc = await store_session(store, plain_turns(6))
+    settings = [SummaryConfig(8, 1), SummaryConfig(8, 1, background=True)]
+    inline, background = (await simulate_one(store, doc, settings, summary_tokens=100)).results
+
+    assert [(e.first, e.last) for e in inline.evictions] == [(1, 6)]
+    assert [(e.first, e.last) for e in background.evictions] == [(1, 7)]
+    assert [c.tokens for c in background.calls][4:] == [
+        SYSTEM + MEMORY_100 + ANSWER + HUMAN,
+        SYSTEM + MEMORY_100 + ANSWER + HUMAN + ANSWER + HUMAN,
+    ]
+    assert inline.violations == []
+    [opens] = background.violations
+    assert (opens.kind, opens.position, opens.requests) == ("opens_with_assistant", 8, 2)
+    assert opens.message == (
+        "2 simulated requests open with an assistant message after the system prompt and "
+        "memory (first at position 8, from the call at position 10 on). Anthropic and some "
+        "other providers refuse a conversation that does not start with a user message."
+    )
+
+
+async def test_anchors10_m5_whole_turns_cut_background_and_inline_at_the_same_turn_start() -> None:
+    """With whole_turns, both modes move the cut back to the start of a user turn, which for
+    plain turns is the same place, and no request opens with the assistant.
 
     8/1 after turn 4 (9 messages): inline cut = min(9 - 1, 7) = 7; background 8 (A4) would
     leave a history opening with the assistant, so it moves back to H4 at 7 too.
     """
     store = MemoryStore()
     doc = await store_session(store, plain_turns(6))
-    settings = [SummaryConfig(8, 1), SummaryConfig(8, 1, background=True)]
+    settings = [
+        SummaryConfig(8, 1, whole_turns=True),
+        SummaryConfig(8, 1, background=True, whole_turns=True),
+    ]
     inline, background = (await simulate_one(store, doc, settings, summary_tokens=100)).results
 
     assert [(e.first, e.last) for e in inline.evictions] == [(1, 6)]
@@ -470,17 +501,32 @@ async def test_anchors10_replaying_the_real_setting_reproduces_every_real_reques
     assert same.live_at_end == {"agent": len(agent["messages"]) - 1}
     assert off.total_tokens > other.total_tokens > same.total_tokens
     for result in report.results:
-        assert result.violations == []
+        assert [v.kind for v in result.violations if v.kind != "opens_with_assistant"] == []
         assert result.coverage_gaps == []
-    # The engine's cut point keeps whole user turns (M5), so no real request opened with an
-    # assistant message, and the replay agrees.
+    # The engine's own cut point (M5 keeps tool exchanges whole, not turns) really sent
+    # requests that open with an assistant message; the simulator counts exactly those.
     opening = [
         request
         for request in runs["model"].requests
         if request.metadata.get("picoflow_purpose") != "summary"
         and isinstance(next(m for m in request.messages if m.type != "system"), AIMessage)
     ]
-    assert opening == []
+    [opens] = [v for v in same.violations if v.kind == "opens_with_assistant"]
+    assert opens.requests == len(opening) > 0
+    assert off.violations == []
+
+
+async def test_anchors10_whole_turns_removes_the_assistant_first_requests(
+    runs: dict[str, Any],
+) -> None:
+    """M5 + whole_turns: the same session replayed with whole-turn cuts has no request that
+    opens with the assistant, at a few more tokens (the cut lands earlier)."""
+    doc, store = runs["doc"], runs["store"]
+    settings = [SummaryConfig(12, 4), SummaryConfig(12, 4, whole_turns=True)]
+    strict, whole = (await simulate_one(store, doc, settings)).results
+    assert [v.kind for v in strict.violations] == ["opens_with_assistant"]
+    assert whole.violations == [] and whole.coverage_gaps == []
+    assert whole.total_tokens >= strict.total_tokens
 
 
 async def test_anchors10_erased_positions_are_reported_and_restart_the_replay() -> None:
@@ -631,6 +677,7 @@ def test_anchors10_setting_strings_follow_m3() -> None:
     assert parse_setting("off") is None
     assert parse_setting(" 16/8 ") == SummaryConfig(16, 8)
     assert parse_setting("16/8", max_tokens=4000) == SummaryConfig(16, 8, max_tokens=4000)
+    assert parse_setting("16/8", whole_turns=True) == SummaryConfig(16, 8, whole_turns=True)
     with pytest.raises(ValueError) as too_many:
         parse_setting("16/20")
     assert str(too_many.value) == (
