@@ -40,7 +40,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "without OPENAI_API_KEY, else openai:gpt-4o-mini); OPENAI_BASE_URL is honoured",
     )
     add("--store", help=f"memory:, sqlite:///PATH or mongodb://... (default: {DEFAULT_STORE})")
-    add("--session", metavar="ID", help="resume this session")
+    add("--session", metavar="ID", help="resume this session (--session=ID if ID starts with -)")
     add("--script", metavar="FILE", type=Path, help="replay the file's lines, print the transcript")
     add("--debug", action="store_true", help="show step changes, tool calls and compactions")
     add("--today", type=_iso_date, help="today's date as YYYY-MM-DD (reproducible transcripts)")

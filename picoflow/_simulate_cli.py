@@ -90,7 +90,12 @@ def _parser() -> argparse.ArgumentParser:
         "prompt tokens, summaries, evicted ranges and problems of each. No model is called.",
     )
     parser.add_argument("--store", required=True, help="store URL: sqlite:///path.db, mongodb://")
-    parser.add_argument("--session", action="append", required=True, help="a session id")
+    parser.add_argument(
+        "--session",
+        action="append",
+        required=True,
+        help="a session id (write --session=ID if it starts with -)",
+    )
     parser.add_argument(
         "--setting", action="append", default=[], help="MIN/RECENT (e.g. 16/8) or off"
     )

@@ -65,8 +65,15 @@ class SessionDocument(TypedDict):
 
 
 def new_session_id() -> str:
-    """An unguessable id (144 random bits, URL-safe) (P5)."""
-    return secrets.token_urlsafe(18)
+    """An unguessable id (144 random bits, URL-safe) (P5) that starts with a letter or digit.
+
+    An id starting with `-` reads as an option on a command line (`--session -x...` is an
+    argparse error), so such draws are skipped; that costs well under one bit of the 144.
+    """
+    while True:
+        session_id = secrets.token_urlsafe(18)
+        if session_id[0].isalnum():
+            return session_id
 
 
 def is_session_id(value: Any) -> bool:

@@ -219,6 +219,7 @@ def test_p5_session_ids_are_unguessable_and_well_formed() -> None:
     ids = {new_session_id() for _ in range(2000)}
     assert len(ids) == 2000
     assert all(is_session_id(i) and len(i) == 24 for i in ids)
+    assert all(i[0].isalnum() for i in ids)  # never read as an option by a command line
 
 
 async def test_p5_unknown_expired_and_completed_ids_start_new_sessions(store: Any) -> None:
