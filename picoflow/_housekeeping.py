@@ -115,6 +115,8 @@ class Housekeeping:
         self, flow: Flow, stored: JSONDict, usage: dict[str, dict[str, int]]
     ) -> None:
         """Anchors item 6: distil the steps left this turn, then erase what may go."""
+        if not any(step._distil is not None for step in flow.steps.values()):
+            return  # the common case: no step of this flow distils, nothing to erase
         items = _distil.pending(flow, flow._exits)
         if items:
             model = self._model(flow)
