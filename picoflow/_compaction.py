@@ -41,7 +41,7 @@ from langchain_core.runnables import RunnableConfig
 from ._facts import MAX_LISTED, dropped_facts
 from .errors import StoreError
 from .flow import Flow
-from .memory import Namespace, SummaryConfig, count_summary_call
+from .memory import Namespace, SummaryConfig, count_call
 from .stores.base import ArchiveEntry, Store
 
 __all__ = [
@@ -339,7 +339,7 @@ async def apply(flow: Flow, result: Draft, store: Store) -> dict[str, Any]:
     namespace = result.namespace
     record = flow.get_memory().space(namespace)
     if result.reply is not None:
-        count_summary_call(record, result.reply)  # M10, by namespace
+        count_call(record.summary_usage, result.reply)  # M10, by namespace
     if result.summary is None:
         return _skip(flow, namespace, result.problem or "no summary")
     evicted = record.messages[1 : result.cut]

@@ -51,7 +51,7 @@ from ._compaction import (
 )
 from .errors import StoreError
 from .flow import Flow
-from .memory import count_summary_call
+from .memory import count_call
 from .step import DistilSpec, Step, now_iso
 from .stores.base import Store
 
@@ -262,7 +262,7 @@ def apply(flow: Flow, item: Distillation) -> bool:
     """
     step = flow.get_step(item.step)
     if item.reply is not None:
-        count_summary_call(flow.get_memory().space(step.namespace), item.reply)  # M10
+        count_call(flow.get_memory().space(step.namespace).summary_usage, item.reply)  # M10
     if item.value is None:
         flow.add_warning(
             f"Step distillation skipped: {step.name}: {item.problem or 'no value'}. Nothing "

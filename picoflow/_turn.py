@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from .errors import ToolLoopError
 from .flow import Flow
-from .memory import request_messages
+from .memory import count_call, request_messages
 from .models import ModelSpec, ProviderRegistry
 from .step import Step
 from .tools import ToolSpec, collect_tools
@@ -73,11 +73,7 @@ def message_text(message: BaseMessage) -> str:
 
 def add_usage(usage: dict[str, dict[str, int]], kind: str, message: BaseMessage) -> None:
     """Add a reply's token counts to the `kind` counters (`model` or `summary`, M10)."""
-    counters = usage[kind]
-    counters["calls"] += 1
-    meta = getattr(message, "usage_metadata", None) or {}
-    for key in ("input_tokens", "output_tokens", "total_tokens"):
-        counters[key] += int(meta.get(key, 0) or 0)
+    count_call(usage[kind], message)
 
 
 _Tools = dict[str, tuple[ToolSpec, Callable[..., Any]]]

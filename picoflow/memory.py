@@ -235,13 +235,16 @@ class Memory:
         record.summary = None
 
 
-def count_summary_call(record: Namespace, reply: BaseMessage) -> None:
-    """Add one housekeeping call and its tokens to the namespace's `summary_usage` (M10)."""
-    usage = record.summary_usage
-    usage["calls"] = usage.get("calls", 0) + 1
+def count_call(counters: dict[str, int], reply: BaseMessage) -> None:
+    """Add one model call and its reply's token counts to `counters` (M10).
+
+    The one place usage is counted: a turn's `usage["model"]`/`usage["summary"]` and a
+    namespace's `summary_usage` all go through it. Missing counters start at 0.
+    """
+    counters["calls"] = counters.get("calls", 0) + 1
     meta = getattr(reply, "usage_metadata", None) or {}
     for key in ("input_tokens", "output_tokens", "total_tokens"):
-        usage[key] = usage.get(key, 0) + int(meta.get(key, 0) or 0)
+        counters[key] = counters.get(key, 0) + int(meta.get(key, 0) or 0)
 
 
 def request_messages(record: Namespace, system: SystemMessage) -> list[BaseMessage]:

@@ -75,9 +75,7 @@ class Store(Protocol):
         """Remove the session and its archive; True if it existed."""
         ...
 
-    async def archive(
-        self, session_id: str, namespace: str, entries: list[ArchiveEntry]
-    ) -> None:
+    async def archive(self, session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
         """Keep evicted messages with their original positions (M9)."""
         ...
 
