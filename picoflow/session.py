@@ -12,8 +12,6 @@ import pickle
 import re
 import secrets
 from datetime import datetime, timedelta
-from itertools import compress, count
-from operator import is_not
 from typing import Any, Literal, TypedDict
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
@@ -23,7 +21,7 @@ from .flow import Flow
 from .memory import Namespace
 from .models import describe_model
 from .step import now_iso
-from .stores.base import SavedMessages
+from .stores.base import SavedMessages, encode_new
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -230,26 +228,10 @@ def _dump_namespace(record: Namespace) -> dict[str, Any]:
 
 
 def _dump_messages(record: Namespace) -> SavedMessages:
-    """Serialise a history, reusing the stored dicts of the unchanged prefix.
-
-    Histories grow by appending and messages are never mutated, so the messages after index 0
-    that are the very objects saved last time keep their dicts; the system slot (index 0) keeps
-    its dict while it is the same message (a changed prompt makes a new one). Finding the
-    prefix is one C-level pass (`map(is_not, ...)`), so a save costs what the turn added, not
-    what the conversation holds.
-    """
-    messages = record.messages
-    if not messages:
-        record.synced = ([], [])
-        return SavedMessages()
-    old_messages, old_dicts = record.synced
-    same = next(compress(count(1), map(is_not, messages[1:], old_messages[1:])), None)
-    keep = min(len(messages), len(old_messages)) if same is None else same
-    slot_kept = bool(old_messages) and messages[0] is old_messages[0]
-    head = [old_dicts[0] if slot_kept else _serialise(messages[0])]
-    dicts = SavedMessages(head + old_dicts[1:keep])
-    dicts += [_serialise(m) for m in messages[max(keep, 1) :]]
-    record.synced = (list(messages), dicts)
+    """Serialise a history, reusing the stored dicts of the messages saved last time
+    (`encode_new`), so a save costs what the turn added."""
+    dicts = SavedMessages(encode_new(record.messages, record.synced, _serialise))
+    record.synced = (list(record.messages), dicts)
     return dicts
 
 

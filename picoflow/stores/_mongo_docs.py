@@ -29,8 +29,6 @@ import json
 import math
 from collections import OrderedDict
 from datetime import UTC, datetime
-from itertools import compress, count
-from operator import is_not
 from typing import Any
 from urllib.parse import unquote
 
@@ -39,7 +37,7 @@ from bson.raw_bson import RawBSONDocument
 
 from picoflow.errors import StoreError
 from picoflow.stores import _checks
-from picoflow.stores.base import ArchiveEntry, JSONDict, SavedMessages
+from picoflow.stores.base import ArchiveEntry, JSONDict, SavedMessages, encode_new
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -74,7 +72,7 @@ class SessionEncoder:
     turns as the very same objects and never mutates them (`SavedMessages`). Per session and
     namespace this encoder remembers the last such list and each message's BSON; a list that
     starts with the same objects reuses their bytes, so a save checks and encodes what the turn
-    added (plus the system slot), not the whole conversation. Plain lists, from callers who may
+    added, not the whole conversation. Plain lists, from callers who may
     have edited a dict in place, are encoded in full. The most recently saved `capacity`
     sessions are remembered.
     """
@@ -147,16 +145,8 @@ class SessionEncoder:
         self._sessions.move_to_end(session_id)
         while len(self._sessions) > self._capacity:
             self._sessions.popitem(last=False)
-        old_messages, old_encoded = known.get(namespace, ([], []))
-        # Index 0 is the system slot, rewritten every turn: compared like the rest, always
-        # encoded again. The first other position whose object changed ends the reuse.
-        first_change = next(compress(count(1), map(is_not, messages[1:], old_messages[1:])), None)
-        keep = min(len(messages), len(old_messages)) if first_change is None else first_change
-        encoded = (
-            [_encode_message(m, session_id) for m in messages[:1]]
-            + old_encoded[1:keep]
-            + [_encode_message(m, session_id) for m in messages[max(keep, 1) :]]
-        )
+        previous = known.get(namespace, ([], []))
+        encoded = encode_new(messages, previous, lambda m: _encode_message(m, session_id))
         known[namespace] = (list(messages), encoded)
         return [value for value, _ in encoded], any(escaped for _, escaped in encoded)
 

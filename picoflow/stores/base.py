@@ -30,9 +30,12 @@ very same dict objects in the next save of that session; any other list is encod
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from itertools import compress, count
+from operator import is_not
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-__all__ = ["Store", "ArchiveEntry", "JSONDict", "SavedMessages", "message_text"]
+__all__ = ["Store", "ArchiveEntry", "JSONDict", "SavedMessages", "encode_new", "message_text"]
 
 JSONDict = dict[str, Any]
 ArchiveEntry = dict[str, Any]  # {"position": int, "message": <message_to_dict form>}
@@ -49,6 +52,31 @@ class SavedMessages(list[JSONDict]):
     """
 
     __slots__ = ()
+
+
+_Out = TypeVar("_Out")
+
+
+def encode_new(
+    items: list[Any], previous: tuple[list[Any], list[_Out]], encode: Callable[[Any], _Out]
+) -> list[_Out]:
+    """`[encode(i) for i in items]`, reusing the outputs of the items that are the very objects
+    encoded last time (`previous` = those items and their outputs).
+
+    Histories grow by appending and saved messages are never mutated, so after index 0 the
+    unchanged part is a prefix, found in one C-level pass (`map(is_not, ...)`); the system slot
+    at index 0 is compared on its own, so a new prompt does not end the reuse. A save then costs
+    what the turn added, not what the conversation holds. The engine's session dump and the
+    stores' encoders all use this.
+    """
+    if not items:
+        return []
+    old_items, old_out = previous
+    changed = next(compress(count(1), map(is_not, items[1:], old_items[1:])), None)
+    keep = min(len(items), len(old_items)) if changed is None else changed
+    slot_kept = bool(old_items) and items[0] is old_items[0]
+    head = [old_out[0] if slot_kept else encode(items[0])]
+    return head + old_out[1:keep] + [encode(item) for item in items[max(keep, 1) :]]
 
 
 @runtime_checkable

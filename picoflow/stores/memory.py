@@ -7,13 +7,11 @@ Nothing survives a restart, and two processes never see each other's sessions. U
 from __future__ import annotations
 
 import json
-from itertools import compress, count
-from operator import is_not
 from typing import Any
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError
 from picoflow.stores import _checks
-from picoflow.stores.base import ArchiveEntry, JSONDict, SavedMessages
+from picoflow.stores.base import ArchiveEntry, JSONDict, SavedMessages, encode_new
 
 __all__ = ["MemoryStore"]
 
@@ -191,17 +189,8 @@ class _MessageCodec:
         if not isinstance(messages, SavedMessages):  # no promise the dicts are unchanged
             self._last.pop(namespace, None)
             return [_checks.encode(m, session_id) for m in messages]
-        old_messages, old_texts = self._last.get(namespace, ([], []))
-        if not messages:
-            self._last[namespace] = ([], [])
-            return []
-        # Index 0, the system slot, is compared on its own: a new prompt must not end the reuse.
-        first_change = next(compress(count(1), map(is_not, messages[1:], old_messages[1:])), None)
-        keep = min(len(messages), len(old_messages)) if first_change is None else first_change
-        slot_kept = bool(old_messages) and messages[0] is old_messages[0]
-        head = [old_texts[0] if slot_kept else _checks.encode(messages[0], session_id)]
-        middle = old_texts[1:keep]
-        texts = head + middle + [_checks.encode(m, session_id) for m in messages[max(keep, 1) :]]
+        previous = self._last.get(namespace, ([], []))
+        texts = encode_new(messages, previous, lambda m: _checks.encode(m, session_id))
         self._last[namespace] = (list(messages), texts)
         return texts
 
