@@ -140,17 +140,18 @@ async def _call_model(step: Step, tools: _Tools, ctx: TurnContext) -> AIMessage:
     model = ctx.registry.resolve(step._model or _require(ctx.default_model, flow, step))
     runnable = ctx.registry.bound(model, [spec.schema for spec, _ in tools.values()])
     ctx.model_calls += 1
-    logger.info(
-        "model call %d in %s.%s",
-        ctx.model_calls,
-        flow.name,
-        step.name,
-        extra={
-            "session_id": flow.get_session_id(),
-            "step": step.name,
-            "namespace": step.namespace,
-        },
-    )
+    if logger.isEnabledFor(logging.INFO):  # skip building the record's extras when unlogged
+        logger.info(
+            "model call %d in %s.%s",
+            ctx.model_calls,
+            flow.name,
+            step.name,
+            extra={
+                "session_id": flow.get_session_id(),
+                "step": step.name,
+                "namespace": step.namespace,
+            },
+        )
     messages = request_messages(record, system)
     config = model_config(flow, step, "reply")
     if ctx.emit is None:

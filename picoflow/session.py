@@ -204,9 +204,12 @@ def dump_flow(
     out["memory"] = {
         name: _dump_namespace(record) for name, record in flow.get_memory().namespaces().items()
     }
-    stamp = now_iso()
-    warnings = list(doc["warnings"]) + [{"at": stamp, "message": m} for m in flow._warnings]
-    out["warnings"] = warnings[-MAX_WARNINGS:]
+    if flow._warnings:
+        stamp = now_iso()
+        warnings = list(doc["warnings"]) + [{"at": stamp, "message": m} for m in flow._warnings]
+        out["warnings"] = warnings[-MAX_WARNINGS:]
+    else:
+        out["warnings"] = list(doc["warnings"])
     return out
 
 

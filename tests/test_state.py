@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from datetime import date, datetime
 
 import pydash
@@ -58,6 +59,35 @@ json_values |= st.dictionaries(path_text, json_values, max_size=2)
 def test_s1_get_path_reads_exactly_what_pydash_get_reads(data: dict, path: str) -> None:
     """S1: the plain-key shortcut of get_state never answers differently from pydash.get."""
     assert get_path(data, path) == pydash.get(data, path)
+
+
+json_leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+json_trees = st.recursive(
+    json_leaves,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner),
+    max_leaves=8,
+)
+json_objects = st.dictionaries(st.text(alphabet="abc", max_size=2), json_trees, max_size=4)
+
+
+@given(json_objects, json_objects.filter(bool))
+def test_s2_merge_state_is_first_key_replace_then_pydash_merge(state: dict, update: dict) -> None:
+    """S2: assigning scalars directly never differs from pydash.merge, key order included."""
+    expected = pickle.loads(pickle.dumps(state))
+    first = next(iter(update))
+    expected[first] = pickle.loads(pickle.dumps(update[first]))
+    rest = {k: v for k, v in pickle.loads(pickle.dumps(update)).items() if k != first}
+    if rest:
+        pydash.merge(expected, rest)
+    merge_state(state, update, "state")
+    assert state == expected
+    assert list(state) == list(expected)
 
 
 def test_s2_first_key_replaces_other_keys_deep_merge() -> None:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import random
 import re
+from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from flows import engine_for
 from test_flow import make_flow
 
 from picoflow import Step, go, tool
+from picoflow.step import now_iso
 from picoflow.testing import ScriptedChatModel, tool_call
 
 
@@ -147,3 +152,39 @@ async def test_t5_message_ids_attribute_messages_to_steps_and_last_message() -> 
     step = flow.get_step(Plain)
     assert step.get_last_message() is None
     assert step.gen_message_id() != step.gen_message_id()
+
+
+def test_t5_timestamps_are_utc_milliseconds_of_the_real_clock() -> None:
+    """T5: the cached stamp reads exactly as datetime's ISO form of the same millisecond."""
+    before = datetime.now(UTC)
+    stamp = now_iso()
+    after = datetime.now(UTC)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp)
+    parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    assert before.replace(microsecond=before.microsecond // 1000 * 1000) <= parsed <= after
+
+
+def test_t5_message_ids_ignore_random_seed_of_the_user() -> None:
+    """T5: a flow that seeds `random` for its own reasons does not make message ids repeat."""
+    step = make_flow(lambda f: [Plain(f)])().get_step(Plain)
+    random.seed(7)
+    first = {step.gen_message_id().rsplit("|", 1)[1] for _ in range(3)}
+    random.seed(7)
+    second = {step.gen_message_id().rsplit("|", 1)[1] for _ in range(3)}
+    assert not first & second
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX-only: os.fork")
+def test_t5_a_forked_worker_draws_other_message_ids_than_its_parent() -> None:
+    """T5: preforked server workers never share the id generator's sequence."""
+    step = make_flow(lambda f: [Plain(f)])().get_step(Plain)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: report its next random segment and leave at once
+        os.write(write, step.gen_message_id().rsplit("|", 1)[1].encode())
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 64).decode()
+    os.waitpid(pid, 0)
+    os.close(read)
+    assert child != step.gen_message_id().rsplit("|", 1)[1]
