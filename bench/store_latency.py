@@ -39,6 +39,7 @@ from pymongo.errors import PyMongoError
 
 from picoflow.stores import SQLiteStore, Store
 from picoflow.stores._mongo_docs import SessionEncoder, session_from_stored
+from picoflow.stores.base import SavedMessages
 from picoflow.stores.mongo import MongoStore
 
 SIZES = {"20 KB": 20_000, "200 KB": 200_000}
@@ -103,7 +104,16 @@ async def sample(store: Store, doc: dict[str, Any], count: int) -> dict[str, lis
 
 
 def encode_ms(doc: dict[str, Any], count: int, *, reuse: bool) -> list[float]:
-    """MongoStore's client-side work per save: with the same message objects, or new ones."""
+    """MongoStore's client-side work per save: with the same message objects, or new ones.
+
+    The messages go in as the engine hands them over, a `SavedMessages` list (its promise that
+    the dicts are never edited is what allows the reuse).
+    """
+    memory = {
+        ns: {**entry, "messages": SavedMessages(entry["messages"])}
+        for ns, entry in doc["memory"].items()
+    }
+    doc = {**doc, "memory": memory}
     encoder, out = SessionEncoder(), []
     for _ in range(count):
         if not reuse:

@@ -7,11 +7,11 @@ Nothing survives a restart, and two processes never see each other's sessions. U
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError
 from picoflow.stores import _checks
-from picoflow.stores.base import ArchiveEntry, JSONDict, SavedMessages, encode_new
+from picoflow.stores._codec import JSONCodec
+from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["MemoryStore"]
 
@@ -33,7 +33,7 @@ class MemoryStore:
     def __init__(self) -> None:
         """Start empty; no event loop is needed to construct the store."""
         self._docs: dict[str, tuple[int, _Encoded]] = {}
-        self._codecs: dict[str, _MessageCodec] = {}
+        self._codec = JSONCodec()
         # (session_id, namespace) -> {position: (message JSON, lowercased search text)}
         self._archive: dict[tuple[str, str], dict[int, tuple[str, str]]] = {}
         self._closed = False
@@ -96,7 +96,7 @@ class MemoryStore:
         _checks.check_open(self, self._closed)
         for key in [key for key in self._archive if key[0] == session_id]:
             del self._archive[key]
-        self._codecs.pop(session_id, None)
+        self._codec.forget(session_id)
         return self._docs.pop(session_id, None) is not None
 
     async def archive(self, session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
@@ -144,55 +144,13 @@ class MemoryStore:
         self._closed = True
         self._docs.clear()
         self._archive.clear()
-        self._codecs.clear()
+        self._codec.clear()
 
     def _encode(self, doc: JSONDict, session_id: str) -> _Encoded:
-        codec = self._codecs.get(session_id)
-        if codec is None:
-            codec = self._codecs[session_id] = _MessageCodec()
-        return codec.encode(doc, session_id)
+        return self._codec.parts(doc, session_id)
 
 
 _Encoded = tuple[str, dict[str, list[str]]]  # (document without messages, message texts)
-
-
-class _MessageCodec:
-    """Encodes a session's documents, reusing the text of the unchanged messages.
-
-    Per namespace it remembers the message dicts of the last document and their JSON text; a
-    message list that starts with the very same dict objects reuses their text, found in one
-    C-level pass. Only a new system slot and what follows the first difference are encoded
-    again. That is done only for `SavedMessages` lists, whose dicts the engine promises never
-    to mutate; any other list (a caller editing a loaded document) is encoded in full.
-    """
-
-    def __init__(self) -> None:
-        self._last: dict[str, tuple[list[Any], list[str]]] = {}
-
-    def encode(self, doc: JSONDict, session_id: str) -> _Encoded:
-        memory = doc.get("memory")
-        if not isinstance(memory, dict) or not all(
-            isinstance(entry, dict) and isinstance(entry.get("messages"), list)
-            for entry in memory.values()
-        ):
-            return _checks.encode(doc, session_id), {}
-        skeleton = {
-            **doc,
-            "memory": {ns: {**entry, "messages": []} for ns, entry in memory.items()},
-        }
-        texts = {
-            ns: self._texts_of(ns, entry["messages"], session_id) for ns, entry in memory.items()
-        }
-        return _checks.encode(skeleton, session_id), texts
-
-    def _texts_of(self, namespace: str, messages: list[Any], session_id: str) -> list[str]:
-        if not isinstance(messages, SavedMessages):  # no promise the dicts are unchanged
-            self._last.pop(namespace, None)
-            return [_checks.encode(m, session_id) for m in messages]
-        previous = self._last.get(namespace, ([], []))
-        texts = encode_new(messages, previous, lambda m: _checks.encode(m, session_id))
-        self._last[namespace] = (list(messages), texts)
-        return texts
 
 
 def _decode(encoded: _Encoded) -> JSONDict:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -16,14 +14,12 @@ from typing import Any
 import pytest
 from flows import engine_for, transcript, two_step_flow
 from mongo_server import MongoServer, free_port
-from mongo_worker import ChatFlow
+from two_writers import check_two_processes_never_lose_an_update
 
 from picoflow import Flow, FlowDefinitionError, FlowEngine, Step, tool
 from picoflow.stores import MemoryStore, SQLiteStore, Store
 from picoflow.stores.mongo import MongoStore
 from picoflow.testing import ScriptedChatModel, tool_call
-
-WORKER = Path(__file__).with_name("mongo_worker.py")
 
 
 @pytest.fixture
@@ -198,58 +194,9 @@ def test_m1_namespaces_mongodb_would_misread_are_refused_before_any_store(namesp
 async def test_p4_two_processes_on_one_session_never_lose_an_update(
     mongo_factory: Callable[[], MongoStore], mongo_server: MongoServer, mongo_database: str
 ) -> None:
-    store = mongo_factory()
-    engine = FlowEngine(flows=[ChatFlow], store=store)
-    created = await engine.run("ChatFlow", "first")
-    assert created.success
-    session_id = created.session_id
-    assert session_id is not None
-
-    names = ["alpha", "beta"]
-    args = [mongo_server.uri, mongo_database, session_id]
-    workers = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), *args, name, "50"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,  # each conflict is logged as a warning
-            text=True,
-        )
-        for name in names
-    ]
-    turns = []
-    try:
-        for worker in workers:
-            assert worker.stdout is not None
-            assert worker.stdout.readline() == "ready\n", worker.communicate()[1]
-        for worker in workers:  # both are connected: start them together
-            assert worker.stdin is not None
-            worker.stdin.write("go\n")
-            worker.stdin.flush()
-        for worker in workers:
-            out, err = worker.communicate(timeout=120)
-            assert worker.returncode == 0, err
-            turns.append(json.loads(out))
-    finally:
-        for worker in workers:
-            if worker.poll() is None:
-                worker.kill()
-                worker.communicate()
-
-    doc = await store.load(session_id)
-    assert doc is not None
-    stored = [text for kind, text in transcript(doc, "ChatStep") if kind == "human"]
-    succeeded = [t["text"] for results in turns for t in results if t["success"]]
-    failed = [t for results in turns for t in results if not t["success"]]
-    assert {t["error"] for t in failed} <= {"SessionConflictError"}
-    assert stored[0] == "first"
-    assert sorted(stored[1:]) == sorted(succeeded)  # every success is kept, nothing else
-    for name, results in zip(names, turns, strict=True):
-        mine = [t["text"] for t in results if t["success"]]
-        assert [text for text in stored if text.startswith(name)] == mine  # in its order
-    assert doc["revision"] == len(succeeded)
-    assert len(succeeded) + len(failed) == 100
-    await engine.aclose()
+    await check_two_processes_never_lose_an_update(
+        mongo_factory(), mongo_server.uri, mongo_database
+    )
 
 
 # --- a HotelFlow conversation, resumed by a new engine ----------------------------------------

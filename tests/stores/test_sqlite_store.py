@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage, message_to_dict
+from two_writers import check_two_processes_never_lose_an_update
 
 from picoflow.errors import SessionConflictError, StoreError
 from picoflow.stores import SQLiteStore
@@ -200,3 +201,12 @@ async def test_p2_sqlite_failed_write_rolls_back_and_leaves_the_store_usable(
         )
         await store.archive("s-1", "explore", [human(1, "still works")])
         assert await store.search_archive("s-1", "explore", "works") == [human(1, "still works")]
+
+
+async def test_p4_two_processes_on_one_sqlite_session_never_lose_an_update(
+    tmp_path: Path,
+) -> None:
+    """P4: app processes sharing the file race on one session; each save is one statement."""
+    path = tmp_path / "sessions.db"
+    async with opened(path) as store:
+        await check_two_processes_never_lose_an_update(store, f"sqlite:///{path}", "-")

@@ -1,6 +1,8 @@
-"""One app process of the P4 test: its own FlowEngine running turns on a shared Mongo session.
+"""One app process of the P4 tests: its own FlowEngine running turns on a shared session.
 
-    python mongo_worker.py URI DATABASE SESSION_ID NAME TURNS
+    python store_worker.py URL DATABASE SESSION_ID NAME TURNS
+
+URL is a MongoDB URI (DATABASE names the database) or a `sqlite:///` URL (DATABASE is `-`).
 
 It connects, prints "ready", waits for a line on stdin (so that the test starts every worker at
 the same moment), runs TURNS turns with the messages NAME-00, NAME-01, ..., and prints one JSON
@@ -17,6 +19,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from picoflow import Flow, FlowEngine, Step
+from picoflow.stores import Store, from_url
 from picoflow.stores.mongo import MongoStore
 from picoflow.testing import ScriptedChatModel
 
@@ -41,8 +44,12 @@ class ChatFlow(Flow):
         return [ChatStep(self)]
 
 
-async def work(uri: str, database: str, session_id: str, name: str, turns: int) -> None:
-    engine = FlowEngine(flows=[ChatFlow], store=MongoStore(uri, database))
+def open_store(url: str, database: str) -> Store:
+    return MongoStore(url, database) if url.startswith("mongodb") else from_url(url)
+
+
+async def work(url: str, database: str, session_id: str, name: str, turns: int) -> None:
+    engine = FlowEngine(flows=[ChatFlow], store=open_store(url, database))
     assert await engine.get_session(session_id) is not None  # connected before the start
     print("ready", flush=True)
     await asyncio.to_thread(sys.stdin.readline)
@@ -57,5 +64,5 @@ async def work(uri: str, database: str, session_id: str, name: str, turns: int) 
 
 
 if __name__ == "__main__":
-    uri, database, session_id, name, turns = sys.argv[1:]
-    asyncio.run(work(uri, database, session_id, name, int(turns)))
+    url, database, session_id, name, turns = sys.argv[1:]
+    asyncio.run(work(url, database, session_id, name, int(turns)))
