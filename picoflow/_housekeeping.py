@@ -62,7 +62,16 @@ Exits = list[tuple[str, list[BaseMessage]]]  # steps to distil, as in `Flow._exi
 
 
 class Housekeeping:
-    """Runs compaction for an engine and keeps track of its background tasks."""
+    """Runs compaction for an engine and keeps track of its background tasks.
+
+    Work carried over from failed tasks, and the times background work fell due, are kept for
+    at most `keep_at_most` sessions each, the oldest dropped first: a store outage can fail the
+    tasks of thousands of sessions, and a session that never returns must not be held forever.
+    Dropped carried work only means a step left before the outage is not distilled; its
+    messages stay, and compaction still runs at the session's next turn end.
+    """
+
+    keep_at_most = 1024
 
     def __init__(
         self,
@@ -150,7 +159,8 @@ class Housekeeping:
         items = _distil.pending(flow, exits)
         memory = saved["memory"]
         if items or due_cuts(flow, memory) or _distil.erase_cuts(flow, memory):
-            self._due_since.setdefault(session_id, time.monotonic())
+            if session_id not in self._due_since:
+                _put_bounded(self._due_since, session_id, time.monotonic(), self.keep_at_most)
             self._start(type(flow), session_id, exits)
 
     def cancel(self, session_id: str) -> None:
@@ -282,7 +292,16 @@ class Housekeeping:
                 extra={"session_id": session_id},
             )
             carried = self._carried.get(session_id, (job[0], []))[1]
-            self._carried[session_id] = (job[0], job[1] + carried)
+            dropped = _put_bounded(
+                self._carried, session_id, (job[0], job[1] + carried), self.keep_at_most
+            )
+            if dropped is not None:
+                logger.warning(
+                    "dropped the carried-over distillation of an idle session: more than %d "
+                    "sessions have failed background work waiting for their next turn",
+                    self.keep_at_most,
+                    extra={"session_id": dropped},
+                )
         queued = self._queued.pop(session_id, None)
         if queued is None:
             return
@@ -306,6 +325,16 @@ class _Work:
     def replies(self) -> list[AIMessage]:
         found = [item.reply for item in self.items] + [d.reply for d in self.drafts]
         return [reply for reply in found if reply is not None]
+
+
+def _put_bounded(entries: dict[str, Any], key: str, value: Any, limit: int) -> str | None:
+    """Set `entries[key]`; beyond `limit` keys, drop the oldest. Returns the dropped key."""
+    entries[key] = value
+    if len(entries) <= limit:
+        return None
+    oldest = next(iter(entries))
+    del entries[oldest]
+    return oldest
 
 
 def _distil_generation(flow: Flow, step_name: str) -> Any:

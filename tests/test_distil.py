@@ -30,6 +30,7 @@ from picoflow import (
     tool,
 )
 from picoflow._distil import DEFAULT_DISTIL_PROMPT
+from picoflow._housekeeping import Housekeeping
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call
 
@@ -780,6 +781,31 @@ async def test_distil_background_task_that_fails_is_retried_at_the_next_turn_end
     await engine.wait_for_background()
     doc = await engine.get_session(first.session_id)
     assert doc["steps"]["Explore"]["state"]["criteria"]["value"] == LYON_VALUE
+
+
+async def test_distil_carried_work_is_kept_for_a_bounded_number_of_idle_sessions(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """anchors item 4 / distil: after an outage fails many sessions' tasks, the work carried
+    for sessions that never return is dropped oldest first, with a warning, not kept forever."""
+    monkeypatch.setattr(Housekeeping, "keep_at_most", 2)
+    brain = Brain(LYON, LYON)  # two distillations: the sessions whose work was kept
+    store = LoadFailsOnce()
+    engine = background_engine(brain, store)
+    sessions = []
+    for _ in range(3):
+        (first,) = await chat(engine, "Lyon please")
+        store.armed = True
+        await chat(engine, "done", session_id=first.session_id)  # leaves Explore; task fails
+        await engine.wait_for_background()
+        sessions.append(first.session_id)
+    dropped = [r for r in caplog.records if "dropped the carried-over" in r.getMessage()]
+    assert [r.session_id for r in dropped] == [sessions[0]]  # type: ignore[attr-defined]
+    for session_id in sessions:
+        await chat(engine, "thanks", session_id=session_id)
+    await engine.wait_for_background()
+    states = [(await engine.get_session(i))["steps"]["Explore"]["state"] for i in sessions]
+    assert ["criteria" in state for state in states] == [False, True, True]
 
 
 async def test_distil_background_failure_is_recorded_on_the_session() -> None:
