@@ -209,7 +209,7 @@ def dump_flow(
         warnings = list(doc["warnings"]) + [{"at": stamp, "message": m} for m in flow._warnings]
         out["warnings"] = warnings[-MAX_WARNINGS:]
     else:
-        out["warnings"] = list(doc["warnings"])
+        out["warnings"] = list(doc["warnings"][-MAX_WARNINGS:])
     return out
 
 

@@ -396,3 +396,19 @@ async def test_e2_refused_requests_are_marked_invalid_request_not_bugs() -> None
     assert bug.message == (
         "The turn failed and the session was not changed: ValueError: a bug in flow code"
     )
+
+
+async def test_p1_a_session_keeps_its_last_100_warnings() -> None:
+    """P1: the stored `warnings` list is capped, on turns that add none as on turns that do."""
+    store = MemoryStore()
+    engine = engine_for(two_step_flow(ScriptedChatModel(script=["One.", "Two."])), store=store)
+    first = await engine.run("HotelFlow", "Hi")
+    doc = await store.load(first.session_id)
+    doc["warnings"] = [{"at": "2026-01-01T00:00:00.000Z", "message": f"w{n}"} for n in range(150)]
+    await store.save(doc, doc["revision"])
+
+    second = await engine.run("HotelFlow", "Again", session_id=first.session_id)
+
+    assert second.success
+    saved = await store.load(first.session_id)
+    assert [w["message"] for w in saved["warnings"]] == [f"w{n}" for n in range(50, 150)]

@@ -89,14 +89,19 @@ class SQLiteStore:
         """
         session_id = _checks.check_new_doc(doc)
         text = self._codec.text(doc, session_id)
+        insert = (
+            "INSERT OR IGNORE INTO sessions (id, revision, doc, expires_at) VALUES (?, 0, ?, ?)"
+        )
+        params = (session_id, text, _expires_at(doc))
         async with self._connected(f"create session '{session_id}'") as connection:
-            # One statement, so one implicit transaction: the insert happens entirely or not.
-            cursor = await connection.execute(
-                "INSERT OR IGNORE INTO sessions (id, revision, doc, expires_at) "
-                "VALUES (?, 0, ?, ?)",
-                (session_id, text, _expires_at(doc)),
-            )
-            if cursor.rowcount == 0:
+            # One statement is one implicit transaction: the fast path, a single trip.
+            if await _rowcount(connection, insert, params):
+                return
+            # The id was taken. Try again holding the write lock, so that the revision reported
+            # is the one that is stored, even if another process deletes the session meanwhile.
+            async with _immediate(connection):
+                if await _rowcount(connection, insert, params):
+                    return
                 actual = await _revision_of(connection, session_id) or 0
                 message = _checks.conflict_on_create_message(session_id, actual)
                 raise SessionConflictError(session_id, 0, actual, message)
@@ -127,21 +132,25 @@ class SQLiteStore:
         session_id = _checks.check_saved_doc(doc, expected_revision)
         revision = expected_revision + 1
         text = self._codec.text({**doc, "revision": revision}, session_id)
+        update = (
+            "UPDATE sessions SET revision = ?, doc = ?, expires_at = ? "
+            "WHERE id = ? AND revision = ?"
+        )
+        params = (revision, text, _expires_at(doc), session_id, expected_revision)
         async with self._connected(f"save session '{session_id}'") as connection:
             # P2/P4: the WHERE clause is the compare-and-set. One statement is one implicit
             # transaction, which takes the write lock before it reads the row, so of two
-            # writers holding the same revision exactly one matches.
-            cursor = await connection.execute(
-                "UPDATE sessions SET revision = ?, doc = ?, expires_at = ? "
-                "WHERE id = ? AND revision = ?",
-                (revision, text, _expires_at(doc), session_id, expected_revision),
-            )
-            if cursor.rowcount == 0:
+            # writers holding the same revision exactly one matches: the fast path.
+            if await _rowcount(connection, update, params):
+                return revision
+            # No match. Decide why holding the write lock, so the error names what is stored.
+            async with _immediate(connection):
+                if await _rowcount(connection, update, params):
+                    return revision  # deleted and created again at this revision meanwhile
                 actual = await _revision_of(connection, session_id)
                 if actual is None:
                     raise SessionNotFoundError(session_id)
                 raise SessionConflictError(session_id, expected_revision, actual)
-        return revision
 
     async def delete(self, session_id: str) -> bool:
         """Remove the session and its whole archive; True if a session document existed."""
@@ -238,20 +247,9 @@ class SQLiteStore:
 
     @asynccontextmanager
     async def _transaction(self, action: str) -> AsyncIterator[aiosqlite.Connection]:
-        """Run a write as one transaction that takes the file's write lock up front.
-
-        IMMEDIATE (not the default DEFERRED) so two connections never both read, then both try
-        to upgrade to a write: the second waits for the lock and then sees the first's commit.
-        """
-        async with self._connected(action) as connection:
-            await connection.execute("BEGIN IMMEDIATE")
-            try:
-                yield connection
-            except BaseException:
-                if connection.in_transaction:
-                    await connection.execute("ROLLBACK")
-                raise
-            await connection.execute("COMMIT")
+        """Run a write of several statements as one transaction (see `_immediate`)."""
+        async with self._connected(action) as connection, _immediate(connection):
+            yield connection
 
     async def _open(self) -> aiosqlite.Connection:
         """Create the parent directory and the tables, switch to WAL, then connect."""
@@ -288,9 +286,28 @@ def _prepare_file(path: str) -> None:
         db.executescript(_SCHEMA)
 
 
+@asynccontextmanager
+async def _immediate(connection: aiosqlite.Connection) -> AsyncIterator[None]:
+    """One transaction that takes the file's write lock up front.
+
+    IMMEDIATE (not the default DEFERRED) so two connections never both read, then both try to
+    upgrade to a write: the second waits for the lock and then sees the first's commit.
+    """
+    await connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if connection.in_transaction:
+            await connection.execute("ROLLBACK")
+        raise
+    await connection.execute("COMMIT")
+
+
 async def _rowcount(connection: aiosqlite.Connection, sql: str, params: Iterable[Any]) -> int:
-    async with connection.execute(sql, params) as cursor:
-        return cursor.rowcount
+    # The cursor is not closed: closing is one more trip to aiosqlite's thread, and a cursor of
+    # a write holds no rows; sqlite3 closes it when it is collected.
+    cursor = await connection.execute(sql, params)
+    return cursor.rowcount
 
 
 async def _revision_of(connection: aiosqlite.Connection, session_id: str) -> int | None:

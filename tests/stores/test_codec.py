@@ -26,9 +26,12 @@ values = st.recursive(
     max_leaves=6,
 )
 messages = st.lists(st.dictionaries(st.sampled_from(["type", "data"]), values), max_size=4)
-entries = st.fixed_dictionaries(
-    {"messages": messages},
-    optional={"summary": st.none() | st.text(max_size=4), "archived": st.integers(0, 9)},
+# `messages` anywhere among the entry's keys: the engine writes it first, a caller need not.
+entries = st.builds(
+    lambda before, listed, after: {**before, "messages": listed, **after},
+    st.dictionaries(st.sampled_from(["summary", "archived"]), values, max_size=2),
+    messages,
+    st.dictionaries(st.sampled_from(["dropped_facts", "summary_usage"]), values, max_size=2),
 )
 # Keys the codec never splices itself (anything json coerces: ints, bools) stay json's business.
 other_keys = st.text(max_size=3).filter(lambda k: k != "memory") | st.integers() | st.booleans()
@@ -60,8 +63,8 @@ def test_p2_codec_parts_decode_to_the_document(doc: dict[Any, Any]) -> None:
 def test_p2_successive_saves_reuse_only_what_is_unchanged(
     turns: list[tuple[list[dict[str, Any]], bool, int]],
 ) -> None:
-    """P2: a history that grows, is cut, or is handed over as a plain list after an edit in
-    place is stored exactly as a full encode of that save would store it."""
+    """P2: a history that grows, is cut, or is handed over as a plain list with a message
+    replaced by an edited copy is stored exactly as a full encode of that save would store it."""
     codec = JSONCodec()
     history: list[dict[str, Any]] = []
     for added, saved_list, cut in turns:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,8 @@ import pytest
 from langchain_core.messages import HumanMessage, message_to_dict
 from two_writers import check_two_processes_never_lose_an_update
 
-from picoflow.errors import SessionConflictError, StoreError
+import picoflow.stores.sqlite as sqlite_module
+from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
 from picoflow.stores import SQLiteStore
 
 OPERATION_HINT = (
@@ -210,3 +211,64 @@ async def test_p4_two_processes_on_one_sqlite_session_never_lose_an_update(
     path = tmp_path / "sessions.db"
     async with opened(path) as store:
         await check_two_processes_never_lose_an_update(store, f"sqlite:///{path}", "-")
+
+
+def interfering(monkeypatch: pytest.MonkeyPatch, action: Callable[[], Awaitable[Any]]) -> None:
+    """Run `action` (another process, say) between a write's fast path and its locked retry.
+
+    Only the first locked block waits for it: the action's own writes take that path too.
+    """
+    real = sqlite_module._immediate
+    pending = [action]
+
+    @asynccontextmanager
+    async def after_action(connection: Any) -> AsyncIterator[None]:
+        if pending:
+            await pending.pop()()
+        async with real(connection):
+            yield
+
+    monkeypatch.setattr(sqlite_module, "_immediate", after_action)
+
+
+async def test_p4_sqlite_a_missed_save_is_judged_again_under_the_write_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P4: a save whose row was missing, then re-created at the expected revision before the
+    locked retry, succeeds; it is never reported as a conflict with equal revisions."""
+    path = tmp_path / "sessions.db"
+    async with opened(path) as a, opened(path) as b:
+        await a.create(doc())
+        await a.delete("s-1")
+        interfering(monkeypatch, lambda: b.create(doc()))
+
+        assert await a.save(doc(writer="a"), 0) == 1
+        assert await b.load("s-1") == doc(writer="a", revision=1)
+
+
+async def test_p4_sqlite_a_conflicting_save_names_what_is_stored_under_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P4: a stale save whose session is deleted before the locked check is not found."""
+    path = tmp_path / "sessions.db"
+    async with opened(path) as a, opened(path) as b:
+        await a.create(doc())
+        await a.save(doc(), 0)
+        interfering(monkeypatch, lambda: b.delete("s-1"))
+
+        with pytest.raises(SessionNotFoundError):
+            await a.save(doc(writer="a"), 0)
+
+
+async def test_p2_sqlite_a_create_whose_id_is_freed_meanwhile_creates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P2: a create that found its id taken tries once more holding the lock; a session
+    deleted meanwhile is not reported as existing."""
+    path = tmp_path / "sessions.db"
+    async with opened(path) as a, opened(path) as b:
+        await a.create(doc(writer="old"))
+        interfering(monkeypatch, lambda: b.delete("s-1"))
+
+        await a.create(doc(writer="new"))
+        assert await b.load("s-1") == doc(writer="new")

@@ -38,6 +38,7 @@ async def check_two_processes_never_lose_an_update(store: Store, url: str, datab
     stored = [text for kind, text in transcript(doc, "ChatStep") if kind == "human"]
     succeeded = [t["text"] for results in turns for t in results if t["success"]]
     failed = [t for results in turns for t in results if not t["success"]]
+    assert failed, "the workers never collided: this run tested nothing"
     assert {t["error"] for t in failed} <= {"SessionConflictError"}
     assert stored[0] == "first"
     assert sorted(stored[1:]) == sorted(succeeded)  # every success is kept, nothing else
