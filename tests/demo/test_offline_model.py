@@ -166,6 +166,28 @@ def test_explore_next_friday_for_two_nights() -> None:
     assert str(reply.content).startswith("Got it: May 22, 2026 → May 24, 2026 (2 nights).")
 
 
+def test_explore_says_at_once_that_dates_are_in_the_past() -> None:
+    reply = explore("2026-05-01 for 2 nights")
+    assert reply.tool_calls == []
+    assert reply.content == (
+        "Got it: May 1, 2026 → May 3, 2026 (2 nights). But the stay starting 2026-05-01 is in "
+        "the past (today is 2026-05-15). Which dates would you like instead?"
+    )
+
+
+def test_explore_says_at_once_that_a_stay_is_too_long() -> None:
+    reply = explore("June 1 for 70 nights")
+    assert reply.tool_calls == []
+    assert str(reply.content).endswith(
+        "But the stay has 70 nights; we book at most 60. Which dates would you like instead?"
+    )
+
+
+def test_explore_past_dates_corrected_get_the_usual_offer() -> None:
+    reply = explore("2026-05-01 for 2 nights", "sorry, 2026-06-01 for 2 nights")
+    assert str(reply.content).startswith("Got it: Jun 1, 2026 → Jun 3, 2026 (2 nights). Any")
+
+
 def test_explore_searches_with_everything_collected() -> None:
     reply = explore("July 1st to the 6th", "between 150 and 250, a suite, wifi and pets", "search")
     assert calls(reply) == [

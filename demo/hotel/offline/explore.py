@@ -59,15 +59,18 @@ class Reading:
     first_contact: bool = True
     said_before: str = ""  # what the assistant said just before the newest guest message
     heard: bool = False  # the newest guest message changed the criteria
+    today: date | None = None
 
 
 def read(conversation: Conversation) -> Reading:
     """Replay the events: searches reset the draft, guest messages update it."""
     last = conversation.label("Criteria JSON")
     start = Draft.from_args(_json(last)) if last else Draft()
-    reading = Reading(draft=start, portland=last is not None, searched=last is not None)
-    said = ""
     today = conversation.today()
+    reading = Reading(
+        draft=start, portland=last is not None, searched=last is not None, today=today
+    )
+    said = ""
     for event in conversation.events():
         if event.kind == "said":
             said = event.text
@@ -123,7 +126,21 @@ def decide(conversation: Conversation) -> AIMessage:
         return say(_greeted(reading, _ask_dates(text, reading)))
     if _wants_search(text, reading):
         return search(reading.draft)
-    return say(_greeted(reading, _offer_search(reading)))
+    trouble = _date_trouble(reading) if reading.heard else None
+    return say(_greeted(reading, trouble or _offer_search(reading)))
+
+
+def _date_trouble(reading: Reading) -> str | None:
+    """Dates that no search would accept (in the past, too long), said at once, not after the
+    guest asks to search."""
+    problems = reading.draft.criteria().date_problems(reading.today)
+    if not problems:
+        return None
+    problem = problems[0].split("; ask")[0].split(". Check")[0]
+    return (
+        f"Got it: {reading.draft.brief()}. But {_lower_first(problem)}. "
+        "Which dates would you like instead?"
+    )
 
 
 def search(draft: Draft) -> AIMessage:
