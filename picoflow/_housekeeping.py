@@ -65,10 +65,11 @@ class Housekeeping:
     """Runs compaction for an engine and keeps track of its background tasks.
 
     Work carried over from failed tasks, and the times background work fell due, are kept for
-    at most `keep_at_most` sessions each, the oldest dropped first: a store outage can fail the
-    tasks of thousands of sessions, and a session that never returns must not be held forever.
-    Dropped carried work only means a step left before the outage is not distilled; its
-    messages stay, and compaction still runs at the session's next turn end.
+    at most `keep_at_most` sessions each, dropping first the oldest session with no work
+    running: an outage can fail the tasks of thousands of sessions, and a session that never
+    returns must not be held forever. Dropped carried work only means a step left before the
+    outage is not distilled; its messages stay, and compaction still runs at the session's next
+    turn end.
     """
 
     keep_at_most = 1024
@@ -159,9 +160,9 @@ class Housekeeping:
         items = _distil.pending(flow, exits)
         memory = saved["memory"]
         if items or due_cuts(flow, memory) or _distil.erase_cuts(flow, memory):
-            if session_id not in self._due_since:
-                _put_bounded(self._due_since, session_id, time.monotonic(), self.keep_at_most)
             self._start(type(flow), session_id, exits)
+            if session_id not in self._due_since:  # running now, so never the one dropped
+                self._bounded(self._due_since, session_id, time.monotonic())
 
     def cancel(self, session_id: str) -> None:
         """Stop the session's background work, running or queued (nothing is written)."""
@@ -176,6 +177,17 @@ class Housekeeping:
         """Wait until every background task (queued ones too) has committed or dropped."""
         while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _bounded(self, entries: dict[str, Any], session_id: str, value: Any) -> str | None:
+        """Set `entries[session_id]`; beyond `keep_at_most` sessions, drop the oldest one whose
+        background work is not running (its entry still matters). Returns the dropped id."""
+        entries[session_id] = value
+        if len(entries) <= self.keep_at_most:
+            return None
+        idle = next((key for key in entries if key not in self._pending), None)
+        if idle is not None:
+            del entries[idle]
+        return idle
 
     def _model(self, flow: Flow) -> BaseChatModel:
         model = flow.get_memory().summary_model
@@ -292,13 +304,12 @@ class Housekeeping:
                 extra={"session_id": session_id},
             )
             carried = self._carried.get(session_id, (job[0], []))[1]
-            dropped = _put_bounded(
-                self._carried, session_id, (job[0], job[1] + carried), self.keep_at_most
-            )
+            dropped = self._bounded(self._carried, session_id, (job[0], job[1] + carried))
             if dropped is not None:
                 logger.warning(
-                    "dropped the carried-over distillation of an idle session: more than %d "
-                    "sessions have failed background work waiting for their next turn",
+                    "dropped the carried-over distillation of a session with no background "
+                    "work running: more than %d sessions have failed work waiting for their "
+                    "next turn",
                     self.keep_at_most,
                     extra={"session_id": dropped},
                 )
@@ -325,16 +336,6 @@ class _Work:
     def replies(self) -> list[AIMessage]:
         found = [item.reply for item in self.items] + [d.reply for d in self.drafts]
         return [reply for reply in found if reply is not None]
-
-
-def _put_bounded(entries: dict[str, Any], key: str, value: Any, limit: int) -> str | None:
-    """Set `entries[key]`; beyond `limit` keys, drop the oldest. Returns the dropped key."""
-    entries[key] = value
-    if len(entries) <= limit:
-        return None
-    oldest = next(iter(entries))
-    del entries[oldest]
-    return oldest
 
 
 def _distil_generation(flow: Flow, step_name: str) -> Any:

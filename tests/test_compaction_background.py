@@ -12,6 +12,7 @@ from typing import Any
 from test_compaction import Chat, Other, chat_flow, texts
 
 from picoflow import Flow, FlowEngine, SessionConflictError, Step
+from picoflow._housekeeping import Housekeeping
 from picoflow.memory import DEFAULT_SUMMARY_PROMPT
 from picoflow.stores import MemoryStore, SQLiteStore
 from picoflow.testing import ScriptedChatModel
@@ -112,6 +113,25 @@ async def test_background_commit_logs_the_summary_lag(caplog: Any) -> None:
     assert record.session_id == session_id and record.namespaces == ["chat"]
     assert record.summary_lag_seconds > 0
     assert record.getMessage().startswith("background housekeeping committed revision 4, ")
+
+
+async def test_background_lag_of_running_work_survives_the_session_bound(
+    caplog: Any, monkeypatch: Any
+) -> None:
+    """Anchors item 4: the bound on remembered sessions never drops one whose work is running,
+    so the slowest commits are not logged with a lag of zero."""
+    monkeypatch.setattr(Housekeeping, "keep_at_most", 2)
+    brain = Summariser("S1", "S2", "S3", held=3)
+    engine = background_engine(brain)
+    for _ in range(3):  # three sessions due at once; no summary can finish before the release
+        await turns(engine, 1, 4, None)
+    with caplog.at_level("INFO", logger="picoflow.compaction"):
+        brain.release.set()
+        await engine.wait_for_background()
+    committed = [r for r in caplog.records if r.getMessage().startswith("background house")]
+    assert len(committed) == 3
+    assert all(record.summary_lag_seconds > 0 for record in committed)
+    await engine.aclose()
 
 
 async def test_background_turns_faster_than_the_summariser_still_get_summaries() -> None:

@@ -293,14 +293,24 @@ async def _immediate(connection: aiosqlite.Connection) -> AsyncIterator[None]:
     IMMEDIATE (not the default DEFERRED) so two connections never both read, then both try to
     upgrade to a write: the second waits for the lock and then sees the first's commit.
     """
-    await connection.execute("BEGIN IMMEDIATE")
     try:
+        await connection.execute("BEGIN IMMEDIATE")
         yield
     except BaseException:
-        if connection.in_transaction:
-            await connection.execute("ROLLBACK")
+        # Also when the caller was cancelled while BEGIN waited for the lock: aiosqlite's thread
+        # still runs a queued BEGIN, so the ROLLBACK is queued behind it unconditionally (and
+        # shielded from a second cancellation) instead of trusting `in_transaction` now.
+        await asyncio.shield(_rollback(connection))
         raise
     await connection.execute("COMMIT")
+
+
+async def _rollback(connection: aiosqlite.Connection) -> None:
+    try:
+        await connection.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if "no transaction is active" not in str(exc):  # BEGIN itself failed: nothing to undo
+            raise
 
 
 async def _rowcount(connection: aiosqlite.Connection, sql: str, params: Iterable[Any]) -> int:

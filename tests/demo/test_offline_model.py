@@ -183,6 +183,14 @@ def test_explore_says_at_once_that_a_stay_is_too_long() -> None:
     )
 
 
+def test_explore_past_dates_are_not_offered_for_search_when_the_guest_just_agrees() -> None:
+    reply = explore("2026-05-01 for 2 nights", "ok")
+    assert reply.content == (
+        "Those dates still don't work: the stay starting 2026-05-01 is in the past (today is "
+        "2026-05-15). Which dates would you like instead?"
+    )
+
+
 def test_explore_past_dates_corrected_get_the_usual_offer() -> None:
     reply = explore("2026-05-01 for 2 nights", "sorry, 2026-06-01 for 2 nights")
     assert str(reply.content).startswith("Got it: Jun 1, 2026 → Jun 3, 2026 (2 nights). Any")

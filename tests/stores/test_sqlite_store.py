@@ -272,3 +272,27 @@ async def test_p2_sqlite_a_create_whose_id_is_freed_meanwhile_creates(
 
         await a.create(doc(writer="new"))
         assert await b.load("s-1") == doc(writer="new")
+
+
+async def test_p3_sqlite_a_write_cancelled_at_its_begin_leaves_no_transaction_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P3: a save cancelled while its BEGIN IMMEDIATE is queued does not leave the connection
+    inside a transaction that would swallow every later save of the store."""
+    path = tmp_path / "sessions.db"
+    async with opened(path) as a, opened(path) as b:
+        await a.create(doc())
+        await a.save(doc(), 0)
+
+        async def cancel_the_save() -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()  # lands on the next await: the queued BEGIN of the locked retry
+
+        interfering(monkeypatch, cancel_the_save)
+        stale = asyncio.ensure_future(a.save(doc(writer="stale"), 0))
+        with pytest.raises(asyncio.CancelledError):
+            await stale
+
+        assert await a.save(doc(writer="late"), 1) == 2
+        assert await b.load("s-1") == doc(writer="late", revision=2)  # committed, not pending

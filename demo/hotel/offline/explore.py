@@ -126,21 +126,21 @@ def decide(conversation: Conversation) -> AIMessage:
         return say(_greeted(reading, _ask_dates(text, reading)))
     if _wants_search(text, reading):
         return search(reading.draft)
-    trouble = _date_trouble(reading) if reading.heard else None
-    return say(_greeted(reading, trouble or _offer_search(reading)))
+    return say(_greeted(reading, _date_trouble(reading) or _offer_search(reading)))
 
 
 def _date_trouble(reading: Reading) -> str | None:
-    """Dates that no search would accept (in the past, too long), said at once, not after the
-    guest asks to search."""
+    """Dates that no search would accept (in the past, too long), said at once and again until
+    they change, never answered with an offer to search."""
     problems = reading.draft.criteria().date_problems(reading.today)
     if not problems:
         return None
-    problem = problems[0].split("; ask")[0].split(". Check")[0]
-    return (
-        f"Got it: {reading.draft.brief()}. But {_lower_first(problem)}. "
-        "Which dates would you like instead?"
-    )
+    problem = _lower_first(problems[0].split("; ask")[0].split(". Check")[0])
+    if reading.heard:
+        return (
+            f"Got it: {reading.draft.brief()}. But {problem}. Which dates would you like instead?"
+        )
+    return f"Those dates still don't work: {problem}. Which dates would you like instead?"
 
 
 def search(draft: Draft) -> AIMessage:
