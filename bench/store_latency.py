@@ -19,28 +19,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import bson
-from bson.codec_options import CodecOptions
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, message_to_dict
-from pymongo import MongoClient
-from pymongo.errors import PyMongoError
 
 from picoflow.stores import SQLiteStore, Store
 from picoflow.stores._mongo_docs import SessionEncoder, session_from_stored
 from picoflow.stores.base import SavedMessages
-from picoflow.stores.mongo import MongoStore
+from picoflow.stores.mongo import _CODEC, MongoStore
+
+# The tests' SecantusDB launcher (start-up deadline, log on failure) and the shared percentile.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "stores"))
+from mongo_server import secantus_server  # noqa: E402
+from turn_overhead import pct  # noqa: E402
 
 SIZES = {"20 KB": 20_000, "200 KB": 200_000}
 
@@ -127,51 +126,12 @@ def encode_ms(doc: dict[str, Any], count: int, *, reuse: bool) -> list[float]:
 def decode_ms(doc: dict[str, Any], count: int) -> list[float]:
     """MongoStore's client-side work per load: BSON to dicts, internal fields dropped."""
     data = SessionEncoder().record(doc, doc["id"], 1).raw
-    options = CodecOptions(document_class=dict, tz_aware=True)
     out = []
     for _ in range(count):
         start = time.perf_counter()
-        session_from_stored(bson.decode(data, options))
+        session_from_stored(bson.decode(data, _CODEC))
         out.append((time.perf_counter() - start) * 1000)
     return out
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-@contextmanager
-def secantus() -> Iterator[str]:
-    """A SecantusDB server on a free loopback port, data in a temporary directory."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    uri = f"mongodb://127.0.0.1:{port}/?retryWrites=false"
-    with tempfile.TemporaryDirectory() as home:
-        (Path(home) / "secantusd.toml").write_text("")
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "import sys; from secantus.cli import main; sys.exit(main())",
-                *("--config", f"{home}/secantusd.toml", "--host", "127.0.0.1"),
-                *("--port", str(port), "--storage-path", f"{home}/data", "--log-level", "ERROR"),
-            ],
-        )
-        try:
-            while True:
-                try:
-                    with MongoClient(uri, serverSelectionTimeoutMS=100) as client:
-                        client.admin.command("ping")
-                    break
-                except PyMongoError:
-                    if process.poll() is not None:
-                        raise SystemExit("SecantusDB did not start") from None
-            yield uri
-        finally:
-            process.kill()
-            process.wait()
 
 
 async def measure(
@@ -196,7 +156,7 @@ async def main() -> None:
     print(f"{args.runs} runs x {args.samples} samples; medians over runs of each run's percentile")
     print("| store | session | save+load p50 | save+load p99 | revision() p50 |")
     print("|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory() as tmp, secantus() as uri:
+    with tempfile.TemporaryDirectory() as tmp, secantus_server() as uri:
         stores: dict[str, Callable[[int], Store]] = {
             "SQLiteStore": lambda run: SQLiteStore(Path(tmp) / f"bench-{run}-{time.time_ns()}.db"),
             "MongoStore (SecantusDB)": lambda run: MongoStore(uri, f"bench_{run}"),

@@ -11,11 +11,10 @@ full. `MemoryStore` keeps the parts, `SQLiteStore` the whole text; both are exac
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 from picoflow.stores import _checks
-from picoflow.stores.base import JSONDict, SavedMessages, encode_new
+from picoflow.stores.base import REMEMBERED_SESSIONS, JSONDict, MessageEncodings
 
 __all__ = ["JSONCodec"]
 
@@ -30,10 +29,9 @@ class JSONCodec:
             that keeps every session in memory anyway).
     """
 
-    def __init__(self, capacity: int | None = None) -> None:
+    def __init__(self, capacity: int | None = REMEMBERED_SESSIONS) -> None:
         """Start with nothing remembered."""
-        self._capacity = capacity
-        self._sessions: OrderedDict[str, dict[str, tuple[list[Any], list[str]]]] = OrderedDict()
+        self._encodings: MessageEncodings[str] = MessageEncodings(capacity)
 
     def parts(self, doc: JSONDict, session_id: str) -> tuple[str, _Texts]:
         """The document with every namespace's `messages` empty, and the texts of those messages.
@@ -73,32 +71,22 @@ class JSONCodec:
 
     def forget(self, session_id: str) -> None:
         """Drop what is remembered of a session (it was deleted)."""
-        self._sessions.pop(session_id, None)
+        self._encodings.forget(session_id)
 
     def clear(self) -> None:
         """Drop everything (the store was closed)."""
-        self._sessions.clear()
+        self._encodings.clear()
 
     def _texts(self, session_id: str, memory: dict[str, Any]) -> _Texts:
-        known = self._sessions.get(session_id)
-        if known is None:
-            known = self._sessions[session_id] = {}
-        self._sessions.move_to_end(session_id)
-        while self._capacity is not None and len(self._sessions) > self._capacity:
-            self._sessions.popitem(last=False)
-        texts: _Texts = {}
-        for namespace, entry in memory.items():
-            messages = entry["messages"]
-            if not isinstance(messages, SavedMessages):  # no promise the dicts are unchanged
-                known.pop(namespace, None)
-                texts[namespace] = [_checks.encode(m, session_id) for m in messages]
-                continue
-            previous = known.get(namespace, ([], []))
-            texts[namespace] = encode_new(
-                messages, previous, lambda m: _checks.encode(m, session_id)
+        return {
+            namespace: self._encodings.encode(
+                session_id,
+                namespace,
+                entry["messages"],
+                lambda m: _checks.encode(m, session_id),
             )
-            known[namespace] = (list(messages), texts[namespace])
-        return texts
+            for namespace, entry in memory.items()
+        }
 
 
 def _splittable(memory: Any) -> bool:

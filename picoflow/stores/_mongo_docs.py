@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
@@ -37,7 +36,7 @@ from bson.raw_bson import RawBSONDocument
 
 from picoflow.errors import StoreError
 from picoflow.stores import _checks
-from picoflow.stores.base import ArchiveEntry, JSONDict, SavedMessages, encode_new
+from picoflow.stores.base import REMEMBERED_SESSIONS, ArchiveEntry, JSONDict, MessageEncodings
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -77,11 +76,8 @@ class SessionEncoder:
     sessions are remembered.
     """
 
-    def __init__(self, capacity: int = 256) -> None:
-        self._capacity = capacity
-        self._sessions: OrderedDict[str, dict[str, tuple[list[Any], list[_Encoded]]]] = (
-            OrderedDict()
-        )
+    def __init__(self, capacity: int = REMEMBERED_SESSIONS) -> None:
+        self._encodings: MessageEncodings[_Encoded] = MessageEncodings(capacity)
 
     def record(self, doc: JSONDict, session_id: str, revision: int) -> RawBSONDocument:
         """Encode a session for `insert_one`/`replace_one`; nothing is sent if this raises.
@@ -108,7 +104,11 @@ class SessionEncoder:
 
     def forget(self, session_id: str) -> None:
         """Drop what is remembered of a session (it was deleted)."""
-        self._sessions.pop(session_id, None)
+        self._encodings.forget(session_id)
+
+    def clear(self) -> None:
+        """Drop everything (the store was closed)."""
+        self._encodings.clear()
 
     def _body(self, doc: JSONDict, session_id: str) -> tuple[JSONDict, bool]:
         """The checked, escaped document, its message lists as cached BSON."""
@@ -137,17 +137,9 @@ class SessionEncoder:
         self, session_id: str, namespace: str, messages: list[Any]
     ) -> tuple[list[Any], bool]:
         """The BSON of each message, and whether any had a key escaped."""
-        if not isinstance(messages, SavedMessages):  # no promise the dicts are unchanged
-            fresh = [_encode_message(m, session_id) for m in messages]
-            self._sessions.get(session_id, {}).pop(namespace, None)
-            return [value for value, _ in fresh], any(escaped for _, escaped in fresh)
-        known = self._sessions.setdefault(session_id, {})
-        self._sessions.move_to_end(session_id)
-        while len(self._sessions) > self._capacity:
-            self._sessions.popitem(last=False)
-        previous = known.get(namespace, ([], []))
-        encoded = encode_new(messages, previous, lambda m: _encode_message(m, session_id))
-        known[namespace] = (list(messages), encoded)
+        encoded = self._encodings.encode(
+            session_id, namespace, messages, lambda m: _encode_message(m, session_id)
+        )
         return [value for value, _ in encoded], any(escaped for _, escaped in encoded)
 
 

@@ -30,12 +30,22 @@ very same dict objects in the next save of that session; any other list is encod
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from itertools import compress, count
 from operator import is_not
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
-__all__ = ["Store", "ArchiveEntry", "JSONDict", "SavedMessages", "encode_new", "message_text"]
+__all__ = [
+    "Store",
+    "ArchiveEntry",
+    "JSONDict",
+    "MessageEncodings",
+    "REMEMBERED_SESSIONS",
+    "SavedMessages",
+    "encode_new",
+    "message_text",
+]
 
 JSONDict = dict[str, Any]
 ArchiveEntry = dict[str, Any]  # {"position": int, "message": <message_to_dict form>}
@@ -77,6 +87,49 @@ def encode_new(
     slot_kept = bool(old_items) and items[0] is old_items[0]
     head = [old_out[0] if slot_kept else encode(items[0])]
     return head + old_out[1:keep] + [encode(item) for item in items[max(keep, 1) :]]
+
+
+# How many recently saved sessions a persistent store keeps message encodings of.
+REMEMBERED_SESSIONS = 256
+
+
+class MessageEncodings(Generic[_Out]):
+    """A store's memory of how it encoded each session's messages, for `encode_new` to reuse.
+
+    Per session and namespace it keeps the last `SavedMessages` list encoded and its outputs;
+    the `capacity` most recently saved sessions are kept (None: all). Plain lists carry no
+    promise that their dicts are unchanged: they are encoded in full, and remembered by nobody.
+    """
+
+    def __init__(self, capacity: int | None = REMEMBERED_SESSIONS) -> None:
+        """Start with nothing remembered."""
+        self._capacity = capacity
+        self._sessions: OrderedDict[str, dict[str, tuple[list[Any], list[_Out]]]] = OrderedDict()
+
+    def encode(
+        self, session_id: str, namespace: str, messages: list[Any], encode: Callable[[Any], _Out]
+    ) -> list[_Out]:
+        """`[encode(m) for m in messages]`, reusing what was encoded for the same dicts."""
+        if not isinstance(messages, SavedMessages):
+            known = self._sessions.get(session_id)
+            if known is not None:
+                known.pop(namespace, None)
+            return [encode(message) for message in messages]
+        known = self._sessions.setdefault(session_id, {})
+        self._sessions.move_to_end(session_id)
+        while self._capacity is not None and len(self._sessions) > self._capacity:
+            self._sessions.popitem(last=False)
+        outputs = encode_new(messages, known.get(namespace, ([], [])), encode)
+        known[namespace] = (list(messages), outputs)
+        return outputs
+
+    def forget(self, session_id: str) -> None:
+        """Drop what is remembered of a session (it was deleted)."""
+        self._sessions.pop(session_id, None)
+
+    def clear(self) -> None:
+        """Drop everything (the store was closed)."""
+        self._sessions.clear()
 
 
 @runtime_checkable

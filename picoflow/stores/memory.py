@@ -33,7 +33,7 @@ class MemoryStore:
     def __init__(self) -> None:
         """Start empty; no event loop is needed to construct the store."""
         self._docs: dict[str, tuple[int, _Encoded]] = {}
-        self._codec = JSONCodec()
+        self._codec = JSONCodec(capacity=None)  # every session is kept here anyway
         # (session_id, namespace) -> {position: (message JSON, lowercased search text)}
         self._archive: dict[tuple[str, str], dict[int, tuple[str, str]]] = {}
         self._closed = False
@@ -51,7 +51,7 @@ class MemoryStore:
         """
         _checks.check_open(self, self._closed)
         session_id = _checks.check_new_doc(doc)
-        text = self._encode(doc, session_id)
+        text = self._codec.parts(doc, session_id)
         if session_id in self._docs:
             actual = self._docs[session_id][0]
             raise SessionConflictError(
@@ -82,7 +82,7 @@ class MemoryStore:
         _checks.check_open(self, self._closed)
         session_id = _checks.check_saved_doc(doc, expected_revision)
         revision = expected_revision + 1
-        text = self._encode({**doc, "revision": revision}, session_id)
+        text = self._codec.parts({**doc, "revision": revision}, session_id)
         stored = self._docs.get(session_id)
         if stored is None:
             raise SessionNotFoundError(session_id)
@@ -145,9 +145,6 @@ class MemoryStore:
         self._docs.clear()
         self._archive.clear()
         self._codec.clear()
-
-    def _encode(self, doc: JSONDict, session_id: str) -> _Encoded:
-        return self._codec.parts(doc, session_id)
 
 
 _Encoded = tuple[str, dict[str, list[str]]]  # (document without messages, message texts)

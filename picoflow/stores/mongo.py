@@ -238,7 +238,7 @@ class MongoStore:
             return
         self._closed = True
         self._ready = None
-        self._encoder = SessionEncoder()
+        self._encoder.clear()
         if self._uri is not None and self._client is not None:
             await self._client.close()
 

@@ -32,9 +32,6 @@ __all__ = ["SQLiteStore"]
 # lock for milliseconds, so reaching this means something else holds the file.
 _BUSY_TIMEOUT_SECONDS = 10.0
 
-# Sessions whose message texts are kept for reuse by the next save (see `_codec`).
-_REMEMBERED_SESSIONS = 256
-
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
@@ -73,7 +70,7 @@ class SQLiteStore:
         self._connection: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
         self._closed = False
-        self._codec = JSONCodec(capacity=_REMEMBERED_SESSIONS)
+        self._codec = JSONCodec()
 
     def __repr__(self) -> str:
         """Show the file path, the first thing to check when a store fails."""
@@ -94,17 +91,10 @@ class SQLiteStore:
         )
         params = (session_id, text, _expires_at(doc))
         async with self._connected(f"create session '{session_id}'") as connection:
-            # One statement is one implicit transaction: the fast path, a single trip.
-            if await _rowcount(connection, insert, params):
-                return
-            # The id was taken. Try again holding the write lock, so that the revision reported
-            # is the one that is stored, even if another process deletes the session meanwhile.
-            async with _immediate(connection):
-                if await _rowcount(connection, insert, params):
-                    return
-                actual = await _revision_of(connection, session_id) or 0
-                message = _checks.conflict_on_create_message(session_id, actual)
-                raise SessionConflictError(session_id, 0, actual, message)
+            actual = await _write(connection, insert, params, session_id)
+        if actual is not None:  # the id is taken
+            message = _checks.conflict_on_create_message(session_id, actual)
+            raise SessionConflictError(session_id, 0, actual, message)
 
     async def load(self, session_id: str) -> JSONDict | None:
         """Return a fresh copy of the stored document, or None if there is none."""
@@ -138,19 +128,13 @@ class SQLiteStore:
         )
         params = (revision, text, _expires_at(doc), session_id, expected_revision)
         async with self._connected(f"save session '{session_id}'") as connection:
-            # P2/P4: the WHERE clause is the compare-and-set. One statement is one implicit
-            # transaction, which takes the write lock before it reads the row, so of two
-            # writers holding the same revision exactly one matches: the fast path.
-            if await _rowcount(connection, update, params):
-                return revision
-            # No match. Decide why holding the write lock, so the error names what is stored.
-            async with _immediate(connection):
-                if await _rowcount(connection, update, params):
-                    return revision  # deleted and created again at this revision meanwhile
-                actual = await _revision_of(connection, session_id)
-                if actual is None:
-                    raise SessionNotFoundError(session_id)
-                raise SessionConflictError(session_id, expected_revision, actual)
+            # P2/P4: the WHERE clause is the compare-and-set (see `_write`).
+            actual = await _write(connection, update, params, session_id)
+        if actual is None:
+            return revision
+        if actual == _MISSING:
+            raise SessionNotFoundError(session_id)
+        raise SessionConflictError(session_id, expected_revision, actual)
 
     async def delete(self, session_id: str) -> bool:
         """Remove the session and its whole archive; True if a session document existed."""
@@ -311,6 +295,28 @@ async def _rollback(connection: aiosqlite.Connection) -> None:
     except sqlite3.OperationalError as exc:
         if "no transaction is active" not in str(exc):  # BEGIN itself failed: nothing to undo
             raise
+
+
+_MISSING = -1  # what `_write` reports for a session that is not stored
+
+
+async def _write(
+    connection: aiosqlite.Connection, sql: str, params: Iterable[Any], session_id: str
+) -> int | None:
+    """Run a one-row write; None if it matched, else the stored revision (`_MISSING`: none).
+
+    One statement is one implicit transaction, which takes the write lock before it reads the
+    row: the fast path, a single trip to aiosqlite's thread. A write that matches nothing is
+    tried once more holding the lock, so that what is reported is what is stored then, even if
+    another process created or deleted the session in between.
+    """
+    if await _rowcount(connection, sql, params):
+        return None
+    async with _immediate(connection):
+        if await _rowcount(connection, sql, params):
+            return None
+        actual = await _revision_of(connection, session_id)
+        return _MISSING if actual is None else actual
 
 
 async def _rowcount(connection: aiosqlite.Connection, sql: str, params: Iterable[Any]) -> int:

@@ -101,4 +101,4 @@ def test_p2_codec_remembers_at_most_its_capacity_of_sessions() -> None:
         saved = SavedMessages([{"type": "human", "data": {"content": str(number)}}])
         doc = {"id": session_id, "memory": {"Step": {"messages": saved}}}
         assert codec.text(doc, session_id) == _checks.encode(doc, session_id)
-    assert list(codec._sessions) == ["s-3", "s-4"]
+    assert list(codec._encodings._sessions) == ["s-3", "s-4"]

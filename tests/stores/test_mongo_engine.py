@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,19 +23,11 @@ from picoflow.testing import ScriptedChatModel, tool_call
 
 
 @pytest.fixture
-async def mongo_factory(
-    mongo_server: MongoServer, mongo_database: str
-) -> AsyncIterator[Callable[[], MongoStore]]:
+def mongo_factory(
+    open_mongo_store: Callable[..., MongoStore], mongo_server: MongoServer, mongo_database: str
+) -> Callable[[], MongoStore]:
     """Stores on one fresh database, as several app processes (or restarts) would open them."""
-    stores: list[MongoStore] = []
-
-    def build() -> MongoStore:
-        stores.append(MongoStore(mongo_server.uri, mongo_database))
-        return stores[-1]
-
-    yield build
-    for store in stores:
-        await store.aclose()
+    return lambda: open_mongo_store(mongo_server.uri, mongo_database)
 
 
 # --- P3: a failing store fails the turn, cleanly ----------------------------------------------

@@ -20,6 +20,7 @@ from picoflow.errors import StoreError
 from picoflow.stores import MongoStore as LazyMongoStore
 from picoflow.stores import from_url
 from picoflow.stores._mongo_docs import SessionEncoder
+from picoflow.stores.base import SavedMessages
 from picoflow.stores.mongo import MongoStore
 
 
@@ -288,12 +289,12 @@ async def test_p2_messages_reused_across_saves_are_stored_as_saved(mongo: MongoS
         return {"type": "human", "data": {"content": text, **extra}}
 
     system, first, second = message("prompt"), message("a"), message("b")
-    await mongo.create(doc(memory={"ns": {"messages": [system, first, second]}}))
-    replaced = [message("prompt 2"), first, message("c", **{"$flag": 1})]
+    await mongo.create(doc(memory={"ns": {"messages": SavedMessages([system, first, second])}}))
+    replaced = SavedMessages([message("prompt 2"), first, message("c", **{"$flag": 1})])
     await mongo.save(doc(memory={"ns": {"messages": replaced}}), 0)
-    grown = [*replaced, message("d")]
+    grown = SavedMessages([*replaced, message("d")])
     await mongo.save(doc(memory={"ns": {"messages": grown}}), 1)
-    shrunk = [message("prompt 3"), first]
+    shrunk = SavedMessages([message("prompt 3"), first])
     await mongo.save(doc(memory={"ns": {"messages": shrunk}}), 2)
 
     assert await mongo.load("s-1") == doc(memory={"ns": {"messages": shrunk}}, revision=3)
@@ -313,7 +314,9 @@ async def test_p2_memory_of_an_unexpected_shape_is_stored_as_saved(mongo: MongoS
 
 def test_p2_a_session_encoded_after_eviction_is_encoded_the_same() -> None:
     message = {"type": "human", "data": {"content": "hi"}}
-    first, second = (doc(sid, memory={"ns": {"messages": [message]}}) for sid in ("a", "b"))
+    first, second = (
+        doc(sid, memory={"ns": {"messages": SavedMessages([message])}}) for sid in ("a", "b")
+    )
     encoder = SessionEncoder(capacity=1)
 
     before = encoder.record(first, "a", 1).raw
