@@ -260,23 +260,29 @@ def _json_args(args: Any) -> str:
     return json.dumps(args or {}, ensure_ascii=False, default=str)
 
 
-def summary_run_config(flow: Flow, namespace: str) -> RunnableConfig:
+def summary_run_config(
+    flow: Flow, namespace: str, step: str | None = None, purpose: str = "summary"
+) -> RunnableConfig:
     """Run metadata and tags of a summary call (M10), like `_turn.model_config` for replies.
 
-    The `nostream` tag keeps the call out of LangGraph-style message streams; picoflow's own
-    stream never sees it, because the summariser is called with `ainvoke`.
+    A step distillation is a summary call too, of purpose `distil`, attributed to the step
+    left (`step`) rather than the current one. The `nostream` tag keeps the call out of
+    LangGraph-style message streams; picoflow's own stream never sees it, because the
+    summariser is called with `ainvoke`.
     """
-    step = flow._current
+    step = step or flow._current
     metadata = {
         "picoflow_session_id": flow.get_session_id(),
         "picoflow_flow": flow.name,
         "picoflow_step": step,
         "picoflow_namespace": namespace,
-        "picoflow_purpose": "summary",
+        "picoflow_purpose": purpose,
     }
-    tags = ["picoflow", "picoflow:summary", f"picoflow:step:{step}"]
-    tags += [f"picoflow:namespace:{namespace}", "nostream"]
-    return RunnableConfig(metadata=metadata, tags=tags, run_name=f"{flow.name}.summary.{namespace}")
+    tags = ["picoflow", "picoflow:summary"]
+    tags += [f"picoflow:{purpose}"] if purpose != "summary" else []
+    tags += [f"picoflow:step:{step}", f"picoflow:namespace:{namespace}", "nostream"]
+    subject = namespace if purpose == "summary" else step
+    return RunnableConfig(metadata=metadata, tags=tags, run_name=f"{flow.name}.{purpose}.{subject}")
 
 
 async def draft(flow: Flow, namespace: str, cut: int, model: BaseChatModel) -> Draft:
@@ -325,9 +331,24 @@ def _unusable(text: str) -> str | None:
     if not text:
         return "the summary model returned an empty summary"
     if text.lower().startswith(_REFUSALS):
-        shown = text if len(text) <= 80 else text[:77] + "..."
-        return f"the summary model answered instead of summarising ({shown!r})"
+        return f"the summary model answered instead of summarising ({clip(text)!r})"
     return None
+
+
+def clip(text: str) -> str:
+    """At most 80 characters of a model's reply, for a warning that quotes it."""
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+async def evict(store: Store, session_id: str, namespace: str, record: Namespace, cut: int) -> None:
+    """Archive `messages[1:cut]` with their positions (M9), then remove them from the history.
+
+    Raises:
+        StoreError: the archive could not be written; the history is unchanged.
+    """
+    await store.archive(session_id, namespace, archive_entries(record, cut))
+    del record.messages[1:cut]
+    record.archived += cut - 1
 
 
 async def apply(flow: Flow, result: Draft, store: Store) -> dict[str, Any]:
@@ -343,14 +364,11 @@ async def apply(flow: Flow, result: Draft, store: Store) -> dict[str, Any]:
     if result.summary is None:
         return _skip(flow, namespace, result.problem or "no summary")
     evicted = record.messages[1 : result.cut]
-    session_id = flow.get_session_id() or ""
     try:
-        await store.archive(session_id, namespace, archive_entries(record, result.cut))
+        await evict(store, flow.get_session_id() or "", namespace, record, result.cut)
     except StoreError as exc:
         return _skip(flow, namespace, f"the archive could not be written ({exc})")
     _check_facts(flow, namespace, evicted, result.summary)
-    del record.messages[1 : result.cut]
-    record.archived += len(evicted)
     record.summary = result.summary
     record.summary_generation += 1
     logger.info(

@@ -39,14 +39,15 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
 )
-from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, ValidationError
 
 from ._compaction import (
-    archive_entries,
     ask_summary_model,
+    clip,
+    evict,
     find_cut_point,
     stored_length,
+    summary_run_config,
     transcript_line,
 )
 from .errors import StoreError
@@ -200,7 +201,7 @@ def parse_value(schema: type[BaseModel], text: str) -> tuple[dict[str, Any] | No
     try:
         json.loads(body)
     except json.JSONDecodeError as exc:
-        return None, f"the reply is not JSON ({exc.msg}): {_clip(body)!r}"
+        return None, f"the reply is not JSON ({exc.msg}): {clip(body)!r}"
     try:
         value = schema.model_validate_json(body)
     except ValidationError as exc:
@@ -218,24 +219,6 @@ def _errors(exc: ValidationError) -> str:
     return "; ".join(shown) + more
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def run_config(flow: Flow, step: Step) -> RunnableConfig:
-    """Run metadata and tags of a distil call: a summary call (M10) of purpose `distil`."""
-    metadata = {
-        "picoflow_session_id": flow.get_session_id(),
-        "picoflow_flow": flow.name,
-        "picoflow_step": step.name,
-        "picoflow_namespace": step.namespace,
-        "picoflow_purpose": "distil",
-    }
-    tags = ["picoflow", "picoflow:summary", "picoflow:distil", f"picoflow:step:{step.name}"]
-    tags += [f"picoflow:namespace:{step.namespace}", "nostream"]
-    return RunnableConfig(metadata=metadata, tags=tags, run_name=f"{flow.name}.distil.{step.name}")
-
-
 async def draft(flow: Flow, item: Distillation, model: BaseChatModel) -> Distillation:
     """Ask the summary model for the step's value and validate it; change nothing (as M8)."""
     step = flow.get_step(item.step)
@@ -245,7 +228,7 @@ async def draft(flow: Flow, item: Distillation, model: BaseChatModel) -> Distill
     value = previous["value"] if previous is not None else None
     request = distil_request(spec, step.name, item.messages, value, summary)
     timeout = flow.get_memory().summary_config.timeout
-    run = run_config(flow, step)
+    run = summary_run_config(flow, step.namespace, step.name, "distil")
     item.reply, item.problem = await ask_summary_model(
         model, request, run, timeout, _extra(flow, step)
     )
@@ -354,7 +337,7 @@ async def erase(flow: Flow, cuts: dict[str, int], store: Store) -> None:
     for namespace, cut in cuts.items():
         record = flow.get_memory().space(namespace)
         try:
-            await store.archive(session_id, namespace, archive_entries(record, cut))
+            await evict(store, session_id, namespace, record, cut)
         except StoreError as exc:
             flow.add_warning(
                 f"Step distillation could not erase namespace '{namespace}': the archive could "
@@ -362,8 +345,6 @@ async def erase(flow: Flow, cuts: dict[str, int], store: Store) -> None:
                 "the end of the next turn."
             )
             continue
-        del record.messages[1:cut]
-        record.archived += cut - 1
         if len(record.messages) == 1:
             record.summary = None
         logger.info(

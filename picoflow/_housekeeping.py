@@ -46,9 +46,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from . import _distil
 from ._compaction import Draft, apply, draft, due_cuts
-from ._turn import add_usage
 from .errors import PicoflowError
 from .flow import Flow
+from .memory import count_call
 from .models import ProviderRegistry
 from .session import dump_flow, load_flow
 from .stores.base import JSONDict, Store
@@ -118,7 +118,7 @@ class Housekeeping:
             _emit(emit, {"namespace": namespace, "outcome": "started"})
             result = await draft(flow, namespace, cut, model)
             if result.reply is not None:
-                add_usage(usage, "summary", result.reply)  # M10
+                count_call(usage["summary"], result.reply)  # M10
             _emit(emit, await apply(flow, result, self._store))
 
     async def _distil_before_save(
@@ -133,7 +133,7 @@ class Housekeeping:
             for item in items:
                 await _distil.draft(flow, item, model)
                 if item.reply is not None:
-                    add_usage(usage, "summary", item.reply)  # M10
+                    count_call(usage["summary"], item.reply)  # M10
                 _distil.apply(flow, item)
         await _distil.erase(flow, _distil.erase_cuts(flow, stored), self._store)
 
@@ -234,15 +234,14 @@ class Housekeeping:
         items = _distil.pending(base, exits)
         generations = {item.step: _distil_generation(base, item.step) for item in items}
         stored = doc["memory"]
-        if not (items or due_cuts(base, stored) or _distil.erase_cuts(base, stored)):
-            return None
-        model = self._model(base)
         for item in items:
-            await _distil.draft(base, item, model)
+            await _distil.draft(base, item, self._model(base))
             _distil.apply(base, item)
         erasing = _distil.erase_cuts(base, stored)
         due = {ns: cut for ns, cut in due_cuts(base, stored).items() if ns not in erasing}
-        drafts = [await draft(base, ns, cut, model) for ns, cut in due.items()]
+        if not (items or erasing or due):
+            return None
+        drafts = [await draft(base, ns, cut, self._model(base)) for ns, cut in due.items()]
         return _Work(items, generations, drafts)
 
     async def _rebase(self, base: Flow, target: Flow, current: JSONDict, work: _Work) -> bool:
@@ -269,7 +268,7 @@ class Housekeeping:
         out = dump_flow(flow, doc, self._ttl, datetime.now(UTC))
         out["usage"] = {kind: dict(counters) for kind, counters in doc["usage"].items()}
         for reply in replies:
-            add_usage(out["usage"], "summary", reply)  # M10
+            count_call(out["usage"]["summary"], reply)  # M10
         try:
             out["revision"] = await self._store.save(out, doc["revision"])
         except PicoflowError as exc:  # a conflict, a deleted session, a store outage

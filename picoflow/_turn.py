@@ -38,7 +38,6 @@ __all__ = [
     "run_turn",
     "tools_of",
     "message_text",
-    "add_usage",
     "append_message",
 ]
 
@@ -69,11 +68,6 @@ class _Outcome:
 def message_text(message: BaseMessage) -> str:
     """The plain text of a message, whatever shape its content has."""
     return str(message.text)
-
-
-def add_usage(usage: dict[str, dict[str, int]], kind: str, message: BaseMessage) -> None:
-    """Add a reply's token counts to the `kind` counters (`model` or `summary`, M10)."""
-    count_call(usage[kind], message)
 
 
 _Tools = dict[str, tuple[ToolSpec, Callable[..., Any]]]
@@ -158,7 +152,7 @@ async def _call_model(step: Step, tools: _Tools, ctx: TurnContext) -> AIMessage:
         result = await _invoke(runnable, messages, config)
     else:
         result = await _stream_reply(runnable, messages, config, ctx.emit, step.name)
-    add_usage(ctx.usage, "model", result)
+    count_call(ctx.usage["model"], result)
     return _restamp(step, result)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 from datetime import date, datetime
 
 import pydash
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 from test_transitions import single_step_flow
 
 from picoflow import Flow, Step, tool
+from picoflow.session import _copy_json
 from picoflow.step import get_path, merge_state
 from picoflow.testing import ScriptedChatModel, tool_call
 
@@ -79,10 +79,10 @@ json_objects = st.dictionaries(st.text(alphabet="abc", max_size=2), json_trees, 
 @given(json_objects, json_objects.filter(bool))
 def test_s2_merge_state_is_first_key_replace_then_pydash_merge(state: dict, update: dict) -> None:
     """S2: assigning scalars directly never differs from pydash.merge, key order included."""
-    expected = pickle.loads(pickle.dumps(state))
+    expected = _copy_json(state)
     first = next(iter(update))
-    expected[first] = pickle.loads(pickle.dumps(update[first]))
-    rest = {k: v for k, v in pickle.loads(pickle.dumps(update)).items() if k != first}
+    expected[first] = _copy_json(update[first])
+    rest = {k: v for k, v in _copy_json(update).items() if k != first}
     if rest:
         pydash.merge(expected, rest)
     merge_state(state, update, "state")

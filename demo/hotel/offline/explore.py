@@ -59,7 +59,6 @@ class Reading:
     first_contact: bool = True
     said_before: str = ""  # what the assistant said just before the newest guest message
     heard: bool = False  # the newest guest message changed the criteria
-    today: date | None = None
 
 
 def read(conversation: Conversation) -> Reading:
@@ -67,9 +66,7 @@ def read(conversation: Conversation) -> Reading:
     last = conversation.label("Criteria JSON")
     start = Draft.from_args(_json(last)) if last else Draft()
     today = conversation.today()
-    reading = Reading(
-        draft=start, portland=last is not None, searched=last is not None, today=today
-    )
+    reading = Reading(draft=start, portland=last is not None, searched=last is not None)
     said = ""
     for event in conversation.events():
         if event.kind == "said":
@@ -126,13 +123,14 @@ def decide(conversation: Conversation) -> AIMessage:
         return say(_greeted(reading, _ask_dates(text, reading)))
     if _wants_search(text, reading):
         return search(reading.draft)
-    return say(_greeted(reading, _date_trouble(reading) or _offer_search(reading)))
+    trouble = _date_trouble(reading, conversation.today())
+    return say(_greeted(reading, trouble or _offer_search(reading)))
 
 
-def _date_trouble(reading: Reading) -> str | None:
+def _date_trouble(reading: Reading, today: date) -> str | None:
     """Dates that no search would accept (in the past, too long), said at once and again until
     they change, never answered with an offer to search."""
-    problems = reading.draft.criteria().date_problems(reading.today)
+    problems = reading.draft.criteria().date_problems(today)
     if not problems:
         return None
     problem = _lower_first(problems[0].split("; ask")[0].split(". Check")[0])
