@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -205,7 +206,9 @@ def due_cuts(flow: Flow, stored: Mapping[str, Any]) -> dict[str, int]:
     due: dict[str, int] = {}
     for namespace in memory.enabled_namespaces:
         record = spaces.get(namespace)
-        if record is None or not _is_over_threshold(record, config):
+        if record is None or not is_over_threshold(
+            config, len(record.messages), partial(count_tokens_approximately, record.messages)
+        ):
             continue
         entry = stored.get(namespace) or {}
         limit = stored_length(record.messages, entry.get("messages") or [])
@@ -217,14 +220,14 @@ def due_cuts(flow: Flow, stored: Mapping[str, Any]) -> dict[str, int]:
     return due
 
 
-def _is_over_threshold(record: Namespace, config: SummaryConfig) -> bool:
-    """M4: the message count (system slot included), or the optional token budget."""
-    if len(record.messages) >= config.min_messages:
+def is_over_threshold(config: SummaryConfig, length: int, tokens: Callable[[], int]) -> bool:
+    """M4: the message count (system slot included), or the optional token budget.
+
+    `tokens` is asked only when a token budget decides: counting is the expensive part.
+    """
+    if length >= config.min_messages:
         return True
-    return (
-        config.max_tokens is not None
-        and count_tokens_approximately(record.messages) >= config.max_tokens
-    )
+    return config.max_tokens is not None and tokens() >= config.max_tokens
 
 
 def summary_request(prompt: str, previous: str | None, evicted: list[BaseMessage]) -> list[Any]:

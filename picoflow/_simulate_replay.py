@@ -20,14 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from . import _simulate_checks as checks
-from ._compaction import find_cut_point, summary_request
+from ._compaction import find_cut_point, is_over_threshold, summary_request
 from ._simulate_checks import Finding
 from ._simulate_history import Entry, NamespaceHistory
-from .memory import MEMORY_PREFIX, SummaryConfig
+from .memory import SummaryConfig, memory_block
 
 __all__ = [
     "DEFAULT_SUMMARY_TOKENS",
@@ -147,7 +147,7 @@ class _State:
 
     def set_summary(self, summary: str | None) -> None:
         self.summary = summary
-        block = SystemMessage(MEMORY_PREFIX + summary) if summary else None
+        block = memory_block(summary)
         self.memory_tokens = tokens_of(block) if block else 0
 
 
@@ -237,7 +237,7 @@ class Replay:
         self.out.peak_messages = max(self.out.peak_messages, length)
         self.out.peak_tokens = max(self.out.peak_tokens, tokens)
         setting = self.setting
-        if setting is None or not _over(setting, length, tokens):
+        if setting is None or not is_over_threshold(setting, length, lambda: tokens):
             return
         limit = None if setting.background else state.turn_start
         cut = find_cut_point(
@@ -303,13 +303,6 @@ def is_model_reply(message: BaseMessage) -> bool:
 def starts_turn(message: BaseMessage, previous: BaseMessage | None) -> bool:
     """A human message starts a turn, unless it is a message forwarded after tool results."""
     return isinstance(message, HumanMessage) and not isinstance(previous, ToolMessage)
-
-
-def _over(setting: SummaryConfig, length: int, tokens: int) -> bool:
-    """M4: the message count (system slot included), or the optional token budget."""
-    return length >= setting.min_messages or (
-        setting.max_tokens is not None and tokens >= setting.max_tokens
-    )
 
 
 def _problem_text(problem: _Problem) -> str:

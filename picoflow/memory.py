@@ -255,7 +255,10 @@ def request_messages(record: Namespace, system: SystemMessage) -> list[BaseMessa
     >>> [m.content for m in request_messages(ns, SystemMessage("Be kind."))]
     ['Be kind.', 'Conversation memory for this step:\\nLikes tea.', 'hi']
     """
-    head: list[BaseMessage] = [system]
-    if record.summary:
-        head.append(SystemMessage(MEMORY_PREFIX + record.summary))
-    return head + record.messages[1:]
+    block = memory_block(record.summary)
+    return [system, *([block] if block else []), *record.messages[1:]]
+
+
+def memory_block(summary: str | None) -> SystemMessage | None:
+    """The system message that carries a namespace's summary into its requests (M7)."""
+    return SystemMessage(MEMORY_PREFIX + summary) if summary else None

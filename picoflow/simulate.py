@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from . import _simulate_checks as checks
 from ._simulate_args import Options, check_options, session_ids_of
 from ._simulate_checks import Finding
 from ._simulate_history import NamespaceHistory, build_history, read_archive
@@ -55,10 +56,10 @@ __all__ = [
     "simulate_document",
 ]
 
-VIOLATIONS = ("orphan_result", "unanswered_call", "opens_with_assistant")
-COVERAGE_GAPS = ("over_window", "threshold_above_window", "uncovered")
-IDLE = ("never_triggered", "nothing_to_evict")
-CHURN = ("churn",)
+VIOLATIONS = (checks.ORPHAN_RESULT, checks.UNANSWERED_CALL, checks.OPENS_WITH_ASSISTANT)
+COVERAGE_GAPS = (checks.OVER_WINDOW, checks.THRESHOLD_ABOVE_WINDOW, checks.UNCOVERED)
+IDLE = (checks.NEVER_TRIGGERED, checks.NOTHING_TO_EVICT)
+CHURN = (checks.CHURN,)
 
 
 @dataclass(frozen=True)
@@ -401,7 +402,7 @@ def _static_findings(setting: SummaryConfig | None, window: int | None) -> list[
         return []
     return [
         Finding(
-            "threshold_above_window",
+            checks.THRESHOLD_ABOVE_WINDOW,
             "",
             f"max_tokens={setting.max_tokens} is not below the context window ({window} "
             "tokens): compaction triggers only after a history has outgrown the window, so the "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from picoflow import EndStep, Flow, FlowEngine, Step, go, tool
+from picoflow import EndStep, Flow, FlowEngine, Step, direct, go, tool
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel
 
@@ -78,3 +78,26 @@ class RecordingStore(MemoryStore):
     async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
         self.calls.append("save")
         return await super().save(doc, expected_revision)
+
+
+class Agent(Step):
+    """A one-step agent with a lookup, a direct answer and an erase: tool turns of every kind."""
+
+    def get_prompt(self) -> str:
+        return "Answer."
+
+    @tool
+    def lookup(self, query: str) -> str:
+        """Look something up."""
+        return f"found {query}"
+
+    @tool
+    def finish(self, text: str) -> Any:
+        """Answer the user directly."""
+        return direct(text)
+
+    @tool
+    def forget(self) -> str:
+        """Forget the conversation so far."""
+        self.erase_memory()
+        return "forgotten"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from flows import Agent
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
@@ -23,7 +24,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
-from picoflow import Flow, FlowEngine, Step, direct, tool
+from picoflow import Flow, FlowEngine, Step
 from picoflow._compaction import find_cut_point
 from picoflow.memory import DEFAULT_SUMMARY_PROMPT
 from picoflow.stores import MemoryStore
@@ -110,27 +111,6 @@ def test_m5_whole_turns_cut_is_the_latest_user_turn_start_and_splits_no_tool_exc
 
 
 # -- the engine on random conversations ----------------------------------------------------------
-
-
-class Agent(Step):
-    def get_prompt(self) -> str:
-        return "Answer."
-
-    @tool
-    def lookup(self, query: str) -> str:
-        """Look something up."""
-        return f"found {query}"
-
-    @tool
-    def finish(self, text: str) -> Any:
-        """Answer the user directly."""
-        return direct(text)
-
-    @tool
-    def forget(self) -> str:
-        """Forget the conversation so far."""
-        self.erase_memory()
-        return "forgotten"
 
 
 def replies_for(kind: str, number: int) -> list[Any]:

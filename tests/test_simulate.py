@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from flows import Agent
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -39,8 +40,6 @@ from picoflow import (
     Step,
     StoreError,
     SummaryConfig,
-    direct,
-    tool,
 )
 from picoflow.memory import DEFAULT_SUMMARY_PROMPT
 from picoflow.session import new_document, new_session_id
@@ -389,21 +388,6 @@ def conversation_model() -> ScriptedChatModel:
     return ScriptedChatModel(policy=policy)
 
 
-class Agent(Step):
-    def get_prompt(self) -> str:
-        return "Answer."
-
-    @tool
-    def lookup(self, query: str) -> str:
-        """Look something up."""
-        return f"found {query}"
-
-    @tool
-    def finish(self, text: str) -> Any:
-        """Answer the user directly."""
-        return direct(text)
-
-
 async def run_conversation(store: Any, turns: int, compact: bool) -> tuple[str, Any]:
     model = conversation_model()
 
@@ -535,22 +519,12 @@ async def test_anchors10_erased_positions_are_reported_and_restart_the_replay() 
     and its result take positions 6 and 7."""
     model = ScriptedChatModel(script=["a1", "a2", tool_call("forget"), "a3"])
 
-    class Forgetful(Step):
-        def get_prompt(self) -> str:
-            return "Answer."
-
-        @tool
-        def forget(self) -> str:
-            """Forget."""
-            self.erase_memory()
-            return "forgotten"
-
     class ForgetFlow(Flow):
         def config_model(self) -> Any:
             return model
 
         def define_steps(self) -> list[Step]:
-            return [Forgetful(self).use_memory("agent")]
+            return [Agent(self).use_memory("agent")]
 
     store = MemoryStore()
     engine = FlowEngine(flows=[ForgetFlow], store=store)
