@@ -18,7 +18,6 @@ UNANSWERED_CALL = "unanswered_call"
 OPENS_WITH_ASSISTANT = "opens_with_assistant"
 OVER_WINDOW = "over_window"
 THRESHOLD_ABOVE_WINDOW = "threshold_above_window"
-UNCOVERED = "uncovered"
 NEVER_TRIGGERED = "never_triggered"
 NOTHING_TO_EVICT = "nothing_to_evict"
 CHURN = "churn"
@@ -30,8 +29,8 @@ class Finding:
 
     Attributes:
         kind: What was found: `orphan_result`, `unanswered_call`, `opens_with_assistant`
-            (invariant violations), `over_window`, `threshold_above_window`, `uncovered`
-            (coverage gaps), `never_triggered`, `nothing_to_evict` (settings that do nothing),
+            (invariant violations), `over_window`, `threshold_above_window` (coverage
+            gaps), `never_triggered`, `nothing_to_evict` (settings that do nothing),
             `churn` (a setting that compacts at nearly every turn end).
         namespace: The namespace concerned; empty for a finding about the setting itself.
         message: A sentence a person can act on.

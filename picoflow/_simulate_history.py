@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage, messages_from_dict
+from langchain_core.messages.utils import count_tokens_approximately
 
 from .stores.base import Store
 
@@ -54,6 +55,14 @@ class NamespaceHistory:
     summary: str | None = None
     summary_generation: int = 0
     live_from: int = 1
+    _tokens: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def tokens_at(self, position: int, message: BaseMessage) -> int:
+        """The message's approximate tokens, counted once for all the settings replayed."""
+        counted = self._tokens.get(position)
+        if counted is None:
+            counted = self._tokens[position] = count_tokens_approximately([message])
+        return counted
 
     def segments(self) -> list[list[Entry]]:
         """Runs of consecutive positions; a missing range between two runs was an erase."""

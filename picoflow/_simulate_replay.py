@@ -139,10 +139,10 @@ class _State:
     """The simulated live namespace while a run of consecutive positions is replayed."""
 
     live: list[Entry] = field(default_factory=list)
-    tokens: list[int] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)  # of each live message
+    live_tokens: int = 0  # their sum
     summary: str | None = None
     memory_tokens: int = 0
-    covered_to: int = 0  # the last position the summary covers
     turn_start: int = 1  # history length (system slot included) when the turn began
 
     def set_summary(self, summary: str | None) -> None:
@@ -171,7 +171,7 @@ class Replay:
         """Replay every run of consecutive positions; a missing range between runs resets."""
         segments = self.history.segments()
         for index, segment in enumerate(segments):
-            state = _State(covered_to=segment[0][0] - 1)
+            state = _State()
             if index == 0 and self.history.opens_with_stored_summary():
                 state.set_summary(self.history.summary)
             await self._segment(state, segment, last=index == len(segments) - 1)
@@ -189,7 +189,9 @@ class Replay:
             if is_model_reply(message):
                 self._call(state, position)
             state.live.append((position, message))
-            state.tokens.append(tokens_of(message))
+            counted = self.history.tokens_at(position, message)
+            state.tokens.append(counted)
+            state.live_tokens += counted
             previous = message
         if last:  # an earlier run ended in an erase, which emptied it before any turn end
             await self._turn_end(state)
@@ -197,7 +199,7 @@ class Replay:
 
     def _call(self, state: _State, position: int) -> None:
         """Record the request that produced the reply at `position`, and check it."""
-        tokens = self.system_tokens + state.memory_tokens + sum(state.tokens)
+        tokens = self.system_tokens + state.memory_tokens + state.live_tokens
         size = 1 + (1 if state.summary else 0) + len(state.live)
         call = ModelCall(self.history.namespace, self.turn, position, tokens, size)
         self.out.calls.append(call)
@@ -207,33 +209,11 @@ class Replay:
         for kind, at, detail in checks.request_problems(state.live):
             key = (kind, None if kind == checks.OPENS_WITH_ASSISTANT else at)
             self.problems.setdefault(key, _Problem(kind, at, detail, position)).requests += 1
-        self._check_coverage(state, position)
-
-    def _check_coverage(self, state: _State, position: int) -> None:
-        """Every earlier position is in the request or covered by the summary (seed 001 gap).
-
-        picoflow evicts only a prefix of the history into the summary (M5, M6) and sends the
-        rest whole (M7), so this holds by construction; the check proves it per request.
-        """
-        first_live = state.live[0][0] if state.live else position
-        last_live = state.live[-1][0] if state.live else position - 1
-        if first_live == state.covered_to + 1 and last_live == position - 1:
-            return
-        self.out.findings.append(  # pragma: no cover - unreachable while M5-M7 hold
-            Finding(
-                checks.UNCOVERED,
-                self.history.namespace,
-                f"The call at position {position} sees neither in its request nor in the "
-                f"summary the positions between {state.covered_to} and {first_live}.",
-                position,
-                1,
-            )
-        )
 
     async def _turn_end(self, state: _State) -> None:
         """M4: compact if over the threshold; M5: cut where no tool exchange is split."""
         history = [self.history.system, *(message for _, message in state.live)]
-        length, tokens = len(history), self.system_tokens + sum(state.tokens)
+        length, tokens = len(history), self.system_tokens + state.live_tokens
         self.out.peak_messages = max(self.out.peak_messages, length)
         self.out.peak_tokens = max(self.out.peak_tokens, tokens)
         setting = self.setting
@@ -250,8 +230,8 @@ class Replay:
         summary = await self._summarise(state.summary, evicted, setting)
         first, last = state.live[0][0], state.live[cut - 2][0]
         self.out.evictions.append(Eviction(self.history.namespace, first, last, self.turn))
+        state.live_tokens -= sum(state.tokens[: cut - 1])
         del state.live[: cut - 1], state.tokens[: cut - 1]
-        state.covered_to = last
         state.set_summary(summary)
 
     async def _summarise(
