@@ -149,11 +149,7 @@ def _attributed(step: Step, lists: list[list[BaseMessage]]) -> list[BaseMessage]
 
 def previous_entry(step: Step) -> dict[str, Any] | None:
     """The stored distillation of a step, if its state holds one of the expected shape."""
-    spec = _spec(step)
-    entry = step.get_state(spec.key)
-    if isinstance(entry, dict) and isinstance(entry.get("value"), dict):
-        return entry
-    return None
+    return step._distilled_entry(_spec(step).key)
 
 
 def distil_request(
@@ -240,8 +236,7 @@ async def draft(flow: Flow, item: Distillation, model: BaseChatModel) -> Distill
 def apply(flow: Flow, item: Distillation) -> bool:
     """Store a drafted value with its provenance, or warn and store nothing; True if stored.
 
-    `source_message_ids` accumulates over generations: a value merged from the previous one
-    comes from every message any generation read.
+    Also counts the call's tokens for the namespace (M10) and logs the distillation.
     """
     step = flow.get_step(item.step)
     if item.reply is not None:
@@ -252,6 +247,20 @@ def apply(flow: Flow, item: Distillation) -> bool:
             "was stored or erased; the step is distilled again the next time it is left."
         )
         return False
+    store_value(flow, item)
+    logger.info("distilled %d messages", len(item.messages), extra=_extra(flow, step))
+    return True
+
+
+def store_value(flow: Flow, item: Distillation) -> None:
+    """Only the state write of `apply`, for a draft's scratch flow: nothing counted or logged.
+
+    `source_message_ids` accumulates over generations: a value merged from the previous one
+    comes from every message any generation read.
+    """
+    if item.value is None:
+        return
+    step = flow.get_step(item.step)
     spec = _spec(step)
     previous = previous_entry(step) or {}
     ids = [i for i in previous.get("source_message_ids") or [] if isinstance(i, str)]
@@ -266,8 +275,6 @@ def apply(flow: Flow, item: Distillation) -> bool:
         "generation": (generation if isinstance(generation, int) else 0) + 1,
     }
     step.save_state({spec.key: entry})
-    logger.info("distilled %d messages", len(item.messages), extra=_extra(flow, step))
-    return True
 
 
 def erase_cut(messages: list[BaseMessage], covered: set[str], limit: int) -> int:

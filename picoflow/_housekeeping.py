@@ -234,9 +234,9 @@ class Housekeeping:
         items = _distil.pending(base, exits)
         generations = {item.step: _distil_generation(base, item.step) for item in items}
         stored = doc["memory"]
-        for item in items:
+        for item in items:  # values go into `base` quietly: `_rebase` applies them for real
             await _distil.draft(base, item, self._model(base))
-            _distil.apply(base, item)
+            _distil.store_value(base, item)
         erasing = _distil.erase_cuts(base, stored)
         due = {ns: cut for ns, cut in due_cuts(base, stored).items() if ns not in erasing}
         if not (items or erasing or due):

@@ -304,10 +304,15 @@ class Step:
                 f"{self.name}.get_distilled(): {self.name} does not distil its conversation. "
                 "Call .distil_on_exit(Schema) on it (in its __init__ or in define_steps())."
             )
-        entry = self.get_state(spec.key)
-        if not isinstance(entry, dict) or not isinstance(entry.get("value"), dict):
-            return None
-        return (schema or spec.schema).model_validate(entry["value"])
+        entry = self._distilled_entry(spec.key)
+        return None if entry is None else (schema or spec.schema).model_validate(entry["value"])
+
+    def _distilled_entry(self, key: str) -> dict[str, Any] | None:
+        """The distillation stored under `key`, if the state holds one of the expected shape."""
+        entry = self.get_state(key)
+        if isinstance(entry, dict) and isinstance(entry.get("value"), dict):
+            return entry
+        return None
 
     def __repr__(self) -> str:
         return f"<{self.name} namespace={self._namespace!r}>"
