@@ -46,6 +46,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from . import _distil
 from ._compaction import Draft, apply, draft, due_cuts
+from ._hot import HotSessions
 from .errors import PicoflowError
 from .flow import Flow
 from .memory import count_call
@@ -80,13 +81,16 @@ class Housekeeping:
         registry: ProviderRegistry,
         ttl: timedelta | None,
         lock: Callable[[str], AbstractAsyncContextManager[None]],
-        on_commit: Callable[[JSONDict, Flow], None] | None = None,
+        hot: HotSessions,
     ) -> None:
         self._store = store
         self._registry = registry
         self._ttl = ttl
         self._lock = lock
-        self._on_commit = on_commit
+        # The engine's cache of just-saved sessions: a task reads the session the turn has just
+        # written from it (one `revision()` check instead of loading and parsing it twice) and
+        # leaves its own commit there for the next turn.
+        self._hot = hot
         self._pending: dict[str, asyncio.Task[None]] = {}  # the running task of each session
         # Work saved while a session's task was running: its flow class and the steps left.
         self._queued: dict[str, tuple[type[Flow], Exits]] = {}
@@ -204,22 +208,22 @@ class Housekeeping:
 
     async def _later(self, flow_class: type[Flow], session_id: str, exits: Exits) -> None:
         """Draft from the stored session holding no lock, then commit under the lock."""
-        doc = await self._store.load(session_id)
+        doc, spaces = await self._hot.load(self._store, session_id)
         if doc is None:
             return
         base = flow_class()
-        load_flow(base, doc)
+        load_flow(base, doc, spaces)  # copies what it takes from the cache
         work = await self._draft_later(base, doc, exits)
         if work is None:
             self._due_since.pop(session_id, None)  # nothing is due after all
             return
         async with self._lock(session_id):
-            current = await self._store.load(session_id)
+            current, spaces = await self._hot.load(self._store, session_id)
             if current is None:
                 _log_dropped(session_id, work.replies, "the session was deleted meanwhile")
                 return
             target = flow_class()
-            load_flow(target, current)
+            load_flow(target, current, spaces)
             if await self._rebase(base, target, current, work):
                 await self._commit(target, current, work.replies)
             else:
@@ -274,8 +278,7 @@ class Housekeeping:
         except PicoflowError as exc:  # a conflict, a deleted session, a store outage
             _log_dropped(doc["id"], replies, str(exc))
             return
-        if self._on_commit is not None:
-            self._on_commit(out, flow)
+        self._hot.keep(out, flow.get_memory().namespaces())
         since = self._due_since.pop(doc["id"], None)
         lag = 0.0 if since is None else time.monotonic() - since
         logger.info(

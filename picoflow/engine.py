@@ -114,7 +114,7 @@ class FlowEngine:
             self._registry,
             self._ttl,
             self._lock,
-            lambda saved, flow: self._hot.keep(saved, flow.get_memory().namespaces()),
+            self._hot,
         )
 
     def flow_names(self) -> list[str]:

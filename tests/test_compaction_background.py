@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from flows import RecordingStore
 from test_compaction import Chat, Other, chat_flow, texts
 
 from picoflow import Flow, FlowEngine, SessionConflictError, Step
@@ -98,6 +99,19 @@ async def test_background_pending_summary_leaves_the_next_turn_the_raw_history()
     assert await engine.store.search_archive(session_id, "chat", "m1") != []
     assert len([r for r in brain.model.requests if "re m1" in r.messages[-1].content]) == 1
     await engine.aclose()
+
+
+async def test_background_task_reads_the_session_the_turn_just_saved_without_loading() -> None:
+    """Anchors item 4: the task drafts from and commits onto the engine's copy of the session
+    it has just saved (checked with `revision()`), instead of loading and parsing it twice."""
+    brain = Summariser("S1", held=0)
+    store = RecordingStore()
+    engine = background_engine(brain, store)
+    session_id = await turns(engine, 1, 4, None)
+    await engine.wait_for_background()
+    doc = await store.load(session_id)
+    assert doc is not None and doc["memory"]["chat"]["summary"] == "S1"
+    assert store.calls == ["create", "save", "save", "save", "save", "load"]  # the last: ours
 
 
 async def test_background_commit_logs_the_summary_lag(caplog: Any) -> None:

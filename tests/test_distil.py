@@ -753,23 +753,48 @@ async def test_distil_background_newer_turn_queues_behind_the_running_task() -> 
     assert len(brain.distil_requests()) == 1
 
 
-class LoadFailsOnce(MemoryStore):
-    """A store outage that hits the background task's first read of the session."""
+class OutageAfterSave(MemoryStore):
+    """A store outage that hits the background task's first read of the session.
 
-    armed = False
+    Once armed, the next save marks the outage; the first read from another asyncio task (the
+    background task that the save starts, not the turns that go on) then fails, after waiting
+    for `go` if one is set.
+    """
+
+    def __init__(self, go: asyncio.Event | None = None) -> None:
+        super().__init__()
+        self.go = go
+        self.armed = False
+        self._saver: asyncio.Task[Any] | None = None
+
+    async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
+        revision = await super().save(doc, expected_revision)
+        if self.armed:
+            self.armed, self._saver = False, asyncio.current_task()
+        return revision
+
+    async def revision(self, session_id: str) -> int | None:
+        await self._outage()
+        return await super().revision(session_id)
 
     async def load(self, session_id: str) -> Any:
-        if self.armed:
-            self.armed = False
-            raise StoreError("the store is briefly unreachable")
+        await self._outage()
         return await super().load(session_id)
+
+    async def _outage(self) -> None:
+        if self._saver is None or asyncio.current_task() is self._saver:
+            return
+        self._saver = None
+        if self.go is not None:
+            await self.go.wait()
+        raise StoreError("the store is briefly unreachable")
 
 
 async def test_distil_background_task_that_fails_is_retried_at_the_next_turn_end() -> None:
     """anchors items 4 and 6 / distil: a task that dies (a store outage, not a model failure)
     hands its steps to the next turn end instead of losing them."""
     brain = Brain(LYON)
-    store = LoadFailsOnce()
+    store = OutageAfterSave()
     engine = background_engine(brain, store)
     (first,) = await chat(engine, "Lyon please")
     store.armed = True
@@ -790,7 +815,7 @@ async def test_distil_carried_work_is_kept_for_a_bounded_number_of_idle_sessions
     for sessions that never return is dropped oldest first, with a warning, not kept forever."""
     monkeypatch.setattr(Housekeeping, "keep_at_most", 2)
     brain = Brain(LYON, LYON)  # two distillations: the sessions whose work was kept
-    store = LoadFailsOnce()
+    store = OutageAfterSave()
     engine = background_engine(brain, store)
     sessions = []
     for _ in range(3):
@@ -872,25 +897,17 @@ class Chained:
         return ChainFlow
 
 
-class OutageThenSlowSave(MemoryStore):
-    """The task's first read fails once `go` is set; one turn's save waits for `go` too."""
+class OutageThenSlowSave(OutageAfterSave):
+    """`OutageAfterSave` whose failing read waits for `go`; one turn's save waits for it too."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.go = asyncio.Event()
+        super().__init__(asyncio.Event())
         self.save_waiting = asyncio.Event()
-        self.fail_load = False
         self.hold_save = False
-
-    async def load(self, session_id: str) -> Any:
-        if self.fail_load:
-            self.fail_load = False
-            await self.go.wait()
-            raise StoreError("the store is briefly unreachable")
-        return await super().load(session_id)
 
     async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
         if self.hold_save:
+            assert self.go is not None
             self.hold_save = False
             self.save_waiting.set()
             await self.go.wait()
@@ -904,7 +921,7 @@ async def test_distil_background_queued_steps_survive_a_task_ending_as_a_turn_sa
     store = OutageThenSlowSave()
     engine = FlowEngine(flows=[chain.flow()], store=store)
     session_id = (await engine.run("ChainFlow", "hi")).session_id
-    store.fail_load = True
+    store.armed = True
     await engine.run("ChainFlow", "done", session_id=session_id)  # leaves S1: the task waits
     await engine.run("ChainFlow", "done", session_id=session_id)  # leaves S2: queued
     store.hold_save = True
