@@ -11,9 +11,9 @@ one atomic save (P3). The reply waits for the summariser.
 **Background** (`set_summary_config(..., background=True)`): the turn is saved without compaction
 and its reply returned at once; `after_save` then starts one task for the session that
 
-1. loads the session as stored (revision r) and drafts, holding no lock, so turns of the
-   session are never held up;
-2. takes the session's lock, loads it again (revision r', perhaps newer) and applies each draft
+1. reads the session as stored (revision r; from the engine's hot cache when it is current)
+   and drafts, holding no lock, so turns of the session are never held up;
+2. takes the session's lock, reads it again (revision r', perhaps newer) and applies each draft
    that still fits: a summary if its namespace has only grown since (`_still_applies`), a
    distillation if the step's stored distillation is still the one it started from;
 3. saves with expected revision r'.
