@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -21,8 +21,10 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from ._engine_checks import check_flow, turn_input_problem
 from ._hot import HotSessions
 from ._housekeeping import Housekeeping
+from ._loop import bind_turn, run_turn
+from ._migration import migrate
 from ._recall import recall_tools
-from ._turn import TurnContext, append_message, run_turn
+from ._turn import TurnContext, append_message
 from .errors import PicoflowError, SessionConflictError, SessionNotFoundError
 from .flow import Flow
 from .memory import Namespace
@@ -81,8 +83,10 @@ class StreamEvent:
     """One event of `FlowEngine.stream`.
 
     `kind` is "token" (`data["text"]`, reply text as it arrives), "tool_call" (`name`, `args`,
-    `step`), "step_changed" (`from`, `to`), "compaction" (`namespace`, `outcome`) or "done"
-    (`result` holds the TurnResult; always the last event).
+    `step`), "step_changed" (`from`, `to`), "logic_step" (`step`, `parent`: a logic step ran),
+    "nested_start"/"nested_end" (`step`, `parent`, `depth`: a nested run began or returned),
+    "compaction" (`namespace`, `outcome`) or "done" (`result` holds the TurnResult; always the
+    last event).
     """
 
     kind: str
@@ -99,7 +103,15 @@ class FlowEngine:
         store: Store | None = None,
         providers: Mapping[str, ProviderFactory] | None = None,
         session_ttl: timedelta | float | None = None,
+        *,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
+        """Check every flow now (F5); `sleep` is how model-call retries wait (V9).
+
+        Tests pass a `sleep` that records the delays and returns at once, so retry backoff is
+        tested without waiting.
+        """
+        self._sleep = sleep
         self._registry = ProviderRegistry(providers)
         self._flows: dict[str, type[Flow]] = {}
         for flow_class in flows:
@@ -255,6 +267,9 @@ class FlowEngine:
         emit: Callable[[str, dict[str, Any]], None] | None,
     ) -> TurnResult:
         doc, spaces = await self._load_usable(flow_class, session_id)
+        flow = flow_class()
+        if doc is not None:  # V10: the flow upgrades its stored document first
+            doc, spaces = await migrate(flow, doc, spaces)
         if doc is not None and not message.strip():
             return _failure(
                 session_id,
@@ -262,17 +277,18 @@ class FlowEngine:
                 "new session.",
                 INVALID_REQUEST,
             )
-        flow = flow_class()
         context = self._context_for(flow)
         context.emit = emit
         fresh = doc is None
         if doc is None:
             doc = new_document(new_session_id(), flow_class.name, config)
             load_flow(flow, doc)
+            await flow.init()  # V10: after the session is loaded, before any hook
             await self._start(flow, message)
         else:
             load_flow(flow, doc, spaces)
             _warn_if_config_changed(flow, doc, config)
+            await flow.init()
             await flow._call_hook(flow.current_step.on_restore)
         reply = await run_turn(flow, message, context)
         saved = await self._save(flow, doc, context, fresh)
@@ -289,12 +305,15 @@ class FlowEngine:
 
     def _context_for(self, flow: Flow) -> TurnContext:
         default = flow.config_model()
-        return TurnContext(
+        context = TurnContext(
             registry=self._registry,
             default_model=parse_model(default, flow.name) if default is not None else None,
             usage=empty_usage(),
             extra_tools=recall_tools(self._store),
+            sleep=self._sleep,
         )
+        bind_turn(flow, context)  # hooks before the loop may start nested runs (V2)
+        return context
 
     async def _start(self, flow: Flow, message: str) -> None:
         """A new session: the cursor enters the initial step and `on_start` runs (T3).

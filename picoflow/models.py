@@ -24,25 +24,31 @@ __all__ = ["ModelSpec", "ModelLike", "ProviderFactory", "parse_model", "Provider
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model selection: provider name, model name, constructor params, retry attempts.
+    """A model selection: provider name, model name, constructor params, call policy.
 
-    `retry_attempts` is handed to the chat model's own retry setting (`max_retries` for
-    OpenAI), so retries happen where the client knows which errors are worth retrying.
+    `retry_attempts` is how many times picoflow retries a call that failed for a transient
+    reason (timeout, rate limit, 5xx, dropped connection), with backoff (V9); `timeout` is the
+    most seconds one call may take (None: no limit of picoflow's own). The built-in OpenAI
+    provider turns the client's own retries off, so attempts are not multiplied.
     """
 
     provider: str
     name: str
     params: dict[str, Any] = field(default_factory=dict)
     retry_attempts: int = 3
+    timeout: float | None = field(default=None, kw_only=True)
 
     def describe(self) -> dict[str, Any]:
         """The persisted form, with credential-like parameters removed."""
-        return {
+        described = {
             "provider": self.provider,
             "name": self.name,
             "params": _without_secrets(self.params),
             "retry_attempts": self.retry_attempts,
         }
+        if self.timeout is not None:
+            described["timeout"] = self.timeout
+        return described
 
 
 ModelLike: TypeAlias = "str | ModelSpec | BaseChatModel"
@@ -70,7 +76,7 @@ def _openai(spec: ModelSpec) -> BaseChatModel:
     """The built-in provider; langchain-openai reads OPENAI_API_KEY and OPENAI_BASE_URL."""
     from langchain_openai import ChatOpenAI
 
-    params = {"max_retries": spec.retry_attempts, **spec.params}
+    params = {"max_retries": 0, **spec.params}  # picoflow retries (V9); never twice over
     return ChatOpenAI(model=spec.name, **params)
 
 

@@ -14,6 +14,7 @@ import os
 import random
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
@@ -115,7 +116,15 @@ def merge_state(state: dict[str, Any], update: dict[str, Any], where: str) -> No
 
 
 class Step:
-    """A conversational stage; subclass it, give it a prompt and `@tool` methods."""
+    """A conversational stage; subclass it, give it a prompt and `@tool` methods.
+
+    Attributes:
+        output_schema: a pydantic model class (class attribute or property) for a structured
+            reply: the step's answer is validated against it and `on_response` and
+            `run_step` receive the object (V4). None (the default) means free text.
+    """
+
+    output_schema: type[BaseModel] | None = None
 
     def __init__(self, flow: Flow) -> None:
         self._flow = flow
@@ -223,6 +232,51 @@ class Step:
         if isinstance(self.get_last_message(), (HumanMessage, ToolMessage)):
             return None
         return HumanMessage(DEFAULT_OPENER)
+
+    def on_response(self, reply: Any) -> Any:
+        """The model answered without tool calls (V5); decide what becomes of the answer.
+
+        `reply` is the text, or the validated object when the step has an `output_schema`.
+        Return None to let it stand, a str to send instead, `go(Step)` to move on (the answer
+        is not kept; the destination answers in the same turn), `stay(feedback)` to have the
+        model answer again with the feedback, or `direct(text)`/`finish(...)`. Sync or async.
+        """
+        return None
+
+    def on_llm_error(self, error: Exception) -> Any:
+        """A model call of this step failed for good (V9); answer instead of failing the turn.
+
+        `error` says which model failed and why. Return None to fail the turn (the default),
+        a str to send as the reply, or `go(Step)`/`direct(text)`/`finish(text)`.
+        """
+        return None
+
+    # -- nested runs (V2, V3) -----------------------------------------------------------------
+
+    async def run_step(self, step: type[Step], message: str | None = None) -> Any:
+        """Run another step to its reply inside this turn, without moving the cursor (V2).
+
+        The child enters (`on_enter`), runs its model loop in its own namespace with its own
+        tools, and leaves (`on_exit`); its reply is returned: the text, the validated
+        `output_schema` object, or the text of its `direct(...)`. `message` is what the child
+        hears first. A child that tries `go`/`finish`, or fails, fails the whole turn.
+        """
+        from ._nested import run_step
+
+        return await run_step(self, step, message)
+
+    async def run_steps(
+        self, steps: Sequence[type[Step] | tuple[type[Step], str | None]]
+    ) -> list[Any]:
+        """Run several steps as `run_step` does, concurrently; their replies in order (V3).
+
+        Give a class, or a `(StepClass, message)` pair. Steps that share a namespace with each
+        other or with this step run one after another, in order, so their histories never
+        interleave. The same class twice is a ValueError; if any child fails, the turn fails.
+        """
+        from ._nested import run_steps
+
+        return await run_steps(self, steps)
 
     # -- durable and transient state (S1-S5) --------------------------------------------------
 
