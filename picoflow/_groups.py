@@ -12,11 +12,11 @@ import inspect
 import logging
 from typing import Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, InvalidToolCall
 from pydantic import ValidationError
 
 from ._abort import fails_turn
-from ._turn import Outcome, TurnContext, interpret, run_tool_call
+from ._turn import Outcome, TurnContext, interpret, malformed_outcome, run_tool_call
 from .step import Step
 from .tools import GroupSpec, ToolCall, ToolSpec, collect_groups
 
@@ -36,16 +36,25 @@ def _groups(step_class: type) -> list[GroupSpec]:
 
 
 async def answer_calls(
-    step: Step, tools: _Tools, reply: AIMessage, ctx: TurnContext
+    step: Step,
+    tools: _Tools,
+    reply: AIMessage,
+    ctx: TurnContext,
+    malformed: dict[str, InvalidToolCall],
 ) -> list[Outcome]:
-    """One outcome per tool call of `reply`, in order."""
+    """One outcome per tool call of `reply`, in order; `malformed` calls get their error (V8)."""
     groups = _groups(type(step))
-    if groups:
+    if groups and not malformed:
         names = {call["name"] for call in reply.tool_calls}
         for group in groups:
             if names <= group.names and names <= tools.keys():
                 return await _run_group(step, tools, reply, group, ctx)
-    return [await run_tool_call(step, tools, call, ctx) for call in reply.tool_calls]
+    return [
+        malformed_outcome(step, malformed[call["id"]])
+        if call["id"] in malformed
+        else await run_tool_call(step, tools, call, ctx)
+        for call in reply.tool_calls
+    ]
 
 
 async def _run_group(

@@ -90,7 +90,7 @@ async def _model_round(
 ) -> tuple[Step, Reply | None]:
     tools = tools_of(step, ctx)  # what the model is offered is what its calls may use
     try:
-        reply = await call_model(step, tools, ctx, run)
+        reply, malformed = await call_model(step, tools, ctx, run)
     except ModelCallError as error:
         return await recover(flow, step, error, run)
     if not reply.tool_calls:
@@ -104,7 +104,7 @@ async def _model_round(
         if final is not None:
             return final
     run.scratch.clear()  # the model acted on the feedback; the exchange is stored from here on
-    outcomes = await answer_calls(step, tools, reply, ctx)
+    outcomes = await answer_calls(step, tools, reply, ctx, malformed)
     source = step
     step, text = await apply(flow, step, reply, outcomes, run)
     if ctx.emit is not None and step is not source:
