@@ -52,7 +52,7 @@ async def answer_calls(
     return [
         malformed_outcome(step, malformed[call["id"]])
         if call["id"] in malformed
-        else await run_tool_call(step, tools, call, ctx)
+        else await run_tool_call(step, tools, dict(call), ctx)
         for call in reply.tool_calls
     ]
 

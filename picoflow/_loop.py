@@ -96,8 +96,8 @@ async def _model_round(
     if not reply.tool_calls:
         if is_plain(step):
             append_message(step, reply)
-            text = message_text(reply)
-            return step, Reply(text, text)
+            said = message_text(reply)
+            return step, Reply(said, said)
         return await respond(flow, step, reply, run)
     if step.output_schema is not None:
         final = await take_final(flow, step, reply, run)
@@ -105,11 +105,10 @@ async def _model_round(
             return final
     run.scratch.clear()  # the model acted on the feedback; the exchange is stored from here on
     outcomes = await answer_calls(step, tools, reply, ctx, malformed)
-    source = step
-    step, text = await apply(flow, step, reply, outcomes, run)
-    if ctx.emit is not None and step is not source:
-        ctx.emit("step_changed", {"from": source.name, "to": step.name})
-    return step, None if text is None else Reply(text, text)
+    destination, text = await apply(flow, step, reply, outcomes, run)
+    if ctx.emit is not None and destination is not step:
+        ctx.emit("step_changed", {"from": step.name, "to": destination.name})
+    return destination, None if text is None else Reply(text, text)
 
 
 async def _logic_round(

@@ -204,7 +204,7 @@ def backoff(retry: int, rng: random.Random | None = None) -> float:
     Retry 0 waits 0.25-0.5 s, retry 1 0.5-1 s, retry 2 1-2 s, ... up to 4-8 s: half fixed, half
     random, so clients that failed together do not all come back at the same instant.
     """
-    delay = min(MAX_DELAY, BASE_DELAY * 2**retry)
+    delay: float = min(MAX_DELAY, BASE_DELAY * 2.0**retry)
     return delay * (0.5 + (rng or random).random() / 2)
 
 

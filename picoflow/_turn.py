@@ -533,18 +533,17 @@ async def _deliver(
     moved: bool,
 ) -> str | None:
     """Hand the forwarded message to the destination (through on_crossing on a real move)."""
-    if isinstance(forwarded, str):
-        forwarded = HumanMessage(forwarded)
+    message = HumanMessage(forwarded) if isinstance(forwarded, str) else forwarded
     if moved:
-        forwarded = await flow._call_hook(destination.on_crossing, forwarded, source.name)
+        message = await flow._call_hook(destination.on_crossing, message, source.name)
     if isinstance(destination, LogicStep):  # V1: no model to read it; run_logic passes it on
-        destination.incoming_message = forwarded
+        destination.incoming_message = message
         return None
-    if forwarded is None:
+    if message is None:
         return None
-    append_message(destination, forwarded)
-    if isinstance(forwarded, AIMessage) and forwarded.additional_kwargs.get("direct"):
-        return message_text(forwarded)
+    append_message(destination, message)
+    if isinstance(message, AIMessage) and message.additional_kwargs.get("direct"):
+        return message_text(message)
     return None
 
 
