@@ -121,9 +121,7 @@ def _share_history(parent: Step, steps: list[Step]) -> bool:
     return len(set(namespaces)) < len(namespaces) or parent.namespace in namespaces
 
 
-async def _run_child(
-    parent: Step, frame: RunFrame, message: str | None, ctx: TurnContext
-) -> Any:
+async def _run_child(parent: Step, frame: RunFrame, message: str | None, ctx: TurnContext) -> Any:
     """Enter, run and leave one child; any failure fails the turn (P3)."""
     flow, step = parent.flow, frame.step
     token = FRAME.set(frame)

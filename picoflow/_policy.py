@@ -64,7 +64,17 @@ _TRANSIENT_NAMES = frozenset(
         "ClientConnectionError",
     }
 )
-_PROVIDER_MODULES = ("openai", "anthropic", "httpx", "google", "aiohttp", "groq", "mistralai")
+_PROVIDER_MODULES = (
+    "openai",
+    "anthropic",
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "google",
+    "aiohttp",
+    "groq",
+    "mistralai",
+)
 
 
 class ModelCallError(PicoflowError):

@@ -12,7 +12,7 @@ import inspect
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -139,9 +139,7 @@ def _specs(step_class: type) -> list[ToolSpec]:
     return specs
 
 
-def model_config(
-    flow: Flow, step: Step, purpose: str, parent: str | None = None
-) -> dict[str, Any]:
+def model_config(flow: Flow, step: Step, purpose: str, parent: str | None = None) -> dict[str, Any]:
     """LangChain run metadata and tags, so any callback handler can attribute the call (E3).
 
     A nested run (V2) also names the step that started it (`picoflow_parent_step`).
@@ -171,9 +169,10 @@ async def call_model(
     record = flow.get_memory().space(step.namespace)
     system = _system_slot(step, record.messages[0] if record.messages else None)
     record.messages[0] = system  # M2: the system slot is rewritten before every call
-    spec = step._model or _require(ctx.default_model, flow, step)
+    spec = _spec_of(step, ctx) if step._model is not None else ctx.default_model
+    spec = _require(spec, flow, step)
     model = ctx.registry.resolve(spec)
-    runnable = ctx.registry.bound(model, [spec.schema for spec, _ in tools.values()])
+    runnable = ctx.registry.bound(model, [tool.schema for tool, _ in tools.values()])
     ctx.model_calls += 1
     if logger.isEnabledFor(logging.INFO):  # skip building the record's extras when unlogged
         logger.info(
@@ -223,6 +222,25 @@ async def _call_once(
         timeout=timeout,
         sleep=ctx.sleep,
         describe=lambda: (_model_name(spec), f"{step.flow.name}.{step.name}"),
+    )
+
+
+def _spec_of(step: Step, ctx: TurnContext) -> ModelSpec | BaseChatModel:
+    """The step's model; naming the flow's own model, it inherits the flow's settings (V9).
+
+    `use_model(ModelSpec("openai", "gpt-4o", params={"temperature": 0}))` on a flow whose
+    model is `openai:gpt-4o` keeps the flow's other params, timeout and retry attempts.
+    """
+    own, base = step._model, ctx.default_model
+    if not (isinstance(own, ModelSpec) and isinstance(base, ModelSpec)):
+        return own  # type: ignore[return-value]
+    if (own.provider, own.name) != (base.provider, base.name):
+        return own
+    return replace(
+        own,
+        params={**base.params, **own.params},
+        retry_attempts=own.retry_attempts if own.retry_attempts != 3 else base.retry_attempts,
+        timeout=own.timeout if own.timeout is not None else base.timeout,
     )
 
 
