@@ -572,6 +572,8 @@ def append_message(step: Step, message: BaseMessage) -> None:
 
 def extend(step: Step, messages: list[BaseMessage]) -> None:
     """Append several messages to the step's namespace, attributed to the step (T5)."""
+    if not messages:  # a logic step's transition carries none: create no namespace for it
+        return
     step.get_memory().extend(_owned(step, m) for m in messages)
 
 
