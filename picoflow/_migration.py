@@ -36,7 +36,7 @@ async def migrate(
             f"{where} returned {type(out).__name__}; return the session document (a dict), "
             "changed or not, or None to start a new session."
         )
-    missing = sorted(_KEYS - out.keys())
+    missing = sorted(_KEYS - out.keys() - {"id", "revision", "flow"})  # put back below
     if missing:
         raise FlowDefinitionError(
             f"{where} returned a document without {', '.join(repr(k) for k in missing)}; "
