@@ -25,6 +25,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableBinding, ensure_config
 from pydantic import ValidationError
 
+from ._tracing import run_metadata
 from .errors import ToolLoopError
 from .flow import Flow
 from .memory import count_call, request_messages
@@ -115,13 +116,7 @@ async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
 
 def model_config(flow: Flow, step: Step, purpose: str) -> dict[str, Any]:
     """LangChain run metadata and tags, so any callback handler can attribute the call (E3)."""
-    metadata = {
-        "picoflow_session_id": flow.get_session_id(),
-        "picoflow_flow": flow.name,
-        "picoflow_step": step.name,
-        "picoflow_namespace": step.namespace,
-        "picoflow_purpose": purpose,
-    }
+    metadata = run_metadata(flow, step.name, step.namespace, purpose)
     tags = ["picoflow", f"picoflow:{purpose}", f"picoflow:step:{step.name}"]
     return {"metadata": metadata, "tags": tags, "run_name": f"{flow.name}.{step.name}"}
 

@@ -20,8 +20,9 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from ._engine_checks import check_flow, turn_input_problem
 from ._hot import HotSessions
-from ._housekeeping import Housekeeping
+from ._housekeeping.scheduler import Housekeeping
 from ._recall import recall_tools
+from ._state import now_iso
 from ._turn import TurnContext, append_message, run_turn
 from .errors import PicoflowError, SessionConflictError, SessionNotFoundError
 from .flow import Flow
@@ -37,7 +38,6 @@ from .session import (
     new_document,
     new_session_id,
 )
-from .step import now_iso
 from .stores import Store
 from .stores.base import JSONDict
 

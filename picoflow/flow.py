@@ -15,11 +15,11 @@ from typing import Any, ClassVar
 import pydash
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from ._json import to_json
+from ._state import get_path, to_json
 from .errors import FlowDefinitionError
 from .memory import Memory, Namespace, request_messages
 from .models import ModelLike
-from .step import Step, get_path
+from .step import Step
 
 __all__ = ["Flow"]
 
@@ -56,7 +56,8 @@ class Flow:
         self._content_type = "text/plain"
         self._warnings: list[str] = []
         # Steps with distil_on_exit left this turn, with their namespace as it was when they
-        # were left; the housekeeping before the save distils them (see `_distil`).
+        # were left; the housekeeping before the save distils them (see
+        # `_housekeeping.distillation`).
         self._exits: list[tuple[str, list[BaseMessage]]] = []
 
     # -- what subclasses define ---------------------------------------------------------------

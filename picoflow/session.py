@@ -16,11 +16,11 @@ from typing import Any, Literal, TypedDict
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
+from ._state import now_iso
 from .errors import StoreError
 from .flow import Flow
 from .memory import Namespace
 from .models import describe_model
-from .step import now_iso
 from .stores.base import SavedMessages, encode_new
 
 __all__ = [

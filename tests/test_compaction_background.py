@@ -13,7 +13,7 @@ from flows import RecordingStore
 from test_compaction import Chat, Other, chat_flow, texts
 
 from picoflow import Flow, FlowEngine, SessionConflictError, Step
-from picoflow._housekeeping import Housekeeping
+from picoflow._housekeeping.scheduler import Housekeeping
 from picoflow.memory import DEFAULT_SUMMARY_PROMPT
 from picoflow.stores import MemoryStore, SQLiteStore
 from picoflow.testing import ScriptedChatModel

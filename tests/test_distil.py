@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from pydantic import BaseModel, ConfigDict
 from test_compaction_background import ConflictOnce
 
-import picoflow._distil
+import picoflow._housekeeping.distillation
 from picoflow import (
     Flow,
     FlowDefinitionError,
@@ -29,8 +29,8 @@ from picoflow import (
     go,
     tool,
 )
-from picoflow._distil import DEFAULT_DISTIL_PROMPT
-from picoflow._housekeeping import Housekeeping
+from picoflow._housekeeping.distillation import DEFAULT_DISTIL_PROMPT, erase_cut
+from picoflow._housekeeping.scheduler import Housekeeping
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call
 
@@ -430,10 +430,10 @@ def test_distil_erase_keeps_a_tool_call_with_its_results() -> None:
         ToolMessage("r", tool_call_id="c1", id="A|3"),
     ]
     covered = {"A|1", "A|2", "A|3"}
-    assert picoflow._distil.erase_cut(history, covered, limit=4) == 4
-    assert picoflow._distil.erase_cut(history, covered, limit=3) == 2  # result not stored
-    assert picoflow._distil.erase_cut(history, covered - {"A|3"}, limit=4) == 2
-    assert picoflow._distil.erase_cut(history, {"A|2", "A|3"}, limit=4) == 1
+    assert erase_cut(history, covered, limit=4) == 4
+    assert erase_cut(history, covered, limit=3) == 2  # result not stored
+    assert erase_cut(history, covered - {"A|3"}, limit=4) == 2
+    assert erase_cut(history, {"A|2", "A|3"}, limit=4) == 1
 
 
 async def test_distil_erase_after_compaction_clears_the_summary_only_when_emptied() -> None:
@@ -653,7 +653,7 @@ def test_distil_schema_without_a_json_schema_is_refused_by_the_engine() -> None:
 
 def test_distil_docstring_examples_hold() -> None:
     """anchors item 6 / distil: the worked examples in `_distil` are true."""
-    outcome = doctest.testmod(picoflow._distil)
+    outcome = doctest.testmod(picoflow._housekeeping.distillation)
     assert outcome.failed == 0 and outcome.attempted > 0
 
 

@@ -2,7 +2,7 @@
 
 A step declared with `Step.distil_on_exit(Schema, key=..., erase=...)` is remembered by
 `Flow.goto` when it is left (F8: a real move, `on_exit` ran). At the end of the turn, as part of
-the housekeeping before the save (or after the reply, in background mode, see `_housekeeping`),
+the housekeeping before the save (or after the reply, in background mode, see `scheduler`),
 the summary model reads the step's messages and returns a JSON object for the schema. The
 validated value is stored in the step's durable state under `key`:
 
@@ -41,20 +41,14 @@ from langchain_core.messages import (
 )
 from pydantic import BaseModel, ValidationError
 
-from ._compaction import (
-    ask_summary_model,
-    clip,
-    evict,
-    find_cut_point,
-    stored_length,
-    summary_run_config,
-    transcript_line,
-)
-from .errors import StoreError
-from .flow import Flow
-from .memory import count_call
-from .step import DistilSpec, Step, now_iso
-from .stores.base import Store
+from .._state import now_iso
+from ..errors import StoreError
+from ..flow import Flow
+from ..memory import count_call
+from ..step import DistilSpec, Step
+from ..stores.base import Store
+from .history import evict, find_cut_point, stored_length
+from .summariser import ask_summary_model, clip, summary_run_config, transcript_line
 
 __all__ = [
     "DEFAULT_DISTIL_PROMPT",

@@ -23,11 +23,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from . import _simulate_checks as checks
-from ._compaction import find_cut_point, is_over_threshold, summary_request
-from ._simulate_checks import Finding
-from ._simulate_history import Entry, NamespaceHistory
-from .memory import SummaryConfig, memory_block
+from .._housekeeping.compaction import is_over_threshold, summary_request
+from .._housekeeping.history import find_cut_point
+from ..memory import SummaryConfig, memory_block
+from . import _checks as checks
+from ._checks import Finding
+from ._history import Entry, NamespaceHistory
 
 __all__ = [
     "DEFAULT_SUMMARY_TOKENS",

@@ -1,6 +1,7 @@
 """When compaction and step distillation run: inline, before the save, or after the reply (M4).
 
-`_compaction` and `_distil` are the algorithms; this module is their schedule and commit protocol.
+`compaction` and `distillation` are the algorithms; this module is their schedule and commit
+protocol.
 Distillation (anchors item 6) goes first: its erase changes a namespace, and compaction must
 see the history the save will write.
 
@@ -44,15 +45,15 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
-from . import _distil
-from ._compaction import Draft, apply, draft, due_cuts
-from ._hot import HotSessions
-from .errors import PicoflowError
-from .flow import Flow
-from .memory import count_call
-from .models import ProviderRegistry
-from .session import dump_flow, load_flow
-from .stores.base import JSONDict, Store
+from .._hot import HotSessions
+from ..errors import PicoflowError
+from ..flow import Flow
+from ..memory import count_call
+from ..models import ProviderRegistry
+from ..session import dump_flow, load_flow
+from ..stores.base import JSONDict, Store
+from . import distillation as _distil
+from .compaction import Draft, apply, draft, due_cuts
 
 __all__ = ["Housekeeping"]
 
