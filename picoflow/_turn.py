@@ -386,7 +386,7 @@ async def _apply(
     if transition.state:
         destination.save_state(transition.state)
     if transition.content_type:
-        flow._content_type = transition.content_type
+        flow._session.content_type = transition.content_type
     _extend(source, [reply, *results])
     return destination, await _deliver(flow, source, destination, transition, moved)
 
@@ -395,7 +395,7 @@ def _direct(flow: Flow, step: Step, exchange: list[BaseMessage], transition: Too
     text = transition.text or ""
     _extend(step, [*exchange, AIMessage(text, additional_kwargs={"direct": True})])
     if transition.content_type:
-        flow._content_type = transition.content_type
+        flow._session.content_type = transition.content_type
     return text
 
 

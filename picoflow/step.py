@@ -37,7 +37,7 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 @dataclass(frozen=True, slots=True)
 class DistilSpec:
-    """What `Step.distil_on_exit` asked for (anchors item 6).
+    """What `Step.distil_on_exit` asked for (step distillation).
 
     The algorithm is in `_housekeeping.distillation`.
     """
@@ -162,33 +162,33 @@ class Step:
 
     def get_state(self, path: str | None = None) -> Any:
         """All state, or the value at a dotted path (missing: None)."""
-        state = self._flow._state_of(self.name)
+        state = self._flow._session.state_of(self.name)
         return state if path is None else get_path(state, path)
 
     def save_state(self, update: dict[str, Any]) -> None:
         """First key replaces, other keys deep-merge; stamps `_saveOn` (S2, S5)."""
         if not update:
             return
-        state = self._flow._state_of(self.name)
+        state = self._flow._session.state_of(self.name)
         merge_state(state, update, f"{self.name} state")
         state["_saveOn"] = now_iso()
 
     def remove_state(self, key: str) -> None:
         """Delete a top-level key (S3)."""
-        self._flow._state_of(self.name).pop(key, None)
+        self._flow._session.state_of(self.name).pop(key, None)
 
     def save_transient_state(self, update: dict[str, Any]) -> None:
         """Like save_state, under `_transient`, which is dropped when the turn ends (S4)."""
         if not update:
             return
-        state = self._flow._state_of(self.name)
+        state = self._flow._session.state_of(self.name)
         transient = state.setdefault("_transient", {})
         merge_state(transient, update, f"{self.name} transient state")
         state["_saveOn"] = now_iso()
 
     def get_transient_state(self, path: str | None = None) -> Any:
         """The transient state, or a dotted path in it (S4)."""
-        transient = self._flow._state_of(self.name).get("_transient")
+        transient = self._flow._session.state_of(self.name).get("_transient")
         if transient is None:
             return None
         return transient if path is None else get_path(transient, path)
@@ -293,7 +293,7 @@ class EndStep(Step):
 
     def on_enter(self) -> Any:
         """Mark the session completed: its id will start a new session next time (P5)."""
-        self._flow._mark_completed()
+        self._flow._session.completed = True
 
     def on_crossing(self, message: BaseMessage | None, prior_step: str | None) -> Any:
         """Always give the closing model something to answer."""

@@ -189,7 +189,8 @@ def _skip(flow: Flow, namespace: str, reason: str) -> dict[str, Any]:
 def _check_facts(flow: Flow, namespace: str, evicted: list[BaseMessage], summary: str) -> None:
     """Warn about values the summary lost that no step's state holds either."""
     states = [
-        {k: v for k, v in state.items() if k != "_transient"} for state in flow._states.values()
+        {k: v for k, v in state.items() if k != "_transient"}
+        for state in flow._session.states.values()
     ]
     lost = dropped_facts(evicted, summary, states)
     if not lost:

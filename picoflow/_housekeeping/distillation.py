@@ -1,4 +1,4 @@
-"""Distil a step into typed state when the cursor leaves it (anchors item 6, `distil_on_exit`).
+"""Distil a step into typed state when the cursor leaves it (step distillation, `distil_on_exit`).
 
 A step declared with `Step.distil_on_exit(Schema, key=..., erase=...)` is remembered by
 `Flow.goto` when it is left (F8: a real move, `on_exit` ran). At the end of the turn, as part of
@@ -111,7 +111,7 @@ def pending(flow: Flow, exits: list[tuple[str, list[BaseMessage]]]) -> list[Dist
     found: list[Distillation] = []
     for name, lists in snapshots.items():
         step = flow.steps.get(name)
-        if step is None or step._distil is None or name == flow._current:
+        if step is None or step._distil is None or name == flow._session.current:
             continue
         record = flow.get_memory().namespaces().get(step.namespace)
         if record is not None:

@@ -33,7 +33,7 @@ def summary_run_config(
     LangGraph-style message streams; picoflow's own stream never sees it, because the
     summariser is called with `ainvoke`.
     """
-    step = step or flow._current
+    step = step or flow._session.current
     metadata = run_metadata(flow, step, namespace, purpose)
     tags = ["picoflow", "picoflow:summary"]
     tags += [f"picoflow:{purpose}"] if purpose != "summary" else []

@@ -1,6 +1,6 @@
 """Compaction simulator: replay stored sessions under other compaction settings, offline.
 
-People tune `min_messages`, `recent_messages` and `max_tokens` by guesswork (anchors item 10).
+People tune `min_messages`, `recent_messages` and `max_tokens` by guesswork.
 This module replays the real history of stored sessions (the live document plus the archive,
 M9) under each candidate setting and reports, per setting, the prompt tokens every model call
 would have sent, the summaries and evicted ranges, settings that never trigger, coverage gaps

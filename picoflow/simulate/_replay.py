@@ -293,12 +293,12 @@ def _problem_text(problem: _Problem) -> str:
     if problem.kind == checks.ORPHAN_RESULT:
         return (
             f"The tool result at position {at} (call id '{detail}') has no call right before "
-            f"it in {requests}, {since}. Providers refuse such a request (M5)."
+            f"it in {requests}, {since}. Providers refuse such a request."
         )
     if problem.kind == checks.UNANSWERED_CALL:
         return (
             f"The tool call '{detail}' at position {at} has no result right after it in "
-            f"{requests}, {since}. Providers refuse such a request (M5)."
+            f"{requests}, {since}. Providers refuse such a request."
         )
     return (
         f"{requests} open with an assistant message after the system prompt and memory "
@@ -332,8 +332,9 @@ def _idle_finding(out: NamespaceReplay, setting: SummaryConfig) -> Finding:
             f"The threshold was reached {out.blocked} time(s) in namespace '{namespace}', but "
             "the cut point found nothing to evict: everything older than the newest "
             f"{setting.recent_messages} messages (recent_messages) was written in the turn "
-            "that just ended, or belongs to a user turn that reaches past the cut (M5 evicts "
-            "whole turns: one turn of tool rounds is longer than the window). Lower "
+            "that just ended, or belongs to a user turn that reaches past the cut (with "
+            "whole_turns a cut falls only where a user turn starts, and one turn of tool rounds "
+            "is longer than the window). Lower "
             "recent_messages.",
         )
     budget = f"max_tokens={setting.max_tokens}" if setting.max_tokens else "no max_tokens"

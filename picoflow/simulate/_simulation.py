@@ -404,7 +404,7 @@ def _notes(histories: dict[str, NamespaceHistory], source: str) -> list[str]:
             if history.archive_read:
                 notes.append(
                     f"Namespace '{name}': {span} are neither live nor archived (erased with "
-                    "erase_memory(), T4); the replay restarts after them, so the call right "
+                    "erase_memory()); the replay restarts after them, so the call right "
                     "after the erase is counted without the erased messages."
                 )
             else:
