@@ -11,7 +11,6 @@ import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,25 +18,23 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from ._engine_checks import check_flow, turn_input_problem
-from ._hot import HotSessions
-from ._housekeeping import Housekeeping
+from ._housekeeping.scheduler import Housekeeping
 from ._recall import recall_tools
+from ._sessions import Sessions
+from ._state import now_iso
 from ._turn import TurnContext, append_message, run_turn
 from .errors import PicoflowError, SessionConflictError, SessionNotFoundError
 from .flow import Flow
 from .memory import Namespace
 from .models import ProviderFactory, ProviderRegistry, parse_model
 from .session import (
-    check_schema,
-    dump_flow,
+    continuation,
     empty_usage,
-    is_expired,
     is_session_id,
     load_flow,
     new_document,
     new_session_id,
 )
-from .step import now_iso
 from .stores import Store
 from .stores.base import JSONDict
 
@@ -121,16 +118,8 @@ class FlowEngine:
             check_flow(flow_class, self._registry, self._flows)
             self._flows[flow_class.name] = flow_class
         self._store: Store = store if store is not None else _store_from_environment()
-        self._ttl = _as_ttl(session_ttl)
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
-        self._hot = HotSessions()
-        self._housekeeping = Housekeeping(
-            self._store,
-            self._registry,
-            self._ttl,
-            self._lock,
-            self._hot,
-        )
+        self._sessions = Sessions(self._store, _as_ttl(session_ttl))
+        self._housekeeping = Housekeeping(self._sessions, self._registry)
 
     def flow_names(self) -> list[str]:
         """The registered flow names."""
@@ -192,7 +181,7 @@ class FlowEngine:
         problem = turn_input_problem(self._flows, flow_name, message, session_id, config)
         if problem is not None:
             return _failure(session_id, problem, INVALID_REQUEST)
-        async with self._lock(session_id):
+        async with self._sessions.lock(session_id):
             try:
                 flow_class = self._flows[flow_name]
                 return await self._turn(flow_class, message, session_id, config, emit)
@@ -231,8 +220,8 @@ class FlowEngine:
         """Delete a session and its archive; True if it existed."""
         if not is_session_id(session_id):
             return False
-        async with self._lock(session_id):
-            self._hot.forget(session_id)
+        async with self._sessions.lock(session_id):
+            self._sessions.forget(session_id)
             self._housekeeping.cancel(session_id)
             return await self._store.delete(session_id)
 
@@ -260,10 +249,7 @@ class FlowEngine:
         """
         doc = await self.get_session(session_id)
         flow_class = self._flows.get(doc["flow"]) if doc is not None else None
-        if doc is None or flow_class is None or doc.get("run_status") != "running":
-            return None
-        check_schema(doc)
-        if is_expired(doc, datetime.now(UTC)):
+        if flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":
             return None
         flow = flow_class()
         load_flow(flow, doc)
@@ -335,8 +321,8 @@ class FlowEngine:
             success=True,
             completed=saved["run_status"] == "completed",
             step=saved["current_step"],
-            content_type=flow._content_type,
-            warnings=list(flow._warnings),
+            content_type=flow._session.content_type,
+            warnings=list(flow._session.warnings),
             usage=context.usage,
         )
 
@@ -356,8 +342,8 @@ class FlowEngine:
         """
         initial = flow.initial_step()
         step = flow.get_step(initial) if initial is not None else next(iter(flow.steps.values()))
-        flow._current = step.name
-        flow._sequence.append(step.name)
+        flow._session.current = step.name
+        flow._session.sequence.append(step.name)
         await flow._call_hook(step.on_start)
         if not message:
             opener = await flow._call_hook(step.on_crossing, None, None)
@@ -370,12 +356,11 @@ class FlowEngine:
         """The stored session to continue (and its cached namespaces), or None (P5)."""
         if session_id is None:
             return None, None
-        doc, spaces = await self._hot.load(self._store, session_id)
-        if doc is None or doc.get("run_status") != "running":
-            return None, None
-        check_schema(doc)
-        if is_expired(doc, datetime.now(UTC)):
-            await self._forget_expired(doc)
+        doc, spaces = await self._sessions.load(session_id)
+        status = continuation(doc, datetime.now(UTC))
+        if doc is None or status != "continue":
+            if doc is not None and status == "expired":
+                await self._forget_expired(doc)
             return None, None
         if doc["flow"] != flow_class.name:
             raise _InvalidRequest(
@@ -396,7 +381,7 @@ class FlowEngine:
         session's lock, so a background compaction for it can only be dropped.
         """
         session_id = doc["id"]
-        self._hot.forget(session_id)
+        self._sessions.forget(session_id)
         self._housekeeping.cancel(session_id)
         closed = {**doc, "run_status": "aborted", "updated_at": now_iso()}
         try:
@@ -414,43 +399,15 @@ class FlowEngine:
         fresh: bool,
         deadline: asyncio.Timeout | None = None,
     ) -> JSONDict:
-        """Write the turn once (P3): create a new session, or save against its revision."""
+        """Write the turn once (P3): housekeeping due before the save, the commit, then the
+        housekeeping that runs after it (background mode)."""
         # M4: compaction is the first part of saving (unless it runs in the background).
-        await self._housekeeping.compact_before_save(
-            flow, doc["memory"], context.usage, context.emit
+        await self._housekeeping.before_save(flow, doc["memory"], context.usage, context.emit)
+        saved = await self._sessions.commit(
+            flow, doc, context.usage, fresh=fresh, deadline=deadline
         )
-        out = dump_flow(flow, doc, self._ttl, datetime.now(UTC))
-        totals = out["usage"] = {k: dict(v) for k, v in doc["usage"].items()}
-        for kind, counters in context.usage.items():
-            for key, value in counters.items():
-                totals[kind][key] = totals[kind].get(key, 0) + value
-        if deadline is not None:  # H6: from here on the turn is saved whole, never cut
-            deadline.reschedule(None)
-        if fresh:
-            await self._store.create(out)
-        else:
-            out["revision"] = await self._store.save(out, doc["revision"])
-        self._hot.keep(out, flow.get_memory().namespaces())
-        self._housekeeping.after_save(flow, out)
-        return out
-
-    @asynccontextmanager
-    async def _lock(self, session_id: str | None) -> AsyncIterator[None]:
-        """Serialise turns of one session inside this process (P4)."""
-        if session_id is None:
-            yield
-            return
-        lock, users = self._locks.get(session_id, (asyncio.Lock(), 0))
-        self._locks[session_id] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[session_id]
-            if users == 1:
-                del self._locks[session_id]
-            else:
-                self._locks[session_id] = (lock, users - 1)
+        self._housekeeping.after_save(flow, saved)
+        return saved
 
 
 def _failure(session_id: str | None, message: str, error: str) -> TurnResult:
@@ -469,7 +426,7 @@ def _warn_if_config_changed(flow: Flow, doc: JSONDict, config: dict[str, Any] | 
     if config is not None and config != stored:
         flow.add_warning(
             "The config sent with this turn was ignored: a session's context is fixed when it "
-            "is created (F7). Start a new session to use a different config."
+            "is created. Start a new session to use a different config."
         )
 
 
