@@ -10,7 +10,6 @@ it must not move the cursor (`RunFrame.depth > 0`).
 from __future__ import annotations
 
 from contextvars import ContextVar
-from weakref import WeakKeyDictionary
 
 from langchain_core.messages import HumanMessage
 
@@ -32,27 +31,15 @@ from .errors import ToolLoopError
 from .flow import Flow
 from .step import Step
 
-__all__ = ["FRAME", "bind_turn", "turn_context", "run_turn", "run_loop"]
+__all__ = ["FRAME", "run_turn", "run_loop"]
 
 # The run in progress in this task: the turn itself, or a nested run (each child task of
 # `run_steps` has its own). `run_step` reads it to know its depth.
 FRAME: ContextVar[RunFrame | None] = ContextVar("picoflow_run_frame", default=None)
-_CONTEXTS: WeakKeyDictionary[Flow, TurnContext] = WeakKeyDictionary()
-
-
-def bind_turn(flow: Flow, ctx: TurnContext) -> None:
-    """Make the turn's context reachable from the flow's steps (`run_step` needs it)."""
-    _CONTEXTS[flow] = ctx
-
-
-def turn_context(flow: Flow) -> TurnContext | None:
-    """The context of the turn this flow object is running, if any."""
-    return _CONTEXTS.get(flow)
 
 
 async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
     """Run the current step until it replies; return the reply text (R3-R7, V1-V9)."""
-    bind_turn(flow, ctx)
     step = flow.current_step
     if message:
         human = HumanMessage(message, id=step.gen_message_id())

@@ -20,24 +20,33 @@ from langchain_core.messages import HumanMessage
 
 from ._abort import fail_turn
 from ._logic import LogicStep
-from ._loop import FRAME, run_loop, turn_context
+from ._loop import FRAME, run_loop
 from ._turn import RunFrame, TurnContext, append_message
 from .errors import FlowDefinitionError
 from .step import Step
 
-__all__ = ["run_step", "run_steps"]
+__all__ = ["NestedRuns"]
 
 Child = type[Step] | tuple[type[Step], str | None]
 
 
-async def run_step(parent: Step, child: type[Step], message: str | None) -> Any:
-    """Run `child` nested in the current turn; its reply is the result (V2)."""
-    ctx, frame = _prepare(parent, [child])[0]
-    return await _run_child(parent, frame, message, ctx)
+class NestedRuns:
+    """What `Step.run_step`/`run_steps` call: the engine gives each turn's flow one of these."""
+
+    def __init__(self, ctx: TurnContext) -> None:
+        self._ctx = ctx
+
+    async def run_step(self, parent: Step, child: type[Step], message: str | None) -> Any:
+        """Run `child` nested in the current turn; its reply is the result (V2)."""
+        frame = _prepare(parent, [child])[0]
+        return await _run_child(parent, frame, message, self._ctx)
+
+    async def run_steps(self, parent: Step, children: Sequence[Child]) -> list[Any]:
+        """Run several children nested in the current turn; their replies, in order (V3)."""
+        return await _run_steps(parent, children, self._ctx)
 
 
-async def run_steps(parent: Step, children: Sequence[Child]) -> list[Any]:
-    """Run several children nested in the current turn; their replies, in order (V3)."""
+async def _run_steps(parent: Step, children: Sequence[Child], ctx: TurnContext) -> list[Any]:
     if isinstance(children, (str, bytes)) or not isinstance(children, Sequence):
         raise fail_turn(
             TypeError(
@@ -47,10 +56,8 @@ async def run_steps(parent: Step, children: Sequence[Child]) -> list[Any]:
         )
     pairs = [_pair(parent, item) for item in children]
     _refuse_repeats(parent, [cls for cls, _ in pairs])
-    prepared = _prepare(parent, [cls for cls, _ in pairs])
-    runs = [
-        (frame, message, ctx) for (ctx, frame), (_, message) in zip(prepared, pairs, strict=True)
-    ]
+    frames = _prepare(parent, [cls for cls, _ in pairs])
+    runs = [(frame, message, ctx) for frame, (_, message) in zip(frames, pairs, strict=True)]
     if _share_history(parent, [frame.step for frame, _, _ in runs]):
         return [await _run_child(parent, frame, message, ctx) for frame, message, ctx in runs]
     return await _concurrently(parent, runs)
@@ -88,17 +95,9 @@ def _refuse_repeats(parent: Step, classes: list[type[Step]]) -> None:
         seen.add(cls)
 
 
-def _prepare(parent: Step, classes: list[type[Step]]) -> list[tuple[TurnContext, RunFrame]]:
+def _prepare(parent: Step, classes: list[type[Step]]) -> list[RunFrame]:
     """Check that nesting is possible here; one child frame per class."""
     flow = parent.flow
-    ctx = turn_context(flow)
-    if ctx is None:
-        raise fail_turn(
-            FlowDefinitionError(
-                f"{parent.name}.run_step() was called outside a turn. Call it from a tool, a "
-                "hook or on_response while the engine runs the flow."
-            )
-        )
     outer = FRAME.get()
     depth = (outer.depth if outer is not None else 0) + 1
     if depth > flow.max_step_depth:
@@ -113,7 +112,7 @@ def _prepare(parent: Step, classes: list[type[Step]]) -> list[tuple[TurnContext,
         steps = [flow.get_step(cls) for cls in classes]
     except FlowDefinitionError as exc:
         raise fail_turn(exc) from None
-    return [(ctx, RunFrame(step, depth, parent.name)) for step in steps]
+    return [RunFrame(step, depth, parent.name) for step in steps]
 
 
 def _share_history(parent: Step, steps: list[Step]) -> bool:

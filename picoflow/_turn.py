@@ -33,6 +33,7 @@ from ._abort import fail_turn, fails_turn
 from ._logic import LogicStep
 from ._policy import call_with_retries
 from ._structured import final_tool
+from ._tracing import run_metadata
 from .errors import FlowDefinitionError
 from .flow import Flow
 from .memory import count_call, request_messages
@@ -144,13 +145,7 @@ def model_config(flow: Flow, step: Step, purpose: str, parent: str | None = None
 
     A nested run (V2) also names the step that started it (`picoflow_parent_step`).
     """
-    metadata = {
-        "picoflow_session_id": flow.get_session_id(),
-        "picoflow_flow": flow.name,
-        "picoflow_step": step.name,
-        "picoflow_namespace": step.namespace,
-        "picoflow_purpose": purpose,
-    }
+    metadata = run_metadata(flow, step.name, step.namespace, purpose)
     tags = ["picoflow", f"picoflow:{purpose}", f"picoflow:step:{step.name}"]
     if parent is not None:
         metadata["picoflow_parent_step"] = parent
@@ -501,7 +496,7 @@ async def apply_transition(
         extend(source, exchange)
         return source, None
     if transition.kind == "finish":
-        flow._mark_completed()  # V7: the session is completed wherever the cursor is
+        flow._session.completed = True  # V7: the session is completed wherever the cursor is
         if transition.text is None:  # the step's model says the closing line
             extend(source, exchange)
             return source, None
@@ -514,7 +509,7 @@ async def apply_transition(
     if transition.state:
         destination.save_state(transition.state)
     if transition.content_type:
-        flow._content_type = transition.content_type
+        flow._session.content_type = transition.content_type
     extend(source, exchange)
     forwarded = transition.message if transition.message is not None else incoming
     return destination, await _deliver(flow, source, destination, forwarded, moved)
@@ -539,7 +534,7 @@ def _direct(flow: Flow, step: Step, exchange: list[BaseMessage], transition: Too
     text = transition.text or ""
     extend(step, [*exchange, AIMessage(text, additional_kwargs={"direct": True})])
     if transition.content_type:
-        flow._content_type = transition.content_type
+        flow._session.content_type = transition.content_type
     return text
 
 
