@@ -20,10 +20,14 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
+from langchain_core.language_models import BaseChatModel
+
 from .errors import PicoflowError
+from .models import ModelSpec
 
 __all__ = [
     "ModelCallError",
@@ -32,6 +36,9 @@ __all__ = [
     "retry_after",
     "backoff",
     "call_with_retries",
+    "inherit",
+    "policy_of",
+    "model_name",
 ]
 
 T = TypeVar("T")
@@ -258,3 +265,39 @@ def _next_wait(exc: BaseException, attempt: int, retries: int) -> float | None:
     if asked is not None and asked > MAX_RETRY_AFTER:
         return None
     return max(asked or 0.0, backoff(attempt))
+
+
+def inherit(
+    own: ModelSpec | BaseChatModel, base: ModelSpec | BaseChatModel | None
+) -> ModelSpec | BaseChatModel:
+    """A step's model; naming the flow's own model, it inherits the flow's settings.
+
+    `use_model(ModelSpec("openai", "gpt-4o", params={"temperature": 0}))` on a flow whose
+    model is `openai:gpt-4o` keeps the flow's other params, its timeout and its retry attempts
+    (unless the step sets its own), as PicoFlow's `useModelParams` did.
+    """
+    if not (isinstance(own, ModelSpec) and isinstance(base, ModelSpec)):
+        return own
+    if (own.provider, own.name) != (base.provider, base.name):
+        return own
+    return replace(
+        own,
+        params={**base.params, **own.params},
+        retry_attempts=own.retry_attempts if own.retry_attempts != 3 else base.retry_attempts,
+        timeout=own.timeout if own.timeout is not None else base.timeout,
+    )
+
+
+def policy_of(spec: ModelSpec | BaseChatModel) -> tuple[int, float | None]:
+    """(retries, timeout) of a model selection; a chat model instance gets the defaults."""
+    if isinstance(spec, ModelSpec):
+        return spec.retry_attempts, spec.timeout
+    return 3, None
+
+
+def model_name(spec: ModelSpec | BaseChatModel) -> str:
+    """How error messages name a model: "provider:name", or the chat model's class."""
+    if isinstance(spec, ModelSpec):
+        return f"{spec.provider}:{spec.name}"
+    name = getattr(spec, "model_name", None) or getattr(spec, "model", None)
+    return f"{type(spec).__name__}({name})" if isinstance(name, str) else type(spec).__name__

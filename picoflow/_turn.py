@@ -12,7 +12,7 @@ import inspect
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from ._abort import fail_turn, fails_turn
 from ._logic import LogicStep
-from ._policy import call_with_retries
+from ._policy import call_with_retries, inherit, model_name, policy_of
 from ._structured import final_tool
 from ._tracing import run_metadata
 from .errors import FlowDefinitionError
@@ -164,7 +164,7 @@ async def call_model(
     record = flow.get_memory().space(step.namespace)
     system = _system_slot(step, record.messages[0] if record.messages else None)
     record.messages[0] = system  # M2: the system slot is rewritten before every call
-    spec = _spec_of(step, ctx) if step._model is not None else ctx.default_model
+    spec = inherit(step._model, ctx.default_model) if step._model is not None else ctx.default_model
     spec = _require(spec, flow, step)
     model = ctx.registry.resolve(spec)
     runnable = ctx.registry.bound(model, [tool.schema for tool, _ in tools.values()])
@@ -210,50 +210,18 @@ async def _call_once(
         count_call(ctx.usage["model"], result)
         return result
 
-    retries, timeout = _policy_of(spec)
+    retries, timeout = policy_of(spec)
     return await call_with_retries(
         attempt,
         retries=retries,
         timeout=timeout,
         sleep=ctx.sleep,
-        describe=lambda: (_model_name(spec), f"{step.flow.name}.{step.name}"),
-    )
-
-
-def _spec_of(step: Step, ctx: TurnContext) -> ModelSpec | BaseChatModel:
-    """The step's model; naming the flow's own model, it inherits the flow's settings (V9).
-
-    `use_model(ModelSpec("openai", "gpt-4o", params={"temperature": 0}))` on a flow whose
-    model is `openai:gpt-4o` keeps the flow's other params, timeout and retry attempts.
-    """
-    own, base = step._model, ctx.default_model
-    if not (isinstance(own, ModelSpec) and isinstance(base, ModelSpec)):
-        return own  # type: ignore[return-value]
-    if (own.provider, own.name) != (base.provider, base.name):
-        return own
-    return replace(
-        own,
-        params={**base.params, **own.params},
-        retry_attempts=own.retry_attempts if own.retry_attempts != 3 else base.retry_attempts,
-        timeout=own.timeout if own.timeout is not None else base.timeout,
+        describe=lambda: (model_name(spec), f"{step.flow.name}.{step.name}"),
     )
 
 
 def _is_empty(result: AIMessage) -> bool:
     return not (result.tool_calls or result.invalid_tool_calls or message_text(result).strip())
-
-
-def _policy_of(spec: ModelSpec | BaseChatModel) -> tuple[int, float | None]:
-    if isinstance(spec, ModelSpec):
-        return spec.retry_attempts, spec.timeout
-    return 3, None
-
-
-def _model_name(spec: ModelSpec | BaseChatModel) -> str:
-    if isinstance(spec, ModelSpec):
-        return f"{spec.provider}:{spec.name}"
-    name = getattr(spec, "model_name", None) or getattr(spec, "model", None)
-    return f"{type(spec).__name__}({name})" if isinstance(name, str) else type(spec).__name__
 
 
 def _system_slot(step: Step, current: BaseMessage | None) -> SystemMessage:
