@@ -31,6 +31,7 @@ from .models import ModelSpec
 
 __all__ = [
     "ModelCallError",
+    "ModelUnavailableError",
     "is_transient",
     "is_model_error",
     "retry_after",
@@ -115,9 +116,23 @@ class ModelCallError(PicoflowError):
 
     def __repr__(self) -> str:
         return (
-            f"ModelCallError(model={self.model!r}, where={self.where!r}, "
+            f"{type(self).__name__}(model={self.model!r}, where={self.where!r}, "
             f"attempts={self.attempts!r}, transient={self.transient!r})"
         )
+
+
+class ModelUnavailableError(ModelCallError):
+    """A transient failure outlasted the retries: the same turn may well succeed later.
+
+    Its own class so that `TurnResult.error` tells a server "try again later" (HTTP 503) apart
+    from a refusal that needs a fix ("ModelCallError").
+    """
+
+
+def model_call_error(model: str, where: str, attempts: int, cause: BaseException) -> ModelCallError:
+    """The error for a call that failed for good, of the class its cause calls for."""
+    error_class = ModelUnavailableError if is_transient(cause) else ModelCallError
+    return error_class(model, where, attempts, cause)
 
 
 def describe_error(exc: BaseException) -> str:
@@ -252,7 +267,7 @@ async def call_with_retries(
             wait = _next_wait(exc, attempt, retries)
             if wait is None:
                 model, where = describe()
-                raise ModelCallError(model, where, attempt + 1, exc) from exc
+                raise model_call_error(model, where, attempt + 1, exc) from exc
         attempt += 1
         await sleep(wait)
 

@@ -180,7 +180,11 @@ async def test_v9_retries_exhausted_fail_the_turn_naming_model_and_cause(store: 
     first = await engine.run("VFlow", "hi")
     before = await engine.get_session(first.session_id)
     failed = await engine.run("VFlow", "again", session_id=first.session_id)
-    assert (failed.success, failed.completed, failed.error) == (False, False, "ModelCallError")
+    assert (failed.success, failed.completed, failed.error) == (
+        False,
+        False,
+        "ModelUnavailableError",
+    )
     assert failed.message == (
         "The model 'scripted:m' failed in VFlow.ChatStep (tried 3 times): RateLimitError (HTTP "
         "429): Rate limit reached. The session was not changed; send the message again in a "
@@ -195,6 +199,7 @@ async def test_v9_a_refusal_is_not_retried() -> None:
     model = ScriptedChatModel(script=[_openai_status(openai.AuthenticationError, 401)])
     engine, sleep, _ = engine_with(model, ModelSpec("scripted", "m"))
     failed = await engine.run("VFlow", "hi")
+    assert failed.error == "ModelCallError"
     assert failed.message == (
         "The model 'scripted:m' refused the call in VFlow.ChatStep: AuthenticationError (HTTP "
         "401): refused. The session was not changed; check the model's name, API key and "
@@ -207,7 +212,7 @@ async def test_v9_a_long_retry_after_ends_the_retries() -> None:
     model = ScriptedChatModel(script=[transient_error("rate_limit", retry_after=120)])
     engine, sleep, _ = engine_with(model, ModelSpec("scripted", "m"))
     failed = await engine.run("VFlow", "hi")
-    assert failed.error == "ModelCallError" and sleep.delays == []
+    assert failed.error == "ModelUnavailableError" and sleep.delays == []
 
 
 async def _never(sent: list[Any], tools: list[str]) -> str:
@@ -236,7 +241,7 @@ async def test_v9_a_step_naming_the_flow_model_inherits_its_params_and_policy() 
         model, flow_spec, steps=lambda f: [ChatStep(f).use_model(step_spec)]
     )
     failed = await engine.run("VFlow", "hi")
-    assert failed.error == "ModelCallError" and sleep.delays == []  # the flow's 0 retries
+    assert failed.error == "ModelUnavailableError" and sleep.delays == []  # 0 retries
     assert built == [
         ModelSpec(
             "scripted",
@@ -289,8 +294,11 @@ async def test_v9_on_llm_error_can_answer_instead_or_move_on() -> None:
         steps=lambda f: [ApologeticStep(f), HumanAgentStep(f)],
     )
     sorry = await engine.run("VFlow", "hi", config={"apologise": True})
-    assert (sorry.success, sorry.message) == (True, "Sorry, try again later. (ModelCallError)")
+    assert (sorry.success, sorry.message) == (
+        True,
+        "Sorry, try again later. (ModelUnavailableError)",
+    )
     moved = await engine.run("VFlow", "hi", config={"handoff": True})
     assert (moved.step, moved.message) == ("HumanAgentStep", "A person will answer shortly.")
     plain = await engine.run("VFlow", "hi")
-    assert (plain.success, plain.error) == (False, "ModelCallError")
+    assert (plain.success, plain.error) == (False, "ModelUnavailableError")

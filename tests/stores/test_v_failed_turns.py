@@ -141,7 +141,10 @@ CASES: dict[str, tuple[dict[str, list[Any]], str]] = {
         },
         "ToolLoopError",
     ),
-    "v9_retries_exhausted": ({"HubStep": [transient_error("server_error")] * 2}, "ModelCallError"),
+    "v9_retries_exhausted": (
+        {"HubStep": [transient_error("server_error")] * 2},
+        "ModelUnavailableError",
+    ),
 }
 
 
@@ -154,7 +157,7 @@ async def test_v_failed_turn_leaves_the_stored_session_byte_identical(
     store: Store, case: str
 ) -> None:
     scripts: dict[str, list[Any]] = {"HubStep": [text("Hello.")]}
-    failing, error = CASES.get(case, ({}, "ModelCallError"))
+    failing, error = CASES.get(case, ({}, "ModelUnavailableError"))
     for step, items in failing.items():
         scripts.setdefault(step, []).extend(items)
     if case == "v9_timeout":
