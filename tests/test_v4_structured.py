@@ -268,3 +268,75 @@ async def test_v5_a_stay_retry_loop_is_capped() -> None:
     flow = flow_of(lambda f: [CheckedStep(f)], model, max_tool_rounds=2)
     result = await engine_of(flow).run("VFlow", "hi")
     assert (result.success, result.error) == (False, "ToolLoopError")
+
+
+class Review(BaseModel):
+    stars: int
+
+
+class DynamicStep(Step):
+    """output_schema as a property: structured only once the state asks for it."""
+
+    @property
+    def output_schema(self) -> Any:  # type: ignore[override]
+        return Review if self.get_state("rate") else None
+
+    @tool
+    def rate(self) -> Any:
+        """Switch to rating."""
+        self.save_state({"rate": True})
+        return "Now answer with a Review."
+
+
+async def test_v4_output_schema_may_be_a_property() -> None:
+    model = ScriptedChatModel(script=["Hello.", tool_call("rate"), structured(Review(stars=5))])
+    engine = engine_of(flow_of(lambda f: [DynamicStep(f)], model))
+    first = await engine.run("VFlow", "hi")
+    assert first.message == "Hello." and model.requests[0].tool_names == ["rate"]
+    second = await engine.run("VFlow", "rate it", session_id=first.session_id)
+    assert second.message == '{"stars":5}'
+    assert model.requests[2].tool_names == ["rate", "final_result"]
+    await engine.aclose()
+
+
+class JudgeStep(Step):
+    async def on_response(self, reply: str) -> Any:
+        verdict = await self.run_step(MovieStep, f"Pick a film like {reply}")
+        return f"{reply} -> {verdict.title} ({verdict.year})"
+
+
+async def test_v5_on_response_may_run_a_nested_step() -> None:
+    model = ScriptedChatModel(
+        script={
+            "JudgeStep": ["Alien"],
+            "MovieStep": [structured(Movie(title="Aliens", year=1986))],
+        }
+    )
+    engine = engine_of(flow_of(lambda f: [JudgeStep(f), MovieStep(f)], model))
+    result = await engine.run("VFlow", "a film?")
+    assert (result.step, result.message) == ("JudgeStep", "Alien -> Aliens (1986)")
+    assert model.requests[1].metadata["picoflow_parent_step"] == "JudgeStep"
+
+
+class RoutingChild(Step):
+    def on_response(self, reply: str) -> Any:
+        return go(NextStep)
+
+
+class CallsChild(Step):
+    @tool
+    async def consult(self) -> Any:
+        """Consult the child."""
+        return await self.run_step(RoutingChild, "hello")
+
+
+async def test_v5_on_response_go_inside_a_nested_run_fails_the_turn() -> None:
+    model = ScriptedChatModel(
+        script={"CallsChild": [tool_call("consult")], "RoutingChild": ["anything"]}
+    )
+    steps = lambda f: [CallsChild(f), RoutingChild(f), NextStep(f)]  # noqa: E731
+    result = await engine_of(flow_of(steps, model)).run("VFlow", "hi")
+    assert (result.success, result.error) == (False, "FlowDefinitionError")
+    assert result.message.startswith(
+        "RoutingChild returned go(NextStep) while running nested inside CallsChild"
+    )
