@@ -13,7 +13,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -26,7 +26,8 @@ from langchain_core.messages import (
     ToolMessage,
     message_chunk_to_message,
 )
-from langchain_core.runnables import RunnableBinding, ensure_config
+from langchain_core.outputs import ChatGeneration
+from langchain_core.runnables import RunnableBinding, RunnableConfig, ensure_config
 from pydantic import ValidationError
 
 from ._abort import fail_turn, fails_turn
@@ -261,7 +262,7 @@ async def _invoke(runnable: Any, messages: list[BaseMessage], config: dict[str, 
         model, kwargs = runnable, {}
     if not isinstance(model, BaseChatModel) or not _plain_invoke(type(model)):
         return await runnable.ainvoke(messages, config=config)
-    merged = ensure_config(config)  # picks up a caller's callbacks from the running context
+    merged = ensure_config(cast(RunnableConfig, config))  # picks up a caller's callbacks too
     result = await model.agenerate(
         [messages],
         callbacks=merged.get("callbacks"),
@@ -271,7 +272,7 @@ async def _invoke(runnable: Any, messages: list[BaseMessage], config: dict[str, 
         run_id=merged.pop("run_id", None),
         **kwargs,
     )
-    return result.generations[0][0].message
+    return cast(ChatGeneration, result.generations[0][0]).message
 
 
 def _plain_invoke(model_class: type[BaseChatModel]) -> bool:
