@@ -180,6 +180,7 @@ async def call_model(
                 "session_id": flow.get_session_id(),
                 "step": step.name,
                 "namespace": step.namespace,
+                "parent_step": run.parent,  # the step that started this nested run (V2)
             },
         )
     messages = request_messages(record, system)

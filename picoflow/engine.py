@@ -258,10 +258,14 @@ class FlowEngine:
         """
         doc = await self.get_session(session_id)
         flow_class = self._flows.get(doc["flow"]) if doc is not None else None
-        if flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":
+        if doc is None or flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":
             return None
         flow = flow_class()
-        load_flow(flow, doc)
+        migrated, _ = await migrate(flow, doc, None)  # V10: loaded as a turn would load it
+        if migrated is None:
+            return None
+        load_flow(flow, migrated)
+        await flow.init()
         await flow._call_hook(flow.current_step.on_restore)
         messages = flow.preview()
         return messages + [HumanMessage(message)] if message else messages

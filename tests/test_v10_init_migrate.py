@@ -138,3 +138,29 @@ async def test_v10_a_bad_migration_fails_the_turn_and_changes_nothing(
     )
     assert await engine.get_session(first.session_id) == before
     await engine.aclose()
+
+
+async def test_v10_preview_migrates_and_runs_init_as_a_turn_would() -> None:
+    old = flow_of(lambda f: [GreetStep(f)], ScriptedChatModel(script=["Hi!"]), init=_tenant)
+    engine = engine_of(old)
+    first = await engine.run("VFlow", "hello")
+
+    def migrate(self: Flow, doc: dict[str, Any]) -> dict[str, Any]:
+        doc["current_step"] = "RenamedGreetStep"
+        doc["steps"]["RenamedGreetStep"] = doc["steps"].pop("GreetStep")
+        doc["memory"]["RenamedGreetStep"] = doc["memory"].pop("GreetStep")
+        return doc
+
+    class RenamedGreetStep(GreetStep):
+        pass
+
+    new = flow_of(
+        lambda f: [RenamedGreetStep(f)],
+        ScriptedChatModel(script=[]),
+        init=_tenant,
+        migrate_session=migrate,
+    )
+    engine2 = engine_of(new, store=engine.store)
+    preview = await engine2.preview(first.session_id, message="again")
+    assert preview is not None
+    assert [m.text for m in preview] == ["Greet a guest of acme.", "hello", "Hi!", "again"]
