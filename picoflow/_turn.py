@@ -189,7 +189,7 @@ async def call_model(
     config = model_config(flow, step, "reply", run.parent)
     result = await _call_once(spec, runnable, messages, config, ctx, step)
     if _is_empty(result):  # V9: an empty reply is asked for once more, with a nudge
-        messages = [*messages, result, HumanMessage(EMPTY_REPLY_NUDGE)]
+        messages = [*messages, HumanMessage(EMPTY_REPLY_NUDGE)]  # providers refuse empty AI turns
         result = await _call_once(spec, runnable, messages, config, ctx, step)
     return _restamp(step, result)
 
@@ -222,8 +222,9 @@ async def _call_once(
     )
 
 
-def _is_empty(result: AIMessage) -> bool:
-    return not (result.tool_calls or result.invalid_tool_calls or message_text(result).strip())
+def _is_empty(result: BaseMessage) -> bool:
+    calls = getattr(result, "tool_calls", None) or getattr(result, "invalid_tool_calls", None)
+    return not (calls or message_text(result).strip())
 
 
 def _system_slot(step: Step, current: BaseMessage | None) -> SystemMessage:

@@ -259,7 +259,7 @@ async def test_v9_an_empty_reply_is_retried_once_with_a_nudge(store: Any) -> Non
     result = await engine.run("VFlow", "hi")
     assert result.message == "Hello."
     nudged = model.requests[1].messages
-    assert [m.type for m in nudged[-2:]] == ["ai", "human"]
+    assert [m.type for m in nudged] == ["system", "human", "human"]
     assert nudged[-1].text == (
         "Your last reply was empty. Follow the system prompt and answer the conversation above."
     )
