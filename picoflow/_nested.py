@@ -38,6 +38,13 @@ class NestedRuns:
 
     async def run_step(self, parent: Step, child: type[Step], message: str | None) -> Any:
         """Run `child` nested in the current turn; its reply is the result (V2)."""
+        if message is not None and not isinstance(message, str):
+            raise fail_turn(
+                TypeError(
+                    f"{parent.name}.run_step({getattr(child, '__name__', child)!s}, message=...) "
+                    f"takes the message as a str (or None), got {type(message).__name__}."
+                )
+            )
         frame = _prepare(parent, [child])[0]
         return await _run_child(parent, frame, message, self._ctx)
 
@@ -55,6 +62,8 @@ async def _run_steps(parent: Step, children: Sequence[Child], ctx: TurnContext) 
             )
         )
     pairs = [_pair(parent, item) for item in children]
+    if not pairs:
+        return []
     _refuse_repeats(parent, [cls for cls, _ in pairs])
     frames = _prepare(parent, [cls for cls, _ in pairs])
     runs = [(frame, message, ctx) for frame, (_, message) in zip(frames, pairs, strict=True)]

@@ -336,3 +336,67 @@ async def test_v2_stream_reports_nested_runs() -> None:
         ("nested_end", {"step": "FlightStep", "parent": "PlannerStep", "depth": 1}),
     ]
     await engine.aclose()
+
+
+class BadCallsStep(Step):
+    @tool
+    async def bad(self, which: str) -> Any:
+        """Call run_step/run_steps wrongly."""
+        if which == "message":
+            return await self.run_step(FlightStep, 42)  # type: ignore[arg-type]
+        if which == "not a list":
+            return await self.run_steps(FlightStep)  # type: ignore[arg-type]
+        if which == "not a step":
+            return await self.run_steps([dict])  # type: ignore[list-item]
+        if which == "unregistered":
+            return await self.run_step(DeepStep4)
+        return str(await self.run_steps([]))
+
+
+@pytest.mark.parametrize(
+    ("which", "error", "message"),
+    [
+        (
+            "message",
+            "TypeError",
+            "BadCallsStep.run_step(FlightStep, message=...) takes the message as a str (or None), "
+            "got int.",
+        ),
+        (
+            "not a list",
+            "TypeError",
+            "BadCallsStep.run_steps() takes a list of step classes or (StepClass, message) "
+            "pairs, got type.",
+        ),
+        (
+            "not a step",
+            "TypeError",
+            "BadCallsStep.run_steps() takes step classes or (StepClass, message) pairs with a "
+            "str message, got <class 'dict'>.",
+        ),
+        (
+            "unregistered",
+            "FlowDefinitionError",
+            "Step 'DeepStep4' is not registered in flow 'VFlow'. Add it to define_steps() "
+            "(registered: BadCallsStep, FlightStep).",
+        ),
+    ],
+)
+async def test_v2_v3_bad_calls_fail_the_turn_with_a_clear_error(
+    which: str, error: str, message: str
+) -> None:
+    model = ScriptedChatModel(script=[tool_call("bad", which=which)])
+    engine = engine_of(flow_of(lambda f: [BadCallsStep(f), FlightStep(f)], model))
+    result = await engine.run("VFlow", "hi")
+    assert (result.success, result.error) == (False, error)
+    if error != "FlowDefinitionError":
+        message = f"The turn failed and the session was not changed: {error}: {message}"
+    assert result.message == message
+
+
+async def test_v3_run_steps_of_nothing_is_an_empty_list() -> None:
+    model = ScriptedChatModel(script=[tool_call("bad", which="empty"), text("Nothing to do.")])
+    engine = engine_of(flow_of(lambda f: [BadCallsStep(f), FlightStep(f)], model))
+    result = await engine.run("VFlow", "hi")
+    assert result.message == "Nothing to do."
+    assert [m.text for m in model.requests[1].messages if m.type == "tool"] == ["[]"]
