@@ -56,6 +56,7 @@ class Step:
         self._namespace = self.name
         self._model: ModelSpec | BaseChatModel | None = None
         self._recall = False
+        self._tool_sources: list[Any] = []  # LangChain BaseTools and MCP servers (use_tools)
         self._distil: DistilSpec | None = None
 
     # -- identity and registration ------------------------------------------------------------
@@ -88,6 +89,24 @@ class Step:
     def use_recall(self) -> Self:
         """Expose `conversation_search` over this namespace's archive (M9)."""
         self._recall = True
+        return self
+
+    def use_tools(self, *tools: Any) -> Self:
+        """Expose ready LangChain tools, or every tool of an MCP server, beside the `@tool`s.
+
+        Pass `BaseTool` instances (`StructuredTool`, community tools) or `picoflow.mcp.MCPServer`
+        objects. Their results are tool results (the step stays); their errors are error
+        results the model reads (R6). Name clashes fail at engine start (MCP servers: when the
+        engine connects). See docs/tools.md.
+
+        Raises:
+            TypeError: something that is neither a LangChain tool nor an MCP server.
+        """
+        from ._tool_sources import check_tool_source
+
+        for source in tools:
+            check_tool_source(source, self.name)
+            self._tool_sources.append(source)
         return self
 
     def distil_on_exit(
