@@ -44,7 +44,7 @@ __all__ = [
     "append_message",
 ]
 
-logger = logging.getLogger("picoflow.turn")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -418,11 +418,11 @@ async def _deliver(
 
 def append_message(step: Step, message: BaseMessage) -> None:
     """Append to the step's namespace, attributed to the step (T5)."""
-    step.get_memory().append(_owned(step, message))
+    step.get_messages().append(_owned(step, message))
 
 
 def _extend(step: Step, messages: list[BaseMessage]) -> None:
-    step.get_memory().extend(_owned(step, m) for m in messages)
+    step.get_messages().extend(_owned(step, m) for m in messages)
 
 
 def _owned(step: Step, message: BaseMessage) -> BaseMessage:

@@ -11,7 +11,7 @@ import json
 from typing import TypeGuard
 
 from picoflow.errors import StoreError
-from picoflow.stores.base import ArchiveEntry, JSONDict, message_text
+from picoflow.stores.base import ArchiveEntry, JSONDict, searchable_text
 
 __all__ = [
     "check_entries",
@@ -137,7 +137,7 @@ def decode(text: str) -> JSONDict:
 
 def search_text(message: JSONDict) -> str:
     """The lowercased text a search runs against (content plus tool-call arguments)."""
-    return message_text(message).lower()
+    return searchable_text(message).lower()
 
 
 def search_words(query: str) -> list[str]:

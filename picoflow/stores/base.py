@@ -44,7 +44,7 @@ __all__ = [
     "REMEMBERED_SESSIONS",
     "SavedMessages",
     "encode_new",
-    "message_text",
+    "searchable_text",
 ]
 
 JSONDict = dict[str, Any]
@@ -177,7 +177,7 @@ class Store(Protocol):
         ...
 
 
-def message_text(message: JSONDict) -> str:
+def searchable_text(message: JSONDict) -> str:
     """The searchable text of a stored message (`message_to_dict` form).
 
     Content may be a string or a list of content parts; tool-call arguments are searchable too,
@@ -195,5 +195,5 @@ def message_text(message: JSONDict) -> str:
 
 def matches_query(message: JSONDict, query: str) -> bool:
     """Every word of the query occurs in the message text, ignoring case."""
-    text = message_text(message).lower()
+    text = searchable_text(message).lower()
     return all(word in text for word in query.lower().split())
