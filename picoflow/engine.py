@@ -222,7 +222,7 @@ class FlowEngine:
         """
         doc = await self.get_session(session_id)
         flow_class = self._flows.get(doc["flow"]) if doc is not None else None
-        if flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":
+        if doc is None or flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":
             return None
         flow = flow_class()
         load_flow(flow, doc)
@@ -339,8 +339,11 @@ class FlowEngine:
         logger.info("expired session deleted", extra={"session_id": session_id})
 
     async def _save(self, flow: Flow, doc: JSONDict, context: TurnContext, fresh: bool) -> JSONDict:
-        """Write the turn once (P3): housekeeping due before the save, the commit, then the
-        housekeeping that runs after it (background mode)."""
+        """Write the turn once (P3).
+
+        Reads top to bottom: the housekeeping due before the save, the commit, then the
+        housekeeping that runs after it (background mode).
+        """
         # M4: compaction is the first part of saving (unless it runs in the background).
         await self._housekeeping.before_save(flow, doc["memory"], context.usage, context.emit)
         saved = await self._sessions.commit(flow, doc, context.usage, fresh=fresh)

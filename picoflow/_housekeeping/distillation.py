@@ -177,12 +177,12 @@ def distil_request(
 
 
 def parse_value(schema: type[BaseModel], text: str) -> tuple[dict[str, Any] | None, str | None]:
-    """The reply as the schema's JSON value, or why it is unusable (one ```json fence is fine).
+    r"""The reply as the schema's JSON value, or why it is unusable (one ```json fence is fine).
 
     >>> from pydantic import BaseModel
     >>> class Stay(BaseModel):
     ...     nights: int
-    >>> parse_value(Stay, '```json\\n{"nights": "2"}\\n```')
+    >>> parse_value(Stay, '```json\n{"nights": "2"}\n```')
     ({'nights': 2}, None)
     >>> parse_value(Stay, '{"nights": null}')[1]
     'the reply does not match Stay: nights: Input should be a valid integer'

@@ -347,8 +347,11 @@ class Housekeeping:
 
 @dataclass(slots=True)
 class _Drafts:
-    """What a background task drafted: distillations (with the generation each started from)
-    and summaries; `replies` are their model replies, for token accounting (M10)."""
+    """What a background task drafted: distillations and summaries.
+
+    `generations` holds the generation each distillation started from; `replies` are the model
+    replies, for token accounting (M10).
+    """
 
     items: list[distillation.DistillationDraft]
     generations: dict[str, Any]

@@ -108,7 +108,7 @@ def check_open(store: object, closed: bool) -> None:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def encode(doc: JSONDict, session_id: str) -> str:
+def encode(doc: object, session_id: str) -> str:
     """Serialise to strict JSON text, the one form every store keeps.
 
     Strict (no NaN/Infinity) because people query stored sessions with other tools, which

@@ -70,9 +70,9 @@ _Out = TypeVar("_Out")
 def encode_new(
     items: list[Any], previous: tuple[list[Any], list[_Out]], encode: Callable[[Any], _Out]
 ) -> list[_Out]:
-    """`[encode(i) for i in items]`, reusing the outputs of the items that are the very objects
-    encoded last time (`previous` = those items and their outputs).
+    """`[encode(i) for i in items]`, reusing the outputs of objects encoded last time.
 
+    `previous` holds those items and their outputs.
     Histories grow by appending and saved messages are never mutated, so after index 0 the
     unchanged part is a prefix, found in one C-level pass (`map(is_not, ...)`); the system slot
     at index 0 is compared on its own, so a new prompt does not end the reuse. A save then costs
