@@ -107,7 +107,7 @@ class Step:
         under `key` in this step's state with the ids of the messages it came from, and read
         back with `get_distilled()`. With `erase=True` those messages then move to the archive
         (searchable with `conversation_search`). A failure stores nothing, erases nothing and
-        warns. The flow needs `get_memory().set_summary_model(...)`. See docs/memory.md.
+        warns. The flow needs `get_memory().set_summary_model(...)`. See docs/distillation.md.
 
         Raises:
             TypeError: `schema` is not a pydantic model class, or an argument has the wrong type.
