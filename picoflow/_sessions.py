@@ -37,16 +37,25 @@ class Sessions:
         return await self._hot.load(self.store, session_id)
 
     async def commit(
-        self, flow: Flow, doc: JSONDict, usage: Usage, *, fresh: bool = False
+        self,
+        flow: Flow,
+        doc: JSONDict,
+        usage: Usage,
+        *,
+        fresh: bool = False,
+        deadline: asyncio.Timeout | None = None,
     ) -> JSONDict:
         """Write the flow's session once: `doc` as loaded, changed by the flow, plus `usage`.
 
         A new session is created; an existing one is saved against the revision it was loaded
         at, so a writer that saved meanwhile makes this raise `SessionConflictError` and
-        nothing is written (P4). Returns the document as stored.
+        nothing is written (P4). Returns the document as stored. A turn's `deadline` (H6) ends
+        where the write begins: a turn is saved whole or not at all, never cut mid-write.
         """
         out = dump_flow(flow, doc, self._ttl, datetime.now(UTC))
         out["usage"] = add_usage(doc["usage"], usage)
+        if deadline is not None:
+            deadline.reschedule(None)
         if fresh:
             await self.store.create(out)
         else:

@@ -45,10 +45,16 @@ logger = logging.getLogger(__name__)
 
 # TurnResult.error of a request refused before it ran (E2): the caller must change it.
 INVALID_REQUEST = "InvalidRequest"
+# TurnResult.error of a turn stopped at its deadline (H6): nothing was saved; send it again.
+TURN_TIMEOUT = "TurnTimeout"
 
 
 class _InvalidRequest(Exception):
     """Raised inside a turn for a request that cannot run as sent; never escapes `run`."""
+
+
+class _DeadlinePassed(Exception):
+    """Raised when a turn's deadline stopped it before its save; never escapes `run`."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,8 @@ class TurnResult:
     message: "InvalidRequest" for a request that cannot run as sent (E2: unknown flow, invalid
     session id, empty message on a running session, a session of another flow), otherwise the
     name of the error class (e.g. "SessionConflictError", "ToolLoopError", or "KeyError" for an
-    exception that escaped flow code).
+    exception that escaped flow code), or "TurnTimeout" for a turn stopped at the engine's
+    `turn_timeout` (nothing was saved; the same message may be sent again).
     """
 
     session_id: str | None
@@ -96,8 +103,16 @@ class FlowEngine:
         store: Store | None = None,
         providers: Mapping[str, ProviderFactory] | None = None,
         session_ttl: timedelta | float | None = None,
+        *,
+        turn_timeout: float | None = None,
     ) -> None:
+        """Check every flow now, so a mistake fails here rather than at a live turn (F5).
+
+        `turn_timeout` (seconds) bounds a whole turn before its save: a model or tool that
+        hangs fails the turn instead of holding the session's lock forever (H6).
+        """
         self._registry = ProviderRegistry(providers)
+        self._turn_timeout = _as_turn_timeout(turn_timeout)
         self._flows: dict[str, type[Flow]] = {}
         for flow_class in flows:
             check_flow(flow_class, self._registry, self._flows)
@@ -170,6 +185,18 @@ class FlowEngine:
             try:
                 flow_class = self._flows[flow_name]
                 return await self._turn(flow_class, message, session_id, config, emit)
+            except _DeadlinePassed:
+                logger.warning(
+                    "turn stopped at its deadline of %ss",
+                    self._turn_timeout,
+                    extra={"session_id": session_id},
+                )
+                return _failure(
+                    session_id,
+                    f"The turn took longer than its deadline of {self._turn_timeout:g} s and was "
+                    "stopped; the session was not changed. Send the message again.",
+                    TURN_TIMEOUT,
+                )
             except _InvalidRequest as exc:
                 return _failure(session_id, str(exc), INVALID_REQUEST)
             except PicoflowError as exc:
@@ -240,6 +267,32 @@ class FlowEngine:
         config: dict[str, Any] | None,
         emit: Callable[[str, dict[str, Any]], None] | None,
     ) -> TurnResult:
+        """One turn under the engine's deadline (H6), which ends where the write begins.
+
+        The store write itself is never cut short: a turn stopped at its deadline was not
+        saved at all, and one that reached its write is saved whole.
+        """
+        deadline = asyncio.timeout(self._turn_timeout)
+        try:
+            async with deadline:
+                return await self._turn_within(
+                    flow_class, message, session_id, config, emit, deadline=deadline
+                )
+        except TimeoutError as exc:
+            if deadline.expired():
+                raise _DeadlinePassed from exc
+            raise
+
+    async def _turn_within(
+        self,
+        flow_class: type[Flow],
+        message: str,
+        session_id: str | None,
+        config: dict[str, Any] | None,
+        emit: Callable[[str, dict[str, Any]], None] | None,
+        *,
+        deadline: asyncio.Timeout,
+    ) -> TurnResult:
         doc, spaces = await self._load_usable(flow_class, session_id)
         if doc is not None and not message.strip():
             return _failure(
@@ -261,7 +314,7 @@ class FlowEngine:
             _warn_if_config_changed(flow, doc, config)
             await flow._call_hook(flow.current_step.on_restore)
         reply = await run_turn(flow, message, context)
-        saved = await self._save(flow, doc, context, fresh)
+        saved = await self._save(flow, doc, context, fresh, deadline)
         return TurnResult(
             session_id=saved["id"],
             message=reply,
@@ -338,7 +391,14 @@ class FlowEngine:
         await self._store.delete(session_id)
         logger.info("expired session deleted", extra={"session_id": session_id})
 
-    async def _save(self, flow: Flow, doc: JSONDict, context: TurnContext, fresh: bool) -> JSONDict:
+    async def _save(
+        self,
+        flow: Flow,
+        doc: JSONDict,
+        context: TurnContext,
+        fresh: bool,
+        deadline: asyncio.Timeout | None = None,
+    ) -> JSONDict:
         """Write the turn once (P3).
 
         Reads top to bottom: the housekeeping due before the save, the commit, then the
@@ -346,7 +406,9 @@ class FlowEngine:
         """
         # M4: compaction is the first part of saving (unless it runs in the background).
         await self._housekeeping.before_save(flow, doc["memory"], context.usage, context.emit)
-        saved = await self._sessions.commit(flow, doc, context.usage, fresh=fresh)
+        saved = await self._sessions.commit(
+            flow, doc, context.usage, fresh=fresh, deadline=deadline
+        )
         self._housekeeping.after_save(flow, saved)
         return saved
 
@@ -377,6 +439,16 @@ def _as_ttl(ttl: timedelta | float | None) -> timedelta | None:
     if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
         return timedelta(seconds=ttl)
     raise ValueError(f"session_ttl must be a timedelta or a number of seconds > 0, got {ttl!r}.")
+
+
+def _as_turn_timeout(seconds: float | None) -> float | None:
+    if seconds is None:
+        return None
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0:
+        return float(seconds)
+    raise ValueError(
+        f"turn_timeout must be a number of seconds > 0 or None (no deadline), got {seconds!r}."
+    )
 
 
 def _store_from_environment() -> Store:
