@@ -258,7 +258,7 @@ class FlowEngine:
         """
         doc = await self.get_session(session_id)
         flow_class = self._flows.get(doc["flow"]) if doc is not None else None
-        if flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":
+        if doc is None or flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":
             return None
         flow = flow_class()
         load_flow(flow, doc)
@@ -420,8 +420,11 @@ class FlowEngine:
         fresh: bool,
         deadline: asyncio.Timeout | None = None,
     ) -> JSONDict:
-        """Write the turn once (P3): housekeeping due before the save, the commit, then the
-        housekeeping that runs after it (background mode)."""
+        """Write the turn once (P3).
+
+        Reads top to bottom: the housekeeping due before the save, the commit, then the
+        housekeeping that runs after it (background mode).
+        """
         # M4: compaction is the first part of saving (unless it runs in the background).
         await self._housekeeping.before_save(flow, doc["memory"], context.usage, context.emit)
         saved = await self._sessions.commit(
