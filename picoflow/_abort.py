@@ -14,7 +14,7 @@ _MARK = "__picoflow_fails_turn__"
 
 
 def fail_turn(exc: BaseException) -> BaseException:
-    """Mark `exc` so that no tool boundary swallows it; returns it for `raise fail_turn(...)`."""
+    """Mark `exc` so that no tool boundary swallows it, and return it (to raise)."""
     setattr(exc, _MARK, True)
     return exc
 

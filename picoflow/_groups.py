@@ -22,7 +22,7 @@ from .tools import GroupSpec, ToolCall, ToolSpec, collect_groups
 
 __all__ = ["answer_calls"]
 
-logger = logging.getLogger("picoflow.turn")
+logger = logging.getLogger(__name__)
 
 _Tools = dict[str, tuple[ToolSpec, Any]]
 _GROUPS: dict[type, list[GroupSpec]] = {}
@@ -52,7 +52,7 @@ async def answer_calls(
     return [
         malformed_outcome(step, malformed[call["id"]])
         if call["id"] in malformed
-        else await run_tool_call(step, tools, dict(call), ctx)
+        else await run_tool_call(step, tools, call, ctx)
         for call in reply.tool_calls
     ]
 

@@ -13,7 +13,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -26,11 +26,11 @@ from langchain_core.messages import (
     ToolMessage,
     message_chunk_to_message,
 )
-from langchain_core.outputs import ChatGeneration
-from langchain_core.runnables import RunnableBinding, RunnableConfig, ensure_config
+from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
 
 from ._abort import fail_turn, fails_turn
+from ._invoke import invoke
 from ._logic import LogicStep
 from ._policy import call_with_retries, inherit, model_name, policy_of
 from ._structured import final_tool
@@ -63,7 +63,7 @@ EMPTY_REPLY_NUDGE = (
     "Your last reply was empty. Follow the system prompt and answer the conversation above."
 )
 
-logger = logging.getLogger("picoflow.turn")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -141,7 +141,7 @@ def _specs(step_class: type) -> list[ToolSpec]:
     return specs
 
 
-def model_config(flow: Flow, step: Step, purpose: str, parent: str | None = None) -> dict[str, Any]:
+def model_config(flow: Flow, step: Step, purpose: str, parent: str | None = None) -> RunnableConfig:
     """LangChain run metadata and tags, so any callback handler can attribute the call (E3).
 
     A nested run (V2) also names the step that started it (`picoflow_parent_step`).
@@ -198,7 +198,7 @@ async def _call_once(
     spec: ModelSpec | BaseChatModel,
     runnable: Any,
     messages: list[BaseMessage],
-    config: dict[str, Any],
+    config: RunnableConfig,
     ctx: TurnContext,
     step: Step,
 ) -> AIMessage:
@@ -206,7 +206,7 @@ async def _call_once(
 
     async def attempt() -> Any:
         if ctx.emit is None:
-            result = await _invoke(runnable, messages, config)
+            result = await invoke(runnable, messages, config)
         else:
             result = await _stream_reply(runnable, messages, config, ctx.emit, step.name)
         count_call(ctx.usage["model"], result)
@@ -244,51 +244,10 @@ def _system_slot(step: Step, current: BaseMessage | None) -> SystemMessage:
     return SystemMessage(prompt, id=step.gen_message_id())
 
 
-async def _invoke(runnable: Any, messages: list[BaseMessage], config: dict[str, Any]) -> Any:
-    """`runnable.ainvoke(messages, config)`, minus work LangChain would do only to undo it.
-
-    For a chat model with bound tools, `ainvoke` merges the binding's (empty) config, converts
-    our messages into a prompt value and back again (a pass over the whole history each time),
-    then calls `agenerate`. Where nobody has overridden those layers, calling `agenerate` with
-    the same callbacks, tags, metadata and arguments is the same call: callbacks, tracing,
-    caching and rate limiting all live in `agenerate` and below. Anything else goes the long way.
-    """
-    if (
-        isinstance(runnable, RunnableBinding)
-        and type(runnable).ainvoke is RunnableBinding.ainvoke
-        and not runnable.config
-        and not runnable.config_factories
-    ):
-        model, kwargs = runnable.bound, runnable.kwargs
-    else:
-        model, kwargs = runnable, {}
-    if not isinstance(model, BaseChatModel) or not _plain_invoke(type(model)):
-        return await runnable.ainvoke(messages, config=config)
-    merged = ensure_config(cast(RunnableConfig, config))  # picks up a caller's callbacks too
-    result = await model.agenerate(
-        [messages],
-        callbacks=merged.get("callbacks"),
-        tags=merged.get("tags"),
-        metadata=merged.get("metadata"),
-        run_name=merged.get("run_name"),
-        run_id=merged.pop("run_id", None),
-        **kwargs,
-    )
-    return cast(ChatGeneration, result.generations[0][0]).message
-
-
-def _plain_invoke(model_class: type[BaseChatModel]) -> bool:
-    return (
-        model_class.ainvoke is BaseChatModel.ainvoke
-        and model_class.agenerate_prompt is BaseChatModel.agenerate_prompt
-        and model_class._convert_input is BaseChatModel._convert_input
-    )
-
-
 async def _stream_reply(
     runnable: Any,
     messages: list[BaseMessage],
-    config: dict[str, Any],
+    config: RunnableConfig,
     emit: Callable[[str, dict[str, Any]], None],
     step_name: str,
 ) -> BaseMessage:
@@ -370,9 +329,7 @@ def malformed_outcome(step: Step, bad: InvalidToolCall) -> Outcome:
     )
 
 
-async def run_tool_call(
-    step: Step, tools: _Tools, call: dict[str, Any], ctx: TurnContext
-) -> Outcome:
+async def run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnContext) -> Outcome:
     """Answer one tool call; whatever happens, the model gets exactly one result (R6)."""
     name = call.get("name", "")
     extra = {"session_id": step.flow.get_session_id(), "step": step.name, "tool": name}
@@ -533,14 +490,14 @@ async def _deliver(
 
 def append_message(step: Step, message: BaseMessage) -> None:
     """Append to the step's namespace, attributed to the step (T5)."""
-    step.get_memory().append(_owned(step, message))
+    step.get_messages().append(_owned(step, message))
 
 
 def extend(step: Step, messages: list[BaseMessage]) -> None:
     """Append several messages to the step's namespace, attributed to the step (T5)."""
     if not messages:  # a logic step's transition carries none: create no namespace for it
         return
-    step.get_memory().extend(_owned(step, m) for m in messages)
+    step.get_messages().extend(_owned(step, m) for m in messages)
 
 
 def _owned(step: Step, message: BaseMessage) -> BaseMessage:
