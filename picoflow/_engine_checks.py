@@ -12,7 +12,7 @@ from typing import Any
 from pydantic.errors import PydanticUserError
 
 from ._logic import LogicStep
-from ._structured import check_output_schema
+from ._structured import check_structured_step
 from .errors import FlowDefinitionError
 from .flow import Flow
 from .models import ProviderRegistry, parse_model
@@ -40,10 +40,10 @@ def check_flow(flow_class: Any, registry: ProviderRegistry, known: dict[str, typ
     _check_rounds(flow)
     _check_models(flow, registry)
     for step in flow.steps.values():
-        collect_tools(type(step))
+        tools = collect_tools(type(step))
         collect_groups(type(step))  # V6: a group names only tools the step defines
         if step.output_schema is not None:
-            check_output_schema(f"{flow.name}.{step.name}", step.output_schema)
+            check_structured_step(f"{flow.name}.{step.name}", step.output_schema, tools)
     initial = flow.initial_step()
     if initial is not None:
         flow.get_step(initial)

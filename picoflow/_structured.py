@@ -25,6 +25,7 @@ __all__ = [
     "FINAL_TOOL",
     "final_tool",
     "check_output_schema",
+    "check_structured_step",
     "parse_reply",
     "reply_text",
     "invalid_reply_feedback",
@@ -44,6 +45,16 @@ def check_output_schema(owner: str, schema: Any) -> type[BaseModel]:
         f"{schema!r}. Define e.g. `class Movie(BaseModel): title: str` and set "
         "`output_schema = Movie` on the step."
     )
+
+
+def check_structured_step(owner: str, schema: Any, tools: list[ToolSpec]) -> None:
+    """A valid `output_schema`, and no tool of the step's own that takes the final tool's name."""
+    check_output_schema(owner, schema)
+    if any(spec.name == FINAL_TOOL for spec in tools):
+        raise FlowDefinitionError(
+            f"{owner} has an output_schema and a tool named '{FINAL_TOOL}', the name of the "
+            "tool its structured reply is given through. Rename the tool (e.g. @tool(\"submit\"))."
+        )
 
 
 def final_tool(step: Any, schema: Any) -> tuple[str, tuple[ToolSpec, Callable[..., Any]]]:

@@ -340,3 +340,20 @@ async def test_v5_on_response_go_inside_a_nested_run_fails_the_turn() -> None:
     assert result.message.startswith(
         "RoutingChild returned go(NextStep) while running nested inside CallsChild"
     )
+
+
+def test_v4_a_tool_named_like_the_final_tool_is_refused() -> None:
+    class Clash(Step):
+        output_schema = Movie
+
+        @tool
+        def final_result(self) -> str:
+            """My own final result."""
+            return "mine"
+
+    with pytest.raises(FlowDefinitionError) as caught:
+        engine_of(flow_of(lambda f: [Clash(f)], ScriptedChatModel(script=[])))
+    assert str(caught.value) == (
+        "VFlow.Clash has an output_schema and a tool named 'final_result', the name of the tool "
+        'its structured reply is given through. Rename the tool (e.g. @tool("submit")).'
+    )
