@@ -53,7 +53,7 @@ def check_structured_step(owner: str, schema: Any, tools: list[ToolSpec]) -> Non
     if any(spec.name == FINAL_TOOL for spec in tools):
         raise FlowDefinitionError(
             f"{owner} has an output_schema and a tool named '{FINAL_TOOL}', the name of the "
-            "tool its structured reply is given through. Rename the tool (e.g. @tool(\"submit\"))."
+            'tool its structured reply is given through. Rename the tool (e.g. @tool("submit")).'
         )
 
 
