@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import random
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -17,11 +19,24 @@ from picoflow import ModelSpec, Step, go
 from picoflow._policy import backoff, is_model_error, is_transient, retry_after
 from picoflow.testing import ScriptedChatModel, transient_error
 
-OPENAI_HTTP = transient_error().response.__class__.__module__.split(".")[0]
+def _http_of(sdk_error: type) -> Any:
+    """The HTTP library an SDK builds its errors from (httpx, or its fork httpx2)."""
+    return getattr(importlib.import_module(sdk_error.__module__), "httpx2", None) or httpx
+
+
+def _anthropic_status(error: type[anthropic.APIStatusError], status: int) -> Exception:
+    http = _http_of(error)
+    request = http.Request("POST", "https://api.anthropic.com/v1/messages")
+    return error("refused", response=http.Response(status, request=request), body=None)
+
+
+def _anthropic_transport(error: type[Exception]) -> Exception:
+    http = _http_of(error)
+    return error(request=http.Request("POST", "https://api.anthropic.com/v1/messages"))
 
 
 def _openai_status(error: type[openai.APIStatusError], status: int, **headers: str) -> Exception:
-    http = __import__(OPENAI_HTTP)
+    http = _http_of(error)
     request = http.Request("POST", "https://api.openai.com/v1/chat/completions")
     return error(
         "refused", response=http.Response(status, headers=headers, request=request), body=None
@@ -64,6 +79,13 @@ REQUEST = httpx.Request("POST", "https://example.invalid/v1")
         (_openai_status(openai.AuthenticationError, 401), False),
         (_openai_status(openai.BadRequestError, 400), False),
         (_openai_status(openai.NotFoundError, 404), False),
+        (_anthropic_status(anthropic.RateLimitError, 429), True),
+        (_anthropic_status(anthropic.OverloadedError, 529), True),
+        (_anthropic_status(anthropic.InternalServerError, 500), True),
+        (_anthropic_transport(anthropic.APITimeoutError), True),
+        (_anthropic_transport(anthropic.APIConnectionError), True),
+        (_anthropic_status(anthropic.AuthenticationError, 401), False),
+        (_anthropic_status(anthropic.BadRequestError, 400), False),
         (httpx.ReadTimeout("slow", request=REQUEST), True),
         (httpx.ConnectError("refused", request=REQUEST), True),
         (
