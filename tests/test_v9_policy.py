@@ -19,6 +19,7 @@ from picoflow import ModelSpec, Step, go
 from picoflow._policy import backoff, is_model_error, is_transient, retry_after
 from picoflow.testing import ScriptedChatModel, transient_error
 
+
 def _http_of(sdk_error: type) -> Any:
     """The HTTP library an SDK builds its errors from (httpx, or its fork httpx2)."""
     return getattr(importlib.import_module(sdk_error.__module__), "httpx2", None) or httpx
