@@ -187,10 +187,11 @@ async def call_model(
     if run.scratch:
         messages = [*messages, *run.scratch]
     config = model_config(flow, step, "reply", run.parent)
-    result = await _call_once(spec, runnable, messages, config, ctx, step)
+    emit = ctx.emit if not run.nested else None  # a child's text is not the turn's reply
+    result = await _call_once(spec, runnable, messages, config, ctx, step, emit)
     if _is_empty(result):  # V9: an empty reply is asked for once more, with a nudge
         messages = [*messages, HumanMessage(EMPTY_REPLY_NUDGE)]  # providers refuse empty AI turns
-        result = await _call_once(spec, runnable, messages, config, ctx, step)
+        result = await _call_once(spec, runnable, messages, config, ctx, step, emit)
     return _restamp(step, result)
 
 
@@ -201,14 +202,15 @@ async def _call_once(
     config: RunnableConfig,
     ctx: TurnContext,
     step: Step,
+    emit: Callable[[str, dict[str, Any]], None] | None,
 ) -> AIMessage:
     """Call the model, retrying transient failures (V9); count the tokens of every attempt."""
 
     async def attempt() -> Any:
-        if ctx.emit is None:
+        if emit is None:
             result = await invoke(runnable, messages, config)
         else:
-            result = await _stream_reply(runnable, messages, config, ctx.emit, step.name)
+            result = await _stream_reply(runnable, messages, config, emit, step.name)
         count_call(ctx.usage["model"], result)
         return result
 

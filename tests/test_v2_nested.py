@@ -335,6 +335,30 @@ async def test_v2_stream_reports_nested_runs() -> None:
         ("nested_start", {"step": "FlightStep", "parent": "PlannerStep", "depth": 1}),
         ("nested_end", {"step": "FlightStep", "parent": "PlannerStep", "depth": 1}),
     ]
+    tool_calls = [e.data["step"] for e in events if e.kind == "tool_call"]
+    assert tool_calls == ["PlannerStep", "FlightStep"]
+    await engine.aclose()
+
+
+class AskHotelStep(Step):
+    @tool
+    async def ask(self) -> Any:
+        """Ask the hotel helper."""
+        return await self.run_step(HotelStep, "Any hotel?")
+
+
+async def test_v2_stream_tokens_are_the_turns_reply_not_a_childs() -> None:
+    model = ScriptedChatModel(
+        script={
+            "AskHotelStep": [tool_call("ask"), text("The helper suggests Roma.")],
+            "HotelStep": [text("Hotel Roma")],
+        }
+    )
+    engine = engine_of(flow_of(lambda f: [AskHotelStep(f), HotelStep(f)], model))
+    events = [e async for e in engine.stream("VFlow", "a hotel?")]
+    tokens = "".join(e.data["text"] for e in events if e.kind == "token")
+    assert tokens == "The helper suggests Roma."
+    assert events[-1].result is not None and events[-1].result.message == tokens
     await engine.aclose()
 
 
