@@ -225,6 +225,9 @@ async def _call_once(
 
 
 def _is_empty(result: BaseMessage) -> bool:
+    content = result.content
+    if isinstance(content, str) and content and not content.isspace():
+        return False  # the common case, decided without building the message's text
     calls = getattr(result, "tool_calls", None) or getattr(result, "invalid_tool_calls", None)
     return not (calls or message_text(result).strip())
 

@@ -317,7 +317,7 @@ class FlowEngine:
     ) -> TurnResult:
         doc, spaces = await self._load_usable(flow_class, session_id)
         flow = flow_class()
-        if doc is not None:  # V10: the flow upgrades its stored document first
+        if doc is not None and _overrides(flow, "migrate_session"):  # V10: upgrade it first
             doc, spaces = await migrate(flow, doc, spaces)
         if doc is not None and not message.strip():
             return _failure(
@@ -334,12 +334,14 @@ class FlowEngine:
         if doc is None:
             doc = new_document(new_session_id(), flow_class.name, config)
             load_flow(flow, doc)
-            await flow.init()  # V10: after the session is loaded, before any hook
+            if _overrides(flow, "init"):  # V10: after the session is loaded, before any hook
+                await flow.init()
             await self._start(flow, message)
         else:
             load_flow(flow, doc, spaces)
             _warn_if_config_changed(flow, doc, config)
-            await flow.init()
+            if _overrides(flow, "init"):
+                await flow.init()
             await flow._call_hook(flow.current_step.on_restore)
         reply = await run_turn(flow, message, context)
         saved = await self._save(flow, doc, context, fresh, deadline)
@@ -452,6 +454,11 @@ class FlowEngine:
         )
         self._housekeeping.after_save(flow, saved)
         return saved
+
+
+def _overrides(flow: Flow, hook: str) -> bool:
+    """Whether the flow defines its own `hook` (V10 hooks are skipped for the many that don't)."""
+    return getattr(type(flow), hook) is not getattr(Flow, hook)
 
 
 def _failure(session_id: str | None, message: str, error: str) -> TurnResult:
