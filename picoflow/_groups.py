@@ -70,7 +70,7 @@ async def _run_group(
         ]
     logger.info("tool group %s in %s", name, step.name, extra=extra)
     try:
-        result = getattr(step, name)([call for call in calls])
+        result = getattr(step, name)(list(calls))  # a list of its own: the handler may change it
         if inspect.isawaitable(result):
             result = await result
     except Exception as exc:  # R6: a handler that raises becomes a tool result, not a crash
