@@ -25,6 +25,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableBinding, ensure_config
 from pydantic import ValidationError
 
+from ._redact import redact
 from .errors import ToolLoopError
 from .flow import Flow
 from .memory import count_call, request_messages
@@ -284,7 +285,8 @@ async def _run_tool_call(
             result = await result
     except Exception as exc:  # R6: a handler that raises becomes a tool result, not a crash
         logger.exception("tool %s raised in %s", name, step.name, extra=extra)
-        return _Outcome(f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}", "error", None)
+        text = redact(str(exc))  # H2: the model may repeat it; paths and hosts stay in the log
+        return _Outcome(f"Error: tool '{name}' failed: {type(exc).__name__}: {text}", "error", None)
     return _interpret(name, result, extra)
 
 
