@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -13,7 +14,9 @@ import pytest
 from server_flows import api, chat_flow, client_for
 from test_api_errors import error_body, failure
 
+from picoflow import FlowEngine
 from picoflow.errors import StoreError
+from picoflow.server import create_app
 from picoflow.stores import MemoryStore, SQLiteStore
 from picoflow.testing import ScriptedChatModel
 
@@ -135,3 +138,23 @@ async def test_h3_json_error_bodies_are_json_even_for_a_stream() -> None:
         reply = await client.post("/ai/stream", json=HELLO)
     assert reply.status_code == 413
     assert json.loads(reply.text)["code"] == "message_too_long"
+
+
+async def test_h3_a_turn_past_the_engines_deadline_is_503_turn_timeout() -> None:
+    never = asyncio.Event()
+
+    async def hung(messages: list[Any], tools: list[str]) -> str:
+        await never.wait()  # a model call that never answers
+        return "too late"
+
+    engine = FlowEngine(
+        flows=[chat_flow(ScriptedChatModel(policy=hung))], store=MemoryStore(), turn_timeout=0.05
+    )
+    async with client_for(create_app(engine)) as client:
+        reply = await client.post("/ai/run", json=HELLO)
+    assert (reply.status_code, reply.headers["Retry-After"]) == (503, "5")
+    assert error_body(reply) == failure(
+        "The turn took longer than this server allows; nothing was changed. Send the same "
+        "request again in a few seconds.",
+        code="turn_timeout",
+    )
