@@ -12,7 +12,7 @@ import pickle
 import re
 import secrets
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
@@ -63,6 +63,7 @@ class SessionDocument(TypedDict):
     memory: dict[str, dict[str, Any]]
     usage: dict[str, dict[str, int]]
     warnings: list[dict[str, str]]
+    owner: NotRequired[str]  # H4: only in sessions created with an owner
 
 
 def new_session_id() -> str:
