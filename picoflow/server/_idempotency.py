@@ -10,6 +10,7 @@ a failed turn saved nothing (P3), so running its retry is exactly what the clien
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import re
@@ -42,9 +43,13 @@ def check_key(key: str | None) -> str | None:
     )
 
 
-def fingerprint(*parts: Any) -> str:
-    """What identifies a request, so a key reused for another request can be refused."""
-    return json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+def fingerprint(*parts: Any) -> bytes:
+    """What identifies a request, so a key reused for another request can be refused.
+
+    A digest, not the request: 10,000 kept keys must not hold 10,000 messages and configs.
+    """
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 Slot = tuple[str | None, str]  # (principal, key): two callers may pick the same key
@@ -52,7 +57,7 @@ Slot = tuple[str | None, str]  # (principal, key): two callers may pick the same
 
 @dataclass(slots=True)
 class _Entry:
-    fingerprint: str
+    fingerprint: bytes
     result: asyncio.Future[TurnResult]
     expires: float
 
@@ -97,7 +102,7 @@ class IdempotencyCache:
         self._entries: OrderedDict[Slot, _Entry] = OrderedDict()
 
     async def run(
-        self, slot: Slot, request_fingerprint: str, start: Callable[[], Awaitable[TurnResult]]
+        self, slot: Slot, request_fingerprint: bytes, start: Callable[[], Awaitable[TurnResult]]
     ) -> tuple[TurnResult, bool]:
         """The key's first result (and True), or run `start` now (and False)."""
         first = self.waiting(slot, request_fingerprint)
@@ -112,12 +117,12 @@ class IdempotencyCache:
         claim.finish(result)
         return result, False
 
-    def waiting(self, slot: Slot, request_fingerprint: str) -> asyncio.Future[TurnResult] | None:
+    def waiting(self, slot: Slot, request_fingerprint: bytes) -> asyncio.Future[TurnResult] | None:
         """The first request's result to wait for, or None if this key is new."""
         entry = self._current(slot, request_fingerprint)
         return None if entry is None else entry.result
 
-    def begin(self, slot: Slot, request_fingerprint: str) -> Claim:
+    def begin(self, slot: Slot, request_fingerprint: bytes) -> Claim:
         """Claim the key for a request that is about to run; retries wait on its result."""
         future: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         self._entries[slot] = _Entry(request_fingerprint, future, time.monotonic() + self._ttl)
@@ -131,7 +136,7 @@ class IdempotencyCache:
         if entry is not None and entry.result is claim.result:
             del self._entries[claim.slot]
 
-    def _current(self, slot: Slot, request_fingerprint: str) -> _Entry | None:
+    def _current(self, slot: Slot, request_fingerprint: bytes) -> _Entry | None:
         entry = self._entries.get(slot)
         if entry is None:
             return None
