@@ -144,10 +144,11 @@ def _check_names(chat_class: type[BaseChatModel], params: dict[str, Any], where:
     for key in params:
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
-            hint = f"Did you mean '{close[0]}'? " if close else ""
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            if "model_kwargs" in known:
+                hint += " Pass provider-specific request fields inside model_kwargs instead."
             raise FlowDefinitionError(
-                f"{where}: {chat_class.__name__} has no parameter '{key}'. {hint}Pass "
-                "provider-specific request fields inside model_kwargs instead."
+                f"{where}: {chat_class.__name__} has no parameter '{key}'.{hint}"
             )
 
 

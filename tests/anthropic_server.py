@@ -46,7 +46,8 @@ class AnthropicServer(LoopbackServer):
         try:
             reply = self.ask(_messages(body), tools or None, bool(body.get("stream")))
         except Exception as exc:  # the brain's failure becomes the provider's error response
-            return Reply(500, {"type": "error", "error": {"type": "api_error", "message": str(exc)}})
+            error = {"type": "api_error", "message": str(exc)}
+            return Reply(500, {"type": "error", "error": error})
         head = {"id": f"msg_{next(self._ids):04d}", "type": "message", "role": "assistant"}
         head["model"] = body.get("model", "claude-fake")
         if isinstance(reply, list):
@@ -134,7 +135,7 @@ def _events(head: dict[str, Any], chunks: list[AIMessageChunk]) -> list[dict[str
     if texts:
         deltas = [{"type": "text_delta", "text": piece} for piece in texts]
         blocks.append(({"type": "text", "text": ""}, deltas))
-    for index, pieces in itertools.groupby(_tool_pieces(chunks), key=lambda p: p["index"]):
+    for _, pieces in itertools.groupby(_tool_pieces(chunks), key=lambda p: p["index"]):
         pieces_list = list(pieces)
         first = pieces_list[0]
         block = {"type": "tool_use", "id": first["id"], "name": first["name"], "input": {}}

@@ -4,7 +4,8 @@ It serves `POST /v1/chat/completions` as JSON or as server-sent events (`stream:
 honouring `stream_options.include_usage`). What the "LLM" says comes from a brain, a
 `ScriptedChatModel`: each request's messages are converted to LangChain messages, the request's
 tools are bound, and the brain's reply is rendered back in the OpenAI wire format. The brain
-records what it saw, and the server keeps every raw JSON body in `server.requests`.
+records what it saw, and the server keeps every raw JSON body in `server.requests` (and the
+headers of each request, names lower-cased, in `server.headers`).
 
     brain = ScriptedChatModel(script=[tool_call("get_weather", city="Paris"), "Sunny."])
     with OpenAIServer(brain) as server:
@@ -44,6 +45,7 @@ class OpenAIServer:
     def __init__(self, brain: ScriptedChatModel | None = None) -> None:
         self.brain = brain or ScriptedChatModel(policy=echo)
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self._ids = itertools.count(1)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
@@ -108,6 +110,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "404"}})
             return
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        self.server.app.headers.append(headers)  # type: ignore[attr-defined]
         status, payload = self.server.app.answer(body)  # type: ignore[attr-defined]
         if isinstance(payload, list):
             self._send_events(payload)
