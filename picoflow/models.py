@@ -60,7 +60,11 @@ ModelLike: TypeAlias = "str | ModelSpec | BaseChatModel"
 ProviderFactory: TypeAlias = Callable[[ModelSpec], BaseChatModel]
 
 _MODEL_STRING = re.compile(r"^([A-Za-z][\w.-]*):(\S+)$")
-_SECRET = re.compile(r"api_?key|authorization|credential|password|secret|token", re.I)
+# A key ending in "token" is a credential (`token`, `azure_ad_token`, `accessToken`); one ending
+# in "tokens" is a limit (`max_tokens`) and is kept.
+_SECRET = re.compile(
+    r"api_?key|authorization|credential|password|secret|token$|token_provider$", re.I
+)
 
 
 def parse_model(model: Any, where: str) -> ModelSpec | BaseChatModel:

@@ -256,6 +256,15 @@ def test_f5_invalid_param_value_is_refused_at_start_without_echoing_secrets() ->
     )
 
 
+def test_token_limits_are_kept_and_token_credentials_removed() -> None:
+    spec = ModelSpec(
+        "openai",
+        "gpt-4o",
+        {"max_tokens": 512, "azure_ad_token": "t", "accessToken": "t", "token": "t"},
+    )
+    assert spec.describe()["params"] == {"max_tokens": 512}
+
+
 def test_f5_model_name_in_params_is_refused() -> None:
     spec = ModelSpec("openai", "gpt-4o", {"model": "gpt-4o-mini"})
     with pytest.raises(FlowDefinitionError) as info:
