@@ -67,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
         help="rename a step (repeatable)",
     )
     parser.add_argument(
+        "--namespace",
+        action="append",
+        default=[],
+        metavar="OLD=NEW",
+        help="rename a memory namespace (repeatable)",
+    )
+    parser.add_argument(
         "--drop-expiry",
         action="store_true",
         help="drop the older format's expireAfter instead of keeping it",
@@ -106,16 +113,24 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("give JSON files or --mongo URI (with --database), not both or neither")
     if args.mongo and not args.database:
         raise ValueError("--mongo needs --database (the database holding PicoFlow's sessions)")
-    renames = {}
-    for item in args.rename:
-        old, sep, new = item.partition("=")
-        if not sep or not old or not new:
-            raise ValueError(f"--rename takes OLD=NEW, got {item!r}")
-        renames[old] = new
-    options: dict[str, Any] = {"renames": renames, "keep_expiry": not args.drop_expiry}
+    options: dict[str, Any] = {
+        "renames": _pairs("--rename", args.rename),
+        "namespaces": _pairs("--namespace", args.namespace),
+        "keep_expiry": not args.drop_expiry,
+    }
     options["flow_name"] = args.flow_name
     options["flow"] = _flow_class(args.flow) if args.flow else None
     return options
+
+
+def _pairs(option: str, items: list[str]) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        old, sep, new = item.partition("=")
+        if not sep or not old or not new:
+            raise ValueError(f"{option} takes OLD=NEW, got {item!r}")
+        pairs[old] = new
+    return pairs
 
 
 def _flow_class(spec: str) -> type[Flow]:

@@ -185,7 +185,8 @@ def _run(
         )
         out["run_status"] = "aborted"
     out["sequence"] = _sequence(flow.get("sequence"), names, report)
-    renamed = sorted({old for old in names if old in out["steps"] or old == current})
+    stored = {str(entry.get("name")) for entry in flow.get("steps") or []} | {current}
+    renamed = sorted(old for old in names if old in stored)
     for old in renamed:
         report.changed.append(f"step '{old}' was renamed '{names[old]}'")
 
@@ -268,7 +269,7 @@ def _memory(
         }
     memory: dict[str, Any] = {}
     for namespace, entry in (raw if isinstance(raw, dict) else {}).items():
-        target = namespaces.get(namespace) or names.get(namespace, namespace)
+        target = str(namespaces.get(namespace) or names.get(namespace, namespace))
         if target in memory:
             report.lost.append(
                 f"namespace '{namespace}' became '{target}', which another "
