@@ -3,7 +3,8 @@
 Each namespace is a list of LangChain messages whose index 0 is the system slot, rewritten from
 the executing step's `get_prompt()` before every model call (M2). A namespace may carry one
 rolling summary of the messages compaction evicted; it is injected into the *request* as a second
-system message, never into the stored history (M7). Compaction itself lives in `_compaction`.
+system message, never into the stored history (M7). Compaction itself lives in
+`_housekeeping.compaction`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ __all__ = [
 
 MEMORY_PREFIX = "Conversation memory for this step:\n"
 # M6: the summariser's instruction. It is sent as the system message; the previous memory and
-# the evicted messages follow in one user message (see `_compaction.summary_request`).
+# the evicted messages follow in one user message (see `_housekeeping.compaction.summary_request`).
 DEFAULT_SUMMARY_PROMPT = (
     "You write the running summary of a conversation between a user and an assistant. You "
     "receive the previous summary (it may be empty) and the oldest messages, which are about to "
@@ -130,7 +131,8 @@ class Namespace:
     # Messages that have left the history (evicted to the archive, or erased): the message at
     # index i >= 1 has the original position `archived + i`, which archive entries keep (M9).
     archived: int = 0
-    dropped_facts: int = 0  # values summaries lost (see `_facts`), counted over the session
+    # values summaries lost (see `_housekeeping.facts`), counted over the session
+    dropped_facts: int = 0
     # Housekeeping calls made for this namespace (summaries, distillations of its steps), so a
     # session's summary cost can be told apart by namespace (M10): calls and token counts.
     summary_usage: dict[str, int] = field(default_factory=dict)

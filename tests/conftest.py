@@ -16,3 +16,13 @@ def _no_real_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", "DEEPSEEK_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("PICOFLOW_STORE", raising=False)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--long",
+        action="store_true",
+        default=False,
+        help="run the reliability scenarios at full size (tests/reliability): more kills, "
+        "more sessions, more concurrent turns",
+    )
