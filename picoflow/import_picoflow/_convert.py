@@ -15,11 +15,10 @@ from typing import Any
 
 from langchain_core.messages import message_to_dict, messages_from_dict
 
-from .._json import to_json
+from .._state import now_iso, to_json
 from ..flow import Flow
 from ..models import _without_secrets
 from ..session import MAX_WARNINGS, empty_usage, is_session_id, new_document, new_session_id
-from ..step import now_iso
 from ._legacy import from_g2
 from ._messages import convert_history
 from ._plain import iso_time, plain
