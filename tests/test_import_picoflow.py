@@ -363,6 +363,15 @@ def test_a_bad_session_id_gets_a_new_one_and_unknown_fields_are_named() -> None:
     ]
 
 
+def test_a_document_without_an_id_gets_one() -> None:
+    doc = g3()
+    del doc["id"]
+    converted, report = convert(doc)
+    assert report.changed[0] == (
+        f"the document has no id; the session got the id {converted['id']}"
+    )
+
+
 def test_transient_state_and_extended_json_values_inside_state() -> None:
     doc = g3()
     doc["flow"]["steps"][1]["state"] = {

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..flow import Flow
-from ..stores import from_url
+from ..stores import Store, from_url
 from ._convert import convert
 from ._report import ImportReport
 from ._sources import read_json, read_mongo, write_files, write_store
@@ -87,7 +87,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     """Run the import; return the exit status."""
-    stream = out or sys.stdout
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -95,12 +94,23 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         docs = asyncio.run(_read(args))
     except ValueError as exc:
         parser.error(str(exc))
+    return asyncio.run(_import(args, docs, options, out or sys.stdout))
+
+
+async def _import(
+    args: argparse.Namespace, docs: list[Any], options: dict[str, Any], stream: TextIO
+) -> int:
+    try:  # a bad store URL stops the run before anything is converted or written
+        store = from_url(args.store) if args.store else None
+    except ValueError as exc:
+        print(f"python -m picoflow.import_picoflow: error: {exc}", file=sys.stderr)
+        return 2
     converted, reports, failures = _convert_all(docs, options)
     for report in reports:
         print(report.render(), file=stream)
     for failure in failures:
         print(f"not imported: {failure}", file=stream)
-    print(asyncio.run(_write(args, converted)), file=stream)
+    print(await _write(args, store, converted), file=stream)
     if args.report:
         data = {"sessions": [r.as_dict() for r in reports], "not_imported": failures}
         args.report.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
@@ -170,11 +180,10 @@ def _convert_all(
     return converted, reports, failures
 
 
-async def _write(args: argparse.Namespace, docs: list[dict[str, Any]]) -> str:
-    if args.out is not None:
+async def _write(args: argparse.Namespace, store: Store | None, docs: list[dict[str, Any]]) -> str:
+    if store is None:
         write_files(docs, args.out)
         return f"wrote {len(docs)} session(s) to {args.out}"
-    store = from_url(args.store)
     try:
         existing = await write_store(docs, store)
     finally:

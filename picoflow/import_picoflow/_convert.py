@@ -61,10 +61,13 @@ def convert(
     generation = _generation(source)
     session_id = _session_id(source)
     report = ImportReport(session_id, generation)
-    if str(source.get("id") or source.get("_id")) != session_id:
+    stored_id = source.get("id") or source.get("_id")
+    if stored_id is None:
+        report.changed.append(f"the document has no id; the session got the id {session_id}")
+    elif str(stored_id) != session_id:
         report.changed.append(
-            f"the id {source.get('id') or source.get('_id')!r} is not a valid picoflow "
-            f"session id; the session got the new id {session_id}"
+            f"the id {stored_id!r} is not a valid picoflow session id; the session got the new "
+            f"id {session_id}"
         )
     if generation == "G2":
         source = from_g2(source, report)

@@ -196,6 +196,19 @@ def test_cli_refuses_bad_arguments(
     )
 
 
+def test_cli_refuses_a_bad_store_url_before_converting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([str(DOCS / "g3_hotel.json"), "--store", "bogus://x"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "python -m picoflow.import_picoflow: error: Unsupported store URL 'bogus://x'. Use "
+        "'memory:', 'sqlite:///relative/path.db', 'sqlite:////absolute/path.db', "
+        "'mongodb://...' or 'mongodb+srv://...'.\n"
+    )
+
+
 def test_python_dash_m_runs_the_import(tmp_path: Path) -> None:
     completed = subprocess.run(
         [
