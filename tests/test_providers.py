@@ -186,6 +186,41 @@ async def test_api_keys_in_params_never_reach_the_document_or_the_logs(servers, 
         assert servers[name].headers[0]["authorization"] == f"Bearer {SECRET}"
 
 
+EXTRA_PARAMS = {"azure_openai": {"api_version": "2024-10-21"}}
+
+
+@pytest.mark.parametrize(
+    "provider",
+    ["openai", "azure_openai", "anthropic", "google_genai", "ollama", "deepseek", "openrouter"],
+)
+async def test_every_provider_keeps_keys_out_of_documents_and_logs(
+    provider: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A step's model with a key in its params: built or deferred at start, stored without it."""
+    caplog.set_level(logging.DEBUG)
+    key = "client_kwargs" if provider == "ollama" else "api_key"
+    secret: Any = {"headers": {"Authorization": SECRET}} if provider == "ollama" else SECRET
+    spec = ModelSpec(provider, "some-model", {key: secret, **EXTRA_PARAMS.get(provider, {})})
+
+    class KeyFlow(Flow):
+        def config_model(self) -> Any:
+            return ScriptedChatModel(script=["Hello."])
+
+        def define_steps(self) -> list[Step]:
+            return [GptStep(self), LlamaStep(self).use_model(spec)]
+
+    engine = FlowEngine(flows=[KeyFlow], store=MemoryStore())
+    result = await engine.run("KeyFlow", "hi")
+    assert result.success, result.message
+    doc = await engine.get_session(result.session_id)
+    assert SECRET not in repr(doc) and SECRET not in caplog.text and SECRET not in repr(spec)
+    assert doc["steps"]["LlamaStep"]["model"]["params"] == (
+        {"client_kwargs": {"headers": {}}}
+        if provider == "ollama"
+        else EXTRA_PARAMS.get(provider, {})
+    )
+
+
 PACKAGES = [
     ("anthropic", "langchain_anthropic", "langchain-anthropic", "anthropic"),
     ("google_genai", "langchain_google_genai", "langchain-google-genai", "google"),
