@@ -179,7 +179,7 @@ BUILTIN_PROVIDERS: dict[str, BuiltinProvider] = {
             "langchain_google_genai",
             "ChatGoogleGenerativeAI",
             "langchain-google-genai",
-            "google",
+            "google-genai",
         ),
         BuiltinProvider(
             "ollama", "langchain_ollama", "ChatOllama", "langchain-ollama", "ollama", None

@@ -223,7 +223,7 @@ async def test_every_provider_keeps_keys_out_of_documents_and_logs(
 
 PACKAGES = [
     ("anthropic", "langchain_anthropic", "langchain-anthropic", "anthropic"),
-    ("google_genai", "langchain_google_genai", "langchain-google-genai", "google"),
+    ("google_genai", "langchain_google_genai", "langchain-google-genai", "google-genai"),
     ("ollama", "langchain_ollama", "langchain-ollama", "ollama"),
     ("deepseek", "langchain_deepseek", "langchain-deepseek", "deepseek"),
 ]
