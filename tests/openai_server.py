@@ -1,6 +1,7 @@
 """A loopback OpenAI-compatible server, so tests can drive the real `ChatOpenAI` offline.
 
-It serves `POST /v1/chat/completions` as JSON or as server-sent events (`stream: true`,
+It serves `POST /v1/chat/completions` (and Azure OpenAI's
+`/openai/deployments/<name>/chat/completions`) as JSON or as server-sent events (`stream: true`,
 honouring `stream_options.include_usage`). What the "LLM" says comes from a brain, a
 `ScriptedChatModel`: each request's messages are converted to LangChain messages, the request's
 tools are bound, and the brain's reply is rendered back in the OpenAI wire format. The brain
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +34,8 @@ from langchain_openai import ChatOpenAI
 from picoflow.testing import ScriptedChatModel
 
 CREATED = 1_700_000_000  # a fixed timestamp keeps responses deterministic
+# OpenAI's path, and Azure OpenAI's (deployment in the path, api-version in the query).
+_CHAT_PATH = re.compile(r"^(/v1|/openai/deployments/[^/?]+)/chat/completions/?(\?.*)?$")
 
 
 def echo(messages: list[BaseMessage], tool_names: list[str]) -> str:
@@ -106,7 +110,7 @@ class _Handler(BaseHTTPRequestHandler):
     """HTTP/1.0: one request per connection, so a stream ends when the connection closes."""
 
     def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
-        if self.path.rstrip("/") != "/v1/chat/completions":
+        if not _CHAT_PATH.match(self.path):
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "404"}})
             return
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

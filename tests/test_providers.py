@@ -186,6 +186,43 @@ async def test_api_keys_in_params_never_reach_the_document_or_the_logs(servers, 
         assert servers[name].headers[0]["authorization"] == f"Bearer {SECRET}"
 
 
+def compatible_env(provider: str, server: OpenAIServer) -> dict[str, str]:
+    """How each OpenAI-compatible provider is pointed at the loopback server, by env only."""
+    root = server.base_url.removesuffix("/v1")
+    return {
+        "deepseek": {"DEEPSEEK_API_BASE": server.base_url, "DEEPSEEK_API_KEY": "ds-key"},
+        "openrouter": {"OPENROUTER_BASE_URL": server.base_url, "OPENROUTER_API_KEY": "or-key"},
+        "azure_openai": {
+            "AZURE_OPENAI_ENDPOINT": root,
+            "AZURE_OPENAI_API_KEY": "az-key",
+            "OPENAI_API_VERSION": "2024-10-21",
+        },
+    }[provider]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("provider", ["deepseek", "openrouter", "azure_openai"])
+async def test_openai_compatible_providers_round_trip_a_tool_call(
+    provider: str, streamed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    brain = ScriptedChatModel(script=[tool_call("get_weather", city="Lima"), "Sunny in Lima."])
+    with OpenAIServer(brain) as server:
+        for name, value in compatible_env(provider, server).items():
+            monkeypatch.setenv(name, value)
+        engine = FlowEngine(flows=[single_model_flow(f"{provider}:model-x")], store=MemoryStore())
+        if streamed:
+            events = [e async for e in engine.stream("ChatFlow", "Weather in Lima?")]
+            result = events[-1].result
+        else:
+            result = await engine.run("ChatFlow", "Weather in Lima?")
+    assert result is not None and result.success, result
+    assert result.message == "Sunny in Lima."
+    first, second = server.requests
+    assert [t["function"]["name"] for t in first["tools"]] == ["get_weather"]
+    assert second["messages"][-1]["content"] == "sunny in Lima"
+    assert [body.get("stream", False) for body in server.requests] == [streamed, streamed]
+
+
 EXTRA_PARAMS = {"azure_openai": {"api_version": "2024-10-21"}}
 
 
