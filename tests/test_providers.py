@@ -1,8 +1,8 @@
 """The built-in providers (F5): each string resolves to its LangChain class, checked at start.
 
-The round trips run the real `ChatAnthropic`, `ChatOllama` and `ChatOpenAI` clients against
-loopback servers that speak each provider's wire protocol (`anthropic_server.py`,
-`ollama_server.py`, `openai_server.py`), with and without streaming.
+The round trips run each provider's real LangChain client against a loopback server that
+speaks its wire protocol (`anthropic_server.py`, `ollama_server.py`, `gemini_server.py`, and
+`openai_server.py` for OpenAI, DeepSeek, OpenRouter and Azure OpenAI), run and streamed.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from anthropic_server import AnthropicServer
+from gemini_server import GeminiServer
 from ollama_server import OllamaServer
 from openai_server import OpenAIServer
 
@@ -221,6 +222,33 @@ async def test_openai_compatible_providers_round_trip_a_tool_call(
     assert [t["function"]["name"] for t in first["tools"]] == ["get_weather"]
     assert second["messages"][-1]["content"] == "sunny in Lima"
     assert [body.get("stream", False) for body in server.requests] == [streamed, streamed]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "stream"])
+async def test_google_genai_round_trips_a_tool_call(
+    streamed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    brain = ScriptedChatModel(script=[tool_call("get_weather", city="Lima"), "Sunny in Lima."])
+    with GeminiServer(brain) as server:
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+        monkeypatch.setenv("GOOGLE_API_KEY", "g-key")
+        flow = single_model_flow("google_genai:gemini-2.5-flash")
+        engine = FlowEngine(flows=[flow], store=MemoryStore())
+        if streamed:
+            events = [e async for e in engine.stream("ChatFlow", "Weather in Lima?")]
+            result = events[-1].result
+        else:
+            result = await engine.run("ChatFlow", "Weather in Lima?")
+    assert result is not None and result.success, result
+    assert result.message == "Sunny in Lima."
+    assert result.usage["model"]["input_tokens"] > 0
+    first, second = server.requests
+    declarations = first["tools"][0]["functionDeclarations"]
+    assert [d["name"] for d in declarations] == ["get_weather"]
+    assert second["contents"][-1]["parts"] == [
+        {"functionResponse": {"name": "get_weather", "response": {"output": "sunny in Lima"}}}
+    ]
+    assert server.headers[0]["x-goog-api-key"] == "g-key"
 
 
 EXTRA_PARAMS = {"azure_openai": {"api_version": "2024-10-21"}}
