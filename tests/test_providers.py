@@ -8,6 +8,7 @@ speaks its wire protocol (`anthropic_server.py`, `ollama_server.py`, `gemini_ser
 from __future__ import annotations
 
 import logging
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -471,3 +472,17 @@ def test_custom_factory_overrides_a_builtin_name() -> None:
     spec = ModelSpec("anthropic", "anything", {"not_a_param": 1})
     registry.check(spec, "here")  # a custom factory's params are its own business
     assert registry.resolve(spec) is scripted
+
+
+def test_importing_picoflow_loads_no_optional_integration_and_no_importer() -> None:
+    """Integrations load when a flow names their provider; the PicoFlow importer never does."""
+    code = (
+        "import sys, picoflow, picoflow.stores; "
+        "print(sorted(m for m in ('langchain_anthropic', 'langchain_ollama', "
+        "'langchain_google_genai', 'langchain_deepseek', 'picoflow.import_picoflow') "
+        "if m in sys.modules))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert completed.stdout.strip() == "[]"
