@@ -85,6 +85,7 @@ class ProviderRegistry:
     """Resolves model selections to chat models, building each distinct model once."""
 
     def __init__(self, providers: Mapping[str, ProviderFactory] | None = None) -> None:
+        """The built-in providers, plus `providers`, which add names or replace built-in ones."""
         self._factories: dict[str, ProviderFactory] = {
             name: _builtin(name) for name in BUILTIN_PROVIDERS
         }
