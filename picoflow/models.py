@@ -12,6 +12,7 @@ that model.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -103,11 +104,13 @@ class ProviderRegistry:
         if not isinstance(model, ModelSpec):
             return
         if model.provider not in self._factories:
-            known = ", ".join(sorted(self._factories))
+            known = sorted(self._factories)
+            close = difflib.get_close_matches(model.provider, known, n=1)
+            hint = f"Did you mean '{close[0]}'? " if close else ""
             raise FlowDefinitionError(
                 f"{where}: unknown model provider '{model.provider}' in "
-                f"'{model.provider}:{model.name}'. Known providers: {known}. Register it with "
-                "FlowEngine(providers={'" + model.provider + "': factory})."
+                f"'{model.provider}:{model.name}'. {hint}Known providers: {', '.join(known)}. "
+                "Register it with FlowEngine(providers={'" + model.provider + "': factory})."
             )
         key = _key(model)
         if model.provider in self._custom or key in self._built:

@@ -386,6 +386,17 @@ def test_known_providers_are_listed_for_an_unknown_one() -> None:
     )
 
 
+def test_a_misspelt_provider_gets_a_suggestion() -> None:
+    with pytest.raises(FlowDefinitionError) as info:
+        FlowEngine(flows=[single_model_flow("antropic:claude-sonnet-4-5")], store=MemoryStore())
+    assert str(info.value) == (
+        "ChatFlow.config_model(): unknown model provider 'antropic' in "
+        "'antropic:claude-sonnet-4-5'. Did you mean 'anthropic'? Known providers: anthropic, "
+        "azure_openai, deepseek, google_genai, ollama, openai, openrouter. Register it with "
+        "FlowEngine(providers={'antropic': factory})."
+    )
+
+
 def build(provider: str, name: str, params: dict[str, Any] | None = None, retry: int = 3) -> Any:
     registry = ProviderRegistry()
     spec = ModelSpec(provider, name, params or {}, retry)
