@@ -45,6 +45,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--mongo", metavar="URI", help="read a MongoDB collection instead")
     parser.add_argument("--database", help="the MongoDB database holding PicoFlow's sessions")
     parser.add_argument("--collection", default="sessions", help="default: sessions")
+    parser.add_argument(
+        "--query",
+        type=_query,
+        metavar="JSON",
+        help='only the documents matching this filter, e.g. \'{"runStatus": "running"}\'',
+    )
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--out", type=Path, metavar="DIR", help="write <id>.json files here")
     target.add_argument(
@@ -133,6 +139,16 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+def _query(text: str) -> dict[str, Any]:
+    try:
+        query = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc.msg})") from exc
+    if not isinstance(query, dict):
+        raise argparse.ArgumentTypeError("a MongoDB filter is a JSON object")
+    return query
+
+
 def _pairs(option: str, items: list[str]) -> dict[str, str]:
     pairs = {}
     for item in items:
@@ -156,7 +172,7 @@ def _flow_class(spec: str) -> type[Flow]:
 
 async def _read(args: argparse.Namespace) -> list[Any]:
     if args.mongo:
-        return await read_mongo(args.mongo, args.database, args.collection)
+        return await read_mongo(args.mongo, args.database, args.collection, args.query)
     docs: list[Any] = []
     for path in args.files:
         if not path.is_file():

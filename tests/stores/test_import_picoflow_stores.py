@@ -151,6 +151,13 @@ def test_cli_reads_mongodb_and_writes_files(
     status, printed = run_cli(
         "--mongo", mongo_server.uri, "--database", mongo_database, "--out", str(tmp_path / "out")
     )
+    running = tmp_path / "running"
+    status_running, printed_running = run_cli(
+        "--mongo", mongo_server.uri, "--database", mongo_database, "--query",
+        '{"runStatus": "running"}', "--out", str(running),
+    )  # fmt: skip
+    assert status_running == 0  # the junk document does not match the filter
+    assert printed_running.splitlines()[-1] == f"wrote 1 session(s) to {running}"
     assert status == 1  # one document was not PicoFlow's
     assert printed.splitlines()[-2:] == [
         "not imported: document 2: not a PicoFlow session document: it has neither a 'flow' "
@@ -177,6 +184,10 @@ def test_cli_reads_mongodb_and_writes_files(
             "--flow 'demo.hotel.flow' is not a picoflow Flow class; write module:Class",
         ),
         (["missing.json", "--out", "x"], "missing.json: no such file"),
+        (
+            ["f.json", "--query", "[1]", "--out", "x"],
+            "argument --query: a MongoDB filter is a JSON object",
+        ),
     ],
 )
 def test_cli_refuses_bad_arguments(
