@@ -343,6 +343,21 @@ def test_messages_in_langchain_constructor_form_and_string_arguments() -> None:
     ]
 
 
+def test_a_rejected_tool_call_keeps_its_error_status() -> None:
+    """Older PicoFlow marked a same-step rejection `status: error`; the model still sees it."""
+    doc = g3()
+    doc["flow"]["memory"]["hotel-explore"]["messages"] += [
+        {"type": "ai", "content": "", "tool_calls": [{"name": "capture_choices", "args": {},
+                                                       "id": "c1"}]},
+        {"type": "tool", "content": "No hotel found.", "tool_call_id": "c1", "status": "error",
+         "name": "capture_choices", "additional_kwargs": {"stopTool": True}},
+    ]  # fmt: skip
+    converted, _ = convert(doc)
+    assert converted["memory"]["hotel-explore"]["messages"][-1] == message_to_dict(
+        ToolMessage("No hotel found.", tool_call_id="c1", status="error", name="capture_choices")
+    )
+
+
 def test_a_bad_session_id_gets_a_new_one_and_unknown_fields_are_named() -> None:
     doc = g3()
     doc["id"] = "not a valid id!"
