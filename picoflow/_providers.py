@@ -78,7 +78,9 @@ class BuiltinProvider:
         chat_class = self.chat_class(f"'{self.name}:{name}'")
         return chat_class(**self.arguments(name, params, retry_attempts))
 
-    def check(self, name: str, params: dict[str, Any], retry_attempts: int, where: str) -> Any:
+    def check(
+        self, name: str, params: dict[str, Any], retry_attempts: int, where: str
+    ) -> BaseChatModel | None:
         """Validate the selection at engine start; return the built model when it builds.
 
         A parameter the class does not know, or a value its validation rejects, is a
