@@ -26,6 +26,7 @@ __all__ = [
     "request_messages",
     "MEMORY_PREFIX",
     "DEFAULT_SUMMARY_PROMPT",
+    "CONDENSE_PROMPT",
 ]
 
 MEMORY_PREFIX = "Conversation memory for this step:\n"
@@ -40,6 +41,14 @@ DEFAULT_SUMMARY_PROMPT = (
     "numbers, codes, e-mail addresses and URLs exactly as written. Drop greetings, small talk "
     "and anything the messages show is no longer true. Invent nothing: write only what the "
     "previous summary or the messages state. Reply with the summary text only."
+)
+CONDENSE_PROMPT = (
+    "You shorten the running summary of a conversation between a user and an assistant: it has "
+    "grown past its budget of {budget} tokens. Rewrite it in at most {budget} tokens. Keep every "
+    "still-relevant decision, fact, constraint, preference, identifier, number, date and open "
+    "question, copied exactly as written; where a value was changed, keep only its latest "
+    "value. Merge repetitions, drop history that no longer matters, and invent nothing. Reply "
+    "with the shortened summary text only."
 )
 _NAMESPACE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
 _RESERVED = frozenset({"__proto__", "constructor", "prototype"})
@@ -86,7 +95,11 @@ class SummaryConfig:
     summariser's instruction (M6), `DEFAULT_SUMMARY_PROMPT` unless you pass your own.
     `whole_turns=True` moves the M5 cut back to the start of a user turn, so the history that
     stays opens with the user's message (Anthropic and Gemini require that); off by default,
-    where the cut is exactly M5's.
+    where the cut is exactly M5's. `max_summary_tokens` bounds the summary itself: a summary
+    over it is condensed by the summary model (up to three times, with `CONDENSE_PROMPT`) and,
+    if the model cannot bring it under, cut to fit, oldest lines first; so the prompt stays
+    bounded whatever the summariser does. Values lost on the way are reported by the
+    dropped-fact check.
     """
 
     min_messages: int = 16
@@ -96,6 +109,7 @@ class SummaryConfig:
     timeout: float = 60.0
     prompt: str = DEFAULT_SUMMARY_PROMPT
     whole_turns: bool = False
+    max_summary_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if not _whole(self.min_messages) or self.min_messages < 8:
@@ -110,6 +124,13 @@ class SummaryConfig:
             )
         if self.max_tokens is not None and (not _whole(self.max_tokens) or self.max_tokens < 1):
             raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}.")
+        if self.max_summary_tokens is not None and (
+            not _whole(self.max_summary_tokens) or self.max_summary_tokens < 16
+        ):
+            raise ValueError(
+                "max_summary_tokens must be an integer of at least 16 (or None for no budget), "
+                f"got {self.max_summary_tokens!r}."
+            )
         if not _seconds(self.timeout):
             raise ValueError(f"timeout must be a number of seconds > 0, got {self.timeout!r}.")
         if not isinstance(self.whole_turns, bool):
@@ -165,6 +186,7 @@ class Memory:
         timeout: float = 60.0,
         prompt: str = DEFAULT_SUMMARY_PROMPT,
         whole_turns: bool = False,
+        max_summary_tokens: int | None = None,
     ) -> Memory:
         """Set the thresholds (see `SummaryConfig`); invalid values raise `ValueError` now.
 
@@ -176,9 +198,17 @@ class Memory:
             timeout: Seconds the summariser may take before compaction is skipped (M8).
             prompt: The summariser's instruction (M6); see `DEFAULT_SUMMARY_PROMPT`.
             whole_turns: Cut only at the start of a user turn (for Anthropic and Gemini).
+            max_summary_tokens: The summary's own budget; a longer one is condensed.
         """
         self._config = SummaryConfig(
-            min_messages, recent_messages, background, max_tokens, timeout, prompt, whole_turns
+            min_messages,
+            recent_messages,
+            background,
+            max_tokens,
+            timeout,
+            prompt,
+            whole_turns,
+            max_summary_tokens,
         )
         return self
 

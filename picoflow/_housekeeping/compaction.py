@@ -33,6 +33,7 @@ from ..errors import StoreError
 from ..flow import Flow
 from ..memory import SummaryConfig, count_call
 from ..stores.base import Store
+from .condense import Condensed, condense, summary_tokens
 from .facts import MAX_LISTED, dropped_facts
 from .history import evict, find_cut_point, stored_length
 from .summariser import ask_summary_model, clip, summary_run_config, transcript_line
@@ -68,6 +69,13 @@ class Draft:
     summary: str | None = None
     reply: AIMessage | None = None
     problem: str | None = None
+    condensed: Condensed | None = None  # set when the summary went over its token budget
+
+    @property
+    def replies(self) -> list[AIMessage]:
+        """Every summary-model answer this draft took (M10): the summary, then condensing."""
+        first = [self.reply] if self.reply is not None else []
+        return first + (self.condensed.replies if self.condensed is not None else [])
 
 
 def due_cuts(flow: Flow, stored: Mapping[str, Any]) -> dict[str, int]:
@@ -136,6 +144,10 @@ async def draft(flow: Flow, namespace: str, cut: int, model: BaseChatModel) -> D
     text = str(result.reply.text).strip()
     result.problem = _unusable(text)
     result.summary = None if result.problem else text
+    budget = config.max_summary_tokens
+    if result.summary is not None and budget is not None and summary_tokens(text) > budget:
+        result.condensed = await condense(flow, namespace, text, model, budget)
+        result.summary = result.condensed.text
     return result
 
 
@@ -155,8 +167,8 @@ async def apply(flow: Flow, result: Draft, store: Store) -> dict[str, Any]:
     """
     namespace = result.namespace
     record = flow.get_memory().space(namespace)
-    if result.reply is not None:
-        count_call(record.summary_usage, result.reply)  # M10, by namespace
+    for reply in result.replies:
+        count_call(record.summary_usage, reply)  # M10, by namespace
     if result.summary is None:
         return _skip(flow, namespace, result.problem or "no summary")
     evicted = record.messages[1 : result.cut]
@@ -164,7 +176,8 @@ async def apply(flow: Flow, result: Draft, store: Store) -> dict[str, Any]:
         await evict(store, flow.get_session_id() or "", namespace, record, result.cut)
     except StoreError as exc:
         return _skip(flow, namespace, f"the archive could not be written ({exc})")
-    _check_facts(flow, namespace, evicted, result.summary)
+    _check_facts(flow, namespace, _checked(evicted, result.condensed), result.summary)
+    _warn_if_cut(flow, namespace, result.condensed)
     record.summary = result.summary
     record.summary_generation += 1
     logger.info(
@@ -176,6 +189,25 @@ async def apply(flow: Flow, result: Draft, store: Store) -> dict[str, Any]:
         "evicted": len(evicted),
         "summary_generation": record.summary_generation,
     }
+
+
+def _checked(evicted: list[BaseMessage], condensed: Condensed | None) -> list[BaseMessage]:
+    """What the new summary should still hold: the evicted messages and, when the summary was
+    condensed, the summary as first written (condensing may drop what it had kept)."""
+    if condensed is None:
+        return evicted
+    return [*evicted, AIMessage(condensed.original)]
+
+
+def _warn_if_cut(flow: Flow, namespace: str, condensed: Condensed | None) -> None:
+    if condensed is None or not condensed.cut:
+        return
+    budget = flow.get_memory().summary_config.max_summary_tokens
+    flow.add_warning(
+        f"Memory compaction of namespace '{namespace}': the summary model could not bring the "
+        f"summary under its budget of {budget} tokens, so its oldest lines were cut. Raise "
+        "max_summary_tokens, or use a summary model that follows the condense instruction."
+    )
 
 
 def _skip(flow: Flow, namespace: str, reason: str) -> dict[str, Any]:

@@ -126,8 +126,8 @@ class Housekeeping:
         for namespace, cut in due.items():
             _emit(emit, {"namespace": namespace, "outcome": "started"})
             result = await draft(flow, namespace, cut, model)
-            if result.reply is not None:
-                count_call(usage["summary"], result.reply)  # M10
+            for reply in result.replies:
+                count_call(usage["summary"], reply)  # M10
             _emit(emit, await apply(flow, result, self._sessions.store))
 
     async def _distil_before_save(
@@ -354,8 +354,8 @@ class _Drafts:
 
     @property
     def replies(self) -> list[AIMessage]:
-        found = [item.reply for item in self.items] + [d.reply for d in self.drafts]
-        return [reply for reply in found if reply is not None]
+        found = [item.reply for item in self.items if item.reply is not None]
+        return found + [reply for draft in self.drafts for reply in draft.replies]
 
 
 def _distil_generation(flow: Flow, step_name: str) -> Any:
