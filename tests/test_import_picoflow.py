@@ -185,6 +185,18 @@ def test_g2_mongo_export_converts_with_its_quirks_reported() -> None:
     ]
 
 
+def test_a_step_named_namespace_follows_the_step_into_the_flow() -> None:
+    """Older HotelFlow kept ExploreStep's history under "ExploreStep"; the demo's is elsewhere."""
+    doc, report = convert(g2(), flow=HotelFlow)
+    assert list(doc["memory"]) == ["end", "hotel-explore"]
+    assert (
+        "namespace 'ExploreStep' (PicoFlow's default for step ExploreStep) was renamed "
+        "'hotel-explore', the namespace HotelFlow.ExploreStep uses"
+    ) in report.changed
+    without_flow, _ = convert(g2())
+    assert list(without_flow["memory"]) == ["ExploreStep", "end"]
+
+
 def test_report_renders_for_a_terminal() -> None:
     _, report = convert(g2(), keep_expiry=False)
     assert report.render().splitlines()[:3] == [

@@ -19,6 +19,7 @@ from .._state import now_iso, to_json
 from ..flow import Flow
 from ..models import _without_secrets
 from ..session import MAX_WARNINGS, empty_usage, is_session_id, new_document, new_session_id
+from ._flow_check import check_against
 from ._legacy import from_g2
 from ._messages import convert_history
 from ._plain import iso_time, plain
@@ -83,34 +84,9 @@ def convert(
     out["usage"] = _usage(source.get("tokens"), report)
     out["warnings"] = _warnings(source, report)
     if flow is not None:
-        _check_against(out, flow, report)
+        check_against(out, flow, report)
     _check_loads(out)
     return out, report
-
-
-def _check_against(out: dict[str, Any], flow_class: type[Flow], report: ImportReport) -> None:
-    """Name what the picoflow flow will not read: unknown steps, an unknown cursor."""
-    steps = flow_class().steps
-    for name in out["steps"]:
-        if name not in steps:
-            report.lost.append(
-                f"step '{name}' is not a step of {flow_class.name}; its state is dropped at the "
-                "first save (rename it with renames={'" + name + "': 'StepName'})"
-            )
-    current = out["current_step"]
-    if current is not None and current not in steps and out["run_status"] == "running":
-        report.lost.append(
-            f"the current step '{current}' is not a step of {flow_class.name}; the session was "
-            "marked aborted (its id will start a new session)"
-        )
-        out["run_status"] = "aborted"
-    used = {step.namespace for step in steps.values()}
-    for namespace in out["memory"]:
-        if namespace not in used:
-            report.changed.append(
-                f"namespace '{namespace}' is used by no step of {flow_class.name}; it is kept "
-                "but never read"
-            )
 
 
 def _generation(doc: Any) -> str:

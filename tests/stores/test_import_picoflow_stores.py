@@ -31,7 +31,8 @@ from picoflow.stores import SQLiteStore, Store
 DOCS = Path(__file__).parent.parent / "picoflow_docs"
 ROOT = Path(__file__).parent.parent.parent
 FIRST_OFFER = "1. Columbia Slough Lodge — Portland, OR — two beds, 5 nights, total $815.68"
-G2_OPTIONS: dict[str, Any] = {"namespaces": {"ExploreStep": "hotel-explore"}, "keep_expiry": False}
+# With flow=HotelFlow, the older document's "ExploreStep" history moves to "hotel-explore".
+G2_OPTIONS: dict[str, Any] = {"keep_expiry": False}
 
 
 def hotel_engine(store: Store) -> FlowEngine:
@@ -95,7 +96,7 @@ async def test_read_picoflows_mongodb_collection(mongo_server: Any, mongo_databa
     with MongoClient(mongo_server.uri) as client:
         client[mongo_database]["sessions"].insert_one(stored)
     docs = await read_mongo(mongo_server.uri, mongo_database, "sessions")
-    assert [convert(d, **G2_OPTIONS)[0] for d in docs] == [convert(exported, **G2_OPTIONS)[0]]
+    assert [convert(d, flow=HotelFlow)[0] for d in docs] == [convert(exported, flow=HotelFlow)[0]]
 
 
 async def continue_in_sqlite(database: Path, session_id: str) -> None:
