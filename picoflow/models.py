@@ -169,19 +169,24 @@ def describe_model(model: ModelSpec | BaseChatModel) -> dict[str, Any]:
 
 
 def _masked(params: Mapping[str, Any]) -> dict[str, Any]:
-    masked: dict[str, Any] = {}
-    for key, value in params.items():
-        if _SECRET.search(key):
-            masked[key] = "***"
-        else:
-            masked[key] = _masked(value) if isinstance(value, Mapping) else value
-    return masked
+    return {
+        key: "***" if _SECRET.search(str(key)) else _nested(value, _masked)
+        for key, value in params.items()
+    }
 
 
 def _without_secrets(params: Mapping[str, Any]) -> dict[str, Any]:
-    clean: dict[str, Any] = {}
-    for key, value in params.items():
-        if _SECRET.search(key):
-            continue
-        clean[key] = _without_secrets(value) if isinstance(value, Mapping) else value
-    return clean
+    return {
+        key: _nested(value, _without_secrets)
+        for key, value in params.items()
+        if not _SECRET.search(str(key))
+    }
+
+
+def _nested(value: Any, clean: Callable[[Mapping[str, Any]], dict[str, Any]]) -> Any:
+    """Apply `clean` to mappings at any depth, inside lists too (a list of header dicts)."""
+    if isinstance(value, Mapping):
+        return clean(value)
+    if isinstance(value, (list, tuple)):
+        return [_nested(item, clean) for item in value]
+    return value

@@ -366,6 +366,12 @@ def test_token_limits_are_kept_and_token_credentials_removed() -> None:
     assert spec.describe()["params"] == {"max_tokens": 512}
 
 
+def test_credentials_inside_lists_are_removed_too() -> None:
+    spec = ModelSpec("openai", "gpt-4o", {"extra": [{"token": "t", "n": 1}, "plain"]})
+    assert spec.describe()["params"] == {"extra": [{"n": 1}, "plain"]}
+    assert "'token': '***'" in repr(spec)
+
+
 def test_f5_model_name_in_params_is_refused() -> None:
     spec = ModelSpec("openai", "gpt-4o", {"model": "gpt-4o-mini"})
     with pytest.raises(FlowDefinitionError) as info:
