@@ -45,16 +45,22 @@ def convert(
     keep_expiry: bool = True,
     flow: type[Flow] | None = None,
 ) -> tuple[dict[str, Any], ImportReport]:
-    """Convert a PicoFlow session document; raise ValueError if it is not one.
+    """Convert a PicoFlow session document (G3 or G2) into a picoflow one, with a report.
 
-    `flow_name` replaces the stored flow name (when the Python flow class is named otherwise);
-    `renames` maps PicoFlow step names to picoflow ones, on top of `DEFAULT_RENAMES` (a
-    namespace named after a renamed step follows it); `namespaces` renames memory namespaces
-    (older PicoFlow HotelFlow kept ExploreStep's history under "ExploreStep", picoflow's demo
-    under "hotel-explore");
-    `keep_expiry=False` drops a G2 document's `expireAfter` instead of turning it into
-    `expires_at`. With `flow`, the picoflow Flow class that will continue the sessions, the
-    flow name defaults to its name and the steps and namespaces are checked against it.
+    Args:
+        doc: the PicoFlow document, as stored (extended JSON and BSON values are fine); it is
+            not changed.
+        flow_name: the flow name to store (when the Python flow class is named otherwise).
+        renames: PicoFlow step name -> picoflow step name, on top of `DEFAULT_RENAMES`; a
+            namespace named after a renamed step follows it.
+        namespaces: PicoFlow namespace -> picoflow namespace.
+        keep_expiry: False drops a G2 document's `expireAfter` instead of turning it into
+            `expires_at`.
+        flow: the picoflow Flow class that will continue the sessions: the flow name defaults
+            to its name, and steps and namespaces are checked against it.
+
+    Raises:
+        ValueError: `doc` is not a PicoFlow session document.
     """
     if flow is not None and flow_name is None:
         flow_name = flow.name
