@@ -8,10 +8,13 @@ speaks its wire protocol (`anthropic_server.py`, `ollama_server.py`, `gemini_ser
 from __future__ import annotations
 
 import logging
+import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +24,7 @@ from ollama_server import OllamaServer
 from openai_server import OpenAIServer
 
 from picoflow import EndStep, Flow, FlowDefinitionError, FlowEngine, ModelSpec, Step, go, tool
+from picoflow._providers import BUILTIN_PROVIDERS
 from picoflow.models import ProviderRegistry
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call
@@ -318,6 +322,22 @@ def test_f5_missing_integration_names_the_package_and_the_install_command(
         f"which is not installed. Install it with: pip install 'picoflow[{extra}]' "
         f"(or: pip install {package})"
     )
+
+
+def test_every_install_hint_names_an_extra_that_pyproject_defines() -> None:
+    """The extras the error messages recommend exist and install the named package."""
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    extras = extras["optional-dependencies"]
+
+    def names(requirements: list[str]) -> set[str]:
+        return {re.split(r"[<>=\[ ;]", r, maxsplit=1)[0] for r in requirements}
+
+    for provider in BUILTIN_PROVIDERS.values():
+        if provider.extra is not None:
+            assert provider.package in names(extras[provider.extra]), provider.name
+            assert provider.package in names(extras["providers"]), provider.name
+            assert provider.package in names(extras["dev"]), provider.name
 
 
 def test_f5_unknown_model_param_is_refused_at_start_with_a_suggestion() -> None:
