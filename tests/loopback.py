@@ -1,6 +1,7 @@
 """The shared part of the loopback provider servers: an HTTP thread on 127.0.0.1 and a brain.
 
-Each wire protocol (`anthropic_server.py`, `ollama_server.py`) subclasses `LoopbackServer` and
+Each wire protocol (`openai_server.py`, `anthropic_server.py`, `ollama_server.py`,
+`gemini_server.py`) subclasses `LoopbackServer` and
 implements `route(path, body)`: it turns the request into LangChain messages, asks the brain (a
 `ScriptedChatModel`) and renders the reply in its own format, as one JSON body or as a list of
 stream frames. The server keeps every raw JSON body in `server.requests` and every request's
@@ -96,6 +97,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.media_type)
         if reply.frames:
+            self.send_header("Cache-Control", "no-cache")
             self.end_headers()
             for frame in reply.frames:
                 self.wfile.write(frame)
