@@ -65,8 +65,10 @@ def _text(content: Any) -> str:
 
 def _messages(body: dict[str, Any]) -> list[BaseMessage]:
     """The request as LangChain messages: system first, then user and assistant turns."""
-    system = body.get("system")
-    messages: list[BaseMessage] = [SystemMessage(_text(system))] if system else []
+    system = body.get("system") or []
+    # One system message per block: ChatAnthropic sends consecutive system messages as blocks.
+    blocks = [system] if isinstance(system, str) else [block.get("text", "") for block in system]
+    messages: list[BaseMessage] = [SystemMessage(text) for text in blocks]
     for message in body["messages"]:
         content = message["content"]
         if message["role"] == "assistant":

@@ -63,8 +63,8 @@ def _messages(body: dict[str, Any]) -> list[BaseMessage]:
     """The request as LangChain messages; a function response answers the oldest open call."""
     system = body.get("systemInstruction")
     messages: list[BaseMessage] = []
-    if system:
-        messages.append(SystemMessage("".join(p.get("text", "") for p in system["parts"])))
+    if system:  # one system message per part, as the client sent them
+        messages += [SystemMessage(part.get("text", "")) for part in system["parts"]]
     ids = (f"call_{n}" for n in itertools.count(1))
     waiting: list[tuple[str, str]] = []  # (id, name) of calls without a response yet
     for content in body["contents"]:
