@@ -18,13 +18,23 @@ from __future__ import annotations
 import os
 from typing import ClassVar
 
-from demo.hotel.offline_model import offline_provider
+from langchain_core.language_models import BaseChatModel
+
 from demo.hotel.steps import CompareStep, ExploreStep, PresentStep
-from picoflow import EndStep, Flow, ModelLike, Step
+from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step
 
 OFFLINE_MODEL = "offline:hotel"
 OPENAI_MODEL = "openai:gpt-4o-mini"
 EXPLORE_MEMORY = "hotel-explore"
+
+
+
+def offline_provider(spec: ModelSpec) -> BaseChatModel:
+    """The offline demo model, imported on first use: the flow does not depend on it."""
+    from demo.hotel.offline.model import offline_provider as provide
+
+    return provide(spec)
+
 
 PROVIDERS = {"offline": offline_provider}
 """Model providers the demo adds to picoflow's built-in ones: ``FlowEngine(providers=...)``."""

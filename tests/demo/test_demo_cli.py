@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from demo.hotel.offline_model import ANNOUNCEMENT
+from demo.hotel.offline.model import ANNOUNCEMENT
 
 REPO = Path(__file__).resolve().parents[2]
 TOUR = REPO / "demo" / "hotel" / "scripts" / "tour.txt"

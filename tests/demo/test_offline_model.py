@@ -9,8 +9,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from demo.hotel import catalog
-from demo.hotel.booking import Booking, shortlist
-from demo.hotel.offline_model import OfflineHotelModel, offline_provider
+from demo.hotel.booking import Booking, numbered
+from demo.hotel.offline.model import OfflineHotelModel, offline_provider
 from demo.hotel.prompting import (
     booked_prompt,
     compare_prompt,
@@ -28,7 +28,7 @@ COMPARE_TOOLS = ["generate_comparison", "resume_booking", "end_chat"]
 CRITERIA = StayCriteria.model_validate(
     {"dates": [{"start": "2026-07-01", "end": "2026-07-06"}], "amenities": ["wifi"]}
 )
-OFFERS = shortlist(catalog.search(CRITERIA, TODAY))
+OFFERS = numbered(catalog.search(CRITERIA, TODAY))[:6]
 NAMES = [offer.name for offer in OFFERS]
 
 

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from pydantic import ValidationError
 
-from demo.hotel.language import (
+from demo.hotel.offline.language import (
     parse_amenities,
     parse_budget,
     parse_dates,
     parse_distances,
     parse_room_type,
 )
-from demo.hotel.language_criteria import AMENITY_PATTERNS
-from demo.hotel.language_text import negated, normalize
+from demo.hotel.offline._criteria import AMENITY_PATTERNS
+from demo.hotel.offline._text import NUMBER, NUMBER_WORDS, negated, normalize
 from demo.hotel.types import (
     Amenity,
     DateRange,
@@ -126,11 +126,15 @@ class Draft:
         return asks
 
     def heard(self, text: str, today: date) -> Draft:
-        """The draft after the guest says ``text``."""
+        """The draft after the guest says ``text``: what it names changes, the rest stays."""
         draft = self
         dates = parse_dates(text, today)
         if dates:
             draft = replace(draft, dates=tuple(dates))
+        elif self.dates:
+            draft = replace(draft, dates=_corrected(self.dates, normalize(text)))
+        if _DROP_BUDGET.search(normalize(text)):
+            draft = replace(draft, budget_min=None, budget_max=None)
         draft = _with_distances(_with_room(_with_budget(draft, text), text), text)
         return replace(draft, amenities=_amenities(draft.amenities, text))
 
@@ -148,6 +152,42 @@ class Draft:
         if field == "room_type":
             return replace(self, room_type=None)
         return replace(self, **{field: float(value) if value else None})
+
+
+_DROP_BUDGET = re.compile(
+    r"\b(?:drop|remove|forget(?: about)?|scrap|no|without|ditch|lose|clear|take off)"
+    r"\s+(?:the\s+|a\s+|my\s+|any\s+)?(?:budget|price limit|price cap|max(?:imum)? price)\b"
+)
+_NIGHTS = re.compile(rf"\b(?P<n>\d+|{NUMBER}|a) (?P<unit>nights?|weeks?)\b")
+_LONGER = re.compile(rf"\b(?:add|one more|an extra|extra|another|extend(?: it)? by)\s*(?P<n>\d+|{NUMBER}|a|an)?\s*(?:more\s+)?nights?\b")
+_SHORTER = re.compile(rf"\b(?:(?P<n>\d+|{NUMBER}|a|an|one) nights? (?:less|fewer|shorter)|(?:cut|drop|remove|shorten(?: it)? by) (?:a|one|(?P<m>\d+)) nights?)\b")
+_LATER = re.compile(rf"\b(?:arriv\w*|check(?:ing)?[ -]?in|start\w*|come|coming)\s+(?:(?P<n>\d+|{NUMBER}|a|an|one) days? )?(?P<dir>later|earlier)\b")
+
+
+def _count(token: str | None) -> int:
+    if not token or token in ("a", "an"):
+        return 1
+    return int(token) if token.isdigit() else NUMBER_WORDS.get(token, 1)
+
+
+def _corrected(dates: tuple[DateRange, ...], said: str) -> tuple[DateRange, ...]:
+    """Date corrections that name no date: "for 3 nights", "one more night", "a day later"."""
+    start, end = dates[0].start, dates[-1].end
+    try:
+        if (found := _LONGER.search(said)) is not None:
+            return (DateRange(start=start, end=end + timedelta(days=_count(found["n"]))),)
+        if (found := _SHORTER.search(said)) is not None:
+            days = _count(found["n"] or found["m"])
+            return (DateRange(start=start, end=end - timedelta(days=days)),)
+        if (found := _LATER.search(said)) is not None:
+            days = _count(found["n"]) * (1 if found["dir"] == "later" else -1)
+            return (DateRange(start=start + timedelta(days=days), end=end),)
+        if (found := _NIGHTS.search(said)) is not None:
+            days = _count(found["n"]) * (7 if found["unit"].startswith("week") else 1)
+            return (DateRange(start=start, end=start + timedelta(days=days)),)
+    except ValueError:
+        return dates
+    return dates
 
 
 def _with_budget(draft: Draft, text: str) -> Draft:

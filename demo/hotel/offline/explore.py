@@ -13,7 +13,7 @@ from datetime import date
 
 from langchain_core.messages import AIMessage
 
-from demo.hotel.language import (
+from demo.hotel.offline.language import (
     is_affirmative,
     is_negative,
     mentions_portland,
@@ -21,7 +21,7 @@ from demo.hotel.language import (
     wants_to_quit,
     wants_to_see_criteria,
 )
-from demo.hotel.language_text import normalize
+from demo.hotel.offline._text import normalize
 from demo.hotel.offline.conversation import Conversation, Event
 from demo.hotel.offline.draft import Draft
 from demo.hotel.offline.reply import call, say
@@ -46,6 +46,25 @@ _NOTHING_MORE = re.compile(
     r"|\bno(?: other)? preferences?\b|\banything\b|\bwhatever\b|\bdoesn'?t matter\b"
     r"|\bdon'?t (?:care|mind)\b|\bnot really\b"
 )
+QUESTIONS = (
+    ("budget", "What is your budget per night? (or \"no preference\")"),
+    ("room", "Which room type would you like: one bed, two beds or a suite? (or \"skip\")"),
+    (
+        "amenities",
+        "Any amenities you need, such as wifi, parking, a pool, a gym or pets? (or \"none\")",
+    ),
+    (
+        "distance",
+        "Any limit on the distance to the airport or downtown, in miles? (or \"no preference\")",
+    ),
+)
+"""The optional criteria, asked one at a time in this order."""
+
+_SKIP = re.compile(
+    r"\b(?:no preferences?|skip|none|nope|no|nah|n/a|doesn'?t matter|don'?t care|don'?t mind"
+    r"|any(?:thing| is fine| will do)?|whatever|not really|not important|no thanks|pass|next"
+    r"|no need|nothing|flexible|either|all good|fine)\b"
+)
 _UNSURE = re.compile(r"\bi don'?t know\b|\bnot sure\b|\bno idea\b|\bdunno\b|\bflexible\b")
 
 
@@ -59,6 +78,7 @@ class Reading:
     first_contact: bool = True
     said_before: str = ""  # what the assistant said just before the newest guest message
     heard: bool = False  # the newest guest message changed the criteria
+    answered: frozenset[str] = frozenset()  # optional criteria given or skipped
 
 
 def read(conversation: Conversation) -> Reading:
@@ -86,12 +106,30 @@ def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
     confirmed = AREA_QUESTION in said and is_affirmative(event.text)
     return replace(
         reading,
+        answered=reading.answered | _answers(reading.draft, draft, event.text, said),
         draft=draft,
         portland=reading.portland or confirmed or mentions_portland(event.text),
         first_contact=reading.first_contact and not said and not reading.searched,
         said_before=said,
         heard=draft != reading.draft,
     )
+
+
+def _answers(before: Draft, after: Draft, text: str, said: str) -> frozenset[str]:
+    """The optional criteria this message gives, or skips when it answers their question."""
+    given = {
+        "budget": (before.budget_min, before.budget_max) != (after.budget_min, after.budget_max),
+        "room": before.room_type != after.room_type,
+        "amenities": before.amenities != after.amenities,
+        "distance": (before.airport, before.downtown) != (after.airport, after.downtown),
+    }
+    found = {key for key, changed in given.items() if changed}
+    asked = next((key for key, question in QUESTIONS if question in said), None)
+    if asked and not found and _SKIP.search(normalize(text)):
+        found.add(asked)
+    if asked and re.search(r"\bskip (?:the )?(?:rest|all|everything)\b", normalize(text)):
+        found |= {key for key, _ in QUESTIONS}
+    return frozenset(found)
 
 
 def _json(text: str) -> dict[str, object] | None:
@@ -124,7 +162,22 @@ def decide(conversation: Conversation) -> AIMessage:
     if _wants_search(text, reading):
         return search(reading.draft)
     trouble = _date_trouble(reading, conversation.today())
-    return say(_greeted(reading, trouble or _offer_search(reading)))
+    return say(_greeted(reading, trouble or _next_question(reading)))
+
+
+def _next_question(reading: Reading) -> str:
+    """The next optional criterion not yet given nor skipped; then the summary."""
+    opening = f"Got it: {reading.draft.brief()}." if reading.heard else "Noted."
+    if SEARCH_OFFER in reading.said_before and not reading.heard:
+        opening = "Sorry, I didn't quite catch that."
+    if not reading.searched:
+        for key, question in QUESTIONS:
+            if key not in reading.answered:
+                return f"{opening} {question}"
+    return (
+        f"Here is your search:\n{reading.draft.criteria().summary()}\n"
+        f"Anything to change, or {SEARCH_OFFER}"
+    )
 
 
 def _date_trouble(reading: Reading, today: date) -> str | None:
@@ -187,10 +240,10 @@ def _wants_search(text: str, reading: Reading) -> bool:
         return True
     if reading.searched and reading.heard:
         return True
-    if SEARCH_OFFER not in reading.said_before:
+    if SEARCH_OFFER not in reading.said_before or reading.heard:
         return False
-    answered = is_affirmative(text) or is_negative(text) or _NOTHING_MORE.search(said)
-    return bool(reading.heard or answered or _UNSURE.search(said))
+    answered = is_affirmative(text) or _NOTHING_MORE.search(said) or is_negative(text)
+    return bool(answered or _UNSURE.search(said))
 
 
 def _wants_change(text: str, reading: Reading) -> bool:
@@ -199,24 +252,6 @@ def _wants_change(text: str, reading: Reading) -> bool:
         return False
     declined = RELAX_OFFER in reading.said_before and is_negative(text)
     return declined or (reading.searched and wants_new_search(text))
-
-
-def _offer_search(reading: Reading) -> str:
-    draft = reading.draft
-    missing = draft.missing()
-    if SEARCH_OFFER in reading.said_before and not reading.heard:
-        opening = "Sorry, I didn't quite catch that."
-    else:
-        opening = f"Got it: {draft.brief()}."
-    if not missing:
-        return f"{opening} Anything to change, or {SEARCH_OFFER}"
-    return f"{opening} Anything else — {_either(missing)}? Tell me, or {SEARCH_OFFER}"
-
-
-def _either(items: list[str]) -> str:
-    if len(items) == 1:
-        return items[0]
-    return ", ".join(items[:-1]) + ("," if len(items) > 2 else "") + " or " + items[-1]
 
 
 def recap(draft: Draft, question: str | None = None) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from demo.hotel.language_dates import strip_dates
-from demo.hotel.language_text import NUMBER_WORDS, negated, normalize, to_int
+from demo.hotel.offline._dates import strip_dates
+from demo.hotel.offline._text import NUMBER_WORDS, negated, normalize, to_int
 from demo.hotel.types import NEAR_AIRPORT_MILES, NEAR_DOWNTOWN_MILES, Amenity, RoomType
 
 WALKING_MILES = 1.0

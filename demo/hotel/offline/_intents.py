@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from demo.hotel.language_criteria import AMENITY_PATTERNS
-from demo.hotel.language_text import NUMBER_WORDS, ORDINAL_WORDS, negated, normalize, to_int
+from demo.hotel.offline._criteria import AMENITY_PATTERNS
+from demo.hotel.offline._text import NUMBER_WORDS, ORDINAL_WORDS, negated, normalize, to_int
 
 # --- selection ----------------------------------------------------------------------------------
 
