@@ -264,6 +264,16 @@ _DAY_RANGE = re.compile(
 _ORDINAL_DAY = re.compile(r"\b(?:on\s+|from\s+|the\s+)+(?P<c>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)")
 
 
+_PER_NIGHT = re.compile(
+    r"\$?\d[\d,]*(?:\.\d+)?\s*(?:dollars|bucks|usd)?\s*(?:a|per|/|each|for (?:a|one|the))\s*night"
+)
+"""A price per night ("$180 a night") is no one-night stay."""
+
+
+def _spaces(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
 def _with_month(text: str, today: date) -> str:
     """Day numbers without a month get one ("the 3rd to the 7th" → of this month, or the next
     month when that day has passed; "next month" says which); "this weekend" is Friday–Sunday."""
@@ -274,7 +284,7 @@ def _with_month(text: str, today: date) -> str:
     if relative:
         month = today.month + (0 if relative["which"] == "this" else 1)
         text = text[: relative.start()] + " " + text[relative.end() :]
-    if re.search(rf"\b(?:{_MONTH})\b\.?\s*(?:\d|the)|\d\s*(?:{_MONTH})\b|\d/\d|\d-\d\d?-", text):
+    if re.search(rf"\b(?:{_MONTH})\b(?!\s+(?:i|we|you)\b)|\d/\d|\d-\d\d?-", text):
         return text
     found = _DAY_RANGE.search(text) or _ORDINAL_DAY.search(text)
     if found is None:
@@ -306,7 +316,7 @@ def parse_dates(text: str, today: date) -> list[DateRange] | None:
     Dates that have passed are returned as written (validation reports them); impossible dates
     and reversed ranges give None.
     """
-    normalized = _with_month(normalize(text), today)
+    normalized = _with_month(_PER_NIGHT.sub(_spaces, normalize(text)), today)
     mentions = _scan(normalized)
     if not any(m.kind != "duration" for m in mentions):
         return None

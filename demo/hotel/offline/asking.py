@@ -30,7 +30,7 @@ _ADVICE = re.compile(r"\bshould (?:i|we)\b|\bworth (?:it|booking)\b|\bwould you 
 _CHOICE = re.compile(
     r"\b(?:book|reserve|reservation)\b|\bi'?ll take\b|\bi will take\b|\bwe'?ll take\b"
     r"|\b(?:go|going|let'?s go|i'?ll go|we'?ll go) (?:with|for)\b|\blet'?s do\b|\bsign me up\b"
-    r"|\bconfirm\b|\bi (?:choose|pick|select|want|'d like|would like|'ll have)\b"
+    r"|\bconfirm\b|\bi (?:choose|pick|select|want|would like)\b|\bi'd like\b|\bi'll have\b"
     r"|\bwe (?:choose|pick|want|'d like|would like)\b|\bi'?m going with\b|\bmy (?:choice|pick)\b"
     r"|\bgive me\b|\bput me (?:in|at|down for)\b|\bsecure\b|\block (?:it|in)\b|\bgrab\b"
 )
@@ -102,7 +102,7 @@ def topic_of(text: str) -> str:
     said = normalize(text)
     amenities = [str(a) for a, pattern in AMENITY_PATTERNS.items() if pattern.search(said)]
     found = [(m.start(), topic) for topic, pattern in _TOPICS if (m := pattern.search(said))]
-    if len(amenities) == 1 and not any(topic == "amenities" for _, topic in found):
+    if len(amenities) == 1:
         return amenities[0]
     if amenities:
         return "amenities"

@@ -19,6 +19,7 @@ from demo.hotel.offline.language import (
     is_affirmative,
     parse_feature,
     wants_new_search,
+    wants_to_compare,
     wants_to_quit,
     wants_to_see_criteria,
 )
@@ -57,8 +58,9 @@ def decide(conversation: Conversation) -> AIMessage:
         return call("resume_booking")
     if wants_new_search(text) or wants_to_see_criteria(text):
         return call("search_again")
-    if is_question(text) and parse_feature(_without_names(text, offers)) is None or (
-        is_question(text) and len(picks.hotels) == 1
+    comparing = wants_to_compare(text) or len(picks.hotels) > 1
+    if is_question(text) and not comparing and (
+        parse_feature(_without_names(text, offers)) is None or len(picks.hotels) == 1
     ):
         return call("answer_question", hotels=[o.name for o in picks.hotels], topic=topic_of(text))
     confirmed = _BOOK_OFFER.search(_said_before(conversation))

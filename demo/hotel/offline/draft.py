@@ -130,9 +130,10 @@ class Draft:
         draft = self
         dates = parse_dates(text, today)
         if dates:
-            draft = replace(draft, dates=tuple(dates))
+            draft = replace(draft, dates=_moved(self.dates, tuple(dates), normalize(text)))
         elif self.dates:
-            draft = replace(draft, dates=_corrected(self.dates, normalize(text)))
+            said = _PRICE.sub(" ", normalize(text))
+            draft = replace(draft, dates=_corrected(self.dates, said))
         if _DROP_BUDGET.search(normalize(text)):
             draft = replace(draft, budget_min=None, budget_max=None)
         draft = _with_distances(_with_room(_with_budget(draft, text), text), text)
@@ -162,6 +163,31 @@ _NIGHTS = re.compile(rf"\b(?P<n>\d+|{NUMBER}|a) (?P<unit>nights?|weeks?)\b")
 _LONGER = re.compile(rf"\b(?:add|one more|an extra|extra|another|extend(?: it)? by)\s*(?P<n>\d+|{NUMBER}|a|an)?\s*(?:more\s+)?nights?\b")
 _SHORTER = re.compile(rf"\b(?:(?P<n>\d+|{NUMBER}|a|an|one) nights? (?:less|fewer|shorter)|(?:cut|drop|remove|shorten(?: it)? by) (?:a|one|(?P<m>\d+)) nights?)\b")
 _LATER = re.compile(rf"\b(?:arriv\w*|check(?:ing)?[ -]?in|start\w*|come|coming)\s+(?:(?P<n>\d+|{NUMBER}|a|an|one) days? )?(?P<dir>later|earlier)\b")
+
+
+_PRICE = re.compile(
+    r"\$?\d[\d,]*(?:\.\d+)?\s*(?:dollars|bucks|usd)?\s*(?:a|per|/|each)\s*night"
+)
+_CHECK_OUT = re.compile(r"\bcheck(?:ing)?[ -]?out\b|\bleav\w*|\bdepart\w*")
+_CHECK_IN = re.compile(r"\bcheck(?:ing)?[ -]?in\b|\barriv\w*")
+
+
+def _moved(
+    current: tuple[DateRange, ...], said: tuple[DateRange, ...], text: str
+) -> tuple[DateRange, ...]:
+    """A single day named as the check-out (or check-in) moves only that end of the stay."""
+    if not current or len(said) != 1 or (said[0].end - said[0].start).days != 1:
+        return said
+    day = said[0].start
+    start, end = current[0].start, current[-1].end
+    try:
+        if _CHECK_OUT.search(text) and not _CHECK_IN.search(text):
+            return (DateRange(start=start, end=day),)
+        if _CHECK_IN.search(text) and not _CHECK_OUT.search(text):
+            return (DateRange(start=day, end=day + (end - start)),)
+    except ValueError:
+        return said
+    return said
 
 
 def _count(token: str | None) -> int:

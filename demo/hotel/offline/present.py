@@ -46,10 +46,12 @@ _SHOW_LIST = re.compile(
     r"^(?:(?:please|ok|okay|can you|could you)\s+)*(?:show|see|give|display|repeat|list)\b"
     r"[^,.;]{0,20}\b(?:list|hotels|results|options|them|again)\b[?.! ]*$"
 )
+_DONE_COMPARING = re.compile(r"\b(?:done|finished|stop|enough|no more)\s+compar")
+_IT = re.compile(r"\b(?:it|this one|that one)\b")
 _SEARCH = re.compile(r"\bsearch\b|\blook again\b|\bstart over\b")
 _FILLER = re.compile(
     r"\b(?:the|number|no|option|hotel|choice|one|please|pls|ok|okay|yes|yeah|i think|i guess"
-    r"|that|it|is|it's|let's|lets|go|with|for|i|i'd|i'll|like|want|take|book|reserve|we|would"
+    r"|that|it|is|it's|let's|lets|go|with|for|i|i'd|i'll|take|book|reserve|we|would"
     r"|will|me|us|can|could|you|just|then|so|sure|hmm|um|and|a|room|there|at|in|to|do|pick"
     r"|choose|select|that's|mine|thanks|thank)\b|[#.,!?;:'\-()]"
 )
@@ -73,20 +75,31 @@ def decide(conversation: Conversation) -> AIMessage:
 def _act(text: str, conversation: Conversation, page: int) -> AIMessage:
     offers = conversation.offers()
     shown = shown_page(offers, page)
+    if sort_request(text) or re.search(r"\bpage \d", text.lower()):
+        return _list_move(text, page, len(offers)) or say(_list_hint(offers))
     picks = select(text, offers, shown)
     unlisted = not_listed(text, offers)
     if unlisted:
         return say(f"{unlisted} is not in this list. {_list_hint(offers)}")
     if picks.missing:
         return say(out_of_range(picks, offers))
+    if _DONE_COMPARING.search(text.lower()):
+        return call("show_hotels", page=page)
     if wants_to_compare(text) and not is_choice(text):
-        chosen = picks.hotels or recent_picks(conversation, offers)
+        chosen = list(picks.hotels) or recent_picks(conversation, offers)
+        if _IT.search(text.lower()):
+            chosen = [o for o in focus(conversation, offers) if o not in chosen] + chosen
         return call("go_compare", hotels=[offer.name for offer in chosen])
-    move = _list_move(text, page, len(offers))
+    if wants_to_see_criteria(text):
+        return call("search_again")
+    listing = not picks.hotels or sort_request(text) or re.search(r"\bpage \d", text.lower())
+    move = _list_move(text, page, len(offers)) if listing else None
     if move is not None:
         return move
     if is_question(text) and not is_choice(text):
         return ask_about(text, picks, conversation, offers)
+    if is_choice(text) and len(picks.hotels) == 1:
+        return call("chosen_hotel", hotel=picks.hotels[0].name)
     if changes_search(text):
         return call("search_again")
     confirmed = _confirmed(text, conversation, offers)
@@ -139,11 +152,34 @@ def ask_about(
 ) -> AIMessage:
     """Answer from the catalog about the hotels asked about: named, "it", or the whole list."""
     hotels = list(picks.hotels)
+    topic = topic_of(without_names(text, hotels))
     if not hotels and re.search(r"\b(?:it|its|it's|this one|that one|there)\b", text.lower()):
         hotels = focus(conversation, offers)
         if not hotels:
             return say("Which hotel do you mean? Give me its number or name.")
-    return call("answer_question", hotels=[o.name for o in hotels], topic=topic_of(text))
+    if topic == "overview" and len(text.split()) <= 4:
+        topic = _last_topic(conversation) or topic  # "and number 5?" asks the same again
+    if not hotels and topic == "overview":
+        return say(
+            "I can tell you about any hotel of the list — its amenities, price, room types, "
+            f"distances or surroundings. Which one, and what would you like to know? {_list_hint(offers)}"
+        )
+    return call("answer_question", hotels=[o.name for o in hotels], topic=topic)
+
+
+def without_names(text: str, offers: Sequence[Offer]) -> str:
+    """Hotel names hide topic words ("Tualatin Valley Conference Hotel" is no meeting room)."""
+    for offer in offers:
+        for word in offer.name.split():
+            text = re.sub(rf"\b{re.escape(word)}\b", " ", text, flags=re.IGNORECASE)
+    return text
+
+
+def _last_topic(conversation: Conversation) -> str | None:
+    for event in reversed(conversation.events()):
+        if event.kind == "call" and event.tool == "answer_question":
+            return str((event.args or {}).get("topic") or "") or None
+    return None
 
 
 def _confirmed(text: str, conversation: Conversation, offers: Sequence[Offer]) -> AIMessage | None:
@@ -197,7 +233,7 @@ def book(picks: Sequence[Offer], conversation: Conversation) -> AIMessage:
 def focus(conversation: Conversation, offers: Sequence[Offer]) -> list[Offer]:
     """The one hotel the conversation is about: asked about or picked last ("book it")."""
     by_name = {offer.name: offer for offer in offers}
-    for event in reversed(conversation.events()):
+    for event in reversed(conversation.events()[:-1]):  # before the newest message
         if event.kind == "call" and event.tool in ("answer_question", "chosen_hotel"):
             hotels = (event.args or {}).get("hotels") or [(event.args or {}).get("hotel")]
             found = [by_name[name] for name in hotels if name in by_name]

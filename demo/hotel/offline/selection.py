@@ -61,10 +61,15 @@ _ALL = re.compile(
 _BOTH = re.compile(r"\bboth\b")
 _SUPERLATIVES: tuple[tuple[re.Pattern[str], Callable[[OfferLine], float]], ...] = (
     (
-        re.compile(r"\b(?:cheapest|least expensive|lowest[- ]priced?|most affordable|best price)"),
+        re.compile(
+            r"\b(?:cheapest|cheaper|least expensive|lowest[- ]priced?|most affordable|best price)"
+        ),
         lambda o: o.total,
     ),
-    (re.compile(r"\b(?:most expensive|priciest|dearest|fanciest)\b"), lambda o: -o.total),
+    (
+        re.compile(r"\b(?:most expensive|more expensive|pricier|priciest|fanciest)\b"),
+        lambda o: -o.total,
+    ),
     (
         re.compile(
             r"\b(?:closest|nearest)\s+(?:one\s+)?(?:to\s+)?(?:the\s+)?(?:airport|pdx)\b"
@@ -73,12 +78,15 @@ _SUPERLATIVES: tuple[tuple[re.Pattern[str], Callable[[OfferLine], float]], ...] 
         lambda o: o.airport,
     ),
     (
-        re.compile(r"\b(?:closest|nearest|most central|best located)\b"),
+        re.compile(r"\b(?:closest|closer|nearest|nearer|most central|best located)\b"),
         lambda o: o.downtown,
     ),
     (re.compile(r"\b(?:farthest|furthest)\b"), lambda o: -o.downtown),
 )
-_CITY = re.compile(r"\b(?:the one |one |the hotel |hotel )?(?:in|at) (?P<place>[a-z][a-z ]+)")
+_CITY = re.compile(
+    r"\b(?:the )?(?:one|hotel|place|option|lodging)s? (?:in|at) (?P<place>[a-z]+(?: [a-z]+)?)"
+)
+_COMPARATIVE = re.compile(r"\b(?:cheaper|closer|nearer|more expensive|pricier|further|farther)\b")
 
 
 def select(text: str, offers: Sequence[OfferLine], shown: Sequence[OfferLine]) -> Selection:
@@ -91,8 +99,8 @@ def select(text: str, offers: Sequence[OfferLine], shown: Sequence[OfferLine]) -
     found: list[tuple[int, list[OfferLine]]] = []
     missing: list[int] = []
     said = _names(said, offers, found)
-    said = _places(said, offers, found)
-    said = _superlatives(said, offers, found)
+    said = _places(said, shown, found)
+    said = _superlatives(said, shown if _COMPARATIVE.search(said) else offers, found)
     said = _ends(said, shown, found)
     said = _numbers(said, offers, found, missing)
     if not found and _BOTH.search(said) and len(shown) == 2:
