@@ -47,6 +47,10 @@ _SHOW_LIST = re.compile(
     r"[^,.;]{0,20}\b(?:list|hotels|results|options|them|again)\b[?.! ]*$"
 )
 _DONE_COMPARING = re.compile(r"\b(?:done|finished|stop|enough|no more)\s+compar")
+_BACK_TO_LIST = re.compile(
+    r"\b(?:back|return|go back|take me back)\b[^,.;]{0,15}\b(?:list|results|hotels|options)\b"
+    r"|^\W*(?:ok(?:ay)?\W+)?(?:let'?s )?go back\W*$"
+)
 _IT = re.compile(r"\b(?:it|this one|that one)\b")
 _SEARCH = re.compile(r"\bsearch\b|\blook again\b|\bstart over\b")
 _FILLER = re.compile(
@@ -83,7 +87,7 @@ def _act(text: str, conversation: Conversation, page: int) -> AIMessage:
         return say(f"{unlisted} is not in this list. {_list_hint(offers)}")
     if picks.missing:
         return say(out_of_range(picks, offers))
-    if _DONE_COMPARING.search(text.lower()):
+    if _DONE_COMPARING.search(text.lower()) or _BACK_TO_LIST.search(text.lower()):
         return call("show_hotels", page=page)
     if wants_to_compare(text) and not is_choice(text):
         chosen = list(picks.hotels) or recent_picks(conversation, offers)
