@@ -61,8 +61,8 @@ async def test_tour_two_comparisons_then_booking_by_name() -> None:
     doc = await guest.doc()
     assert doc["run_status"] == "completed"
     assert doc["sequence"] == [
-        "ExploreStep", "PresentStep", "CompareStep", "PresentStep", "EndStep"
-    ]  # fmt: skip
+        "ExploreStep", "PresentStep", "CompareStep", "EndStep"
+    ]  # fmt: skip  (a choice in the comparison books there: issue 14)
     assert booked.usage["model"]["total_tokens"] > 0
 
 
@@ -74,6 +74,9 @@ async def test_varied_phrasings_and_booking_by_number() -> None:
     offer = await guest.say("7/1 to 7/6")
     assert offer.message.startswith("Got it: Jul 1, 2026 → Jul 6, 2026 (5 nights).")
     listed = await guest.say("max 700, two queens, pool and a gym")
+    assert listed.step == "ExploreStep"  # one question at a time: the distance is still open
+    listed = await guest.say("no preference")
+    listed = await guest.say("go ahead")
     assert listed.step == "PresentStep"
     criteria = await guest.criteria()
     assert (criteria["budget_max"], criteria["room_type"]) == (700.0, "two beds")
@@ -175,8 +178,8 @@ async def test_past_dates_are_explained_then_compare_all_and_some() -> None:
     )
     listed = await guest.say("sorry, I meant June 1 to 5")
     assert listed.step == "PresentStep"
-    names = offer_names(await guest.state("PresentStep"))
-    assert len(names) == 6
+    names = offer_names(await guest.state("PresentStep"))[:10]
+    assert len(offer_names(await guest.state("PresentStep"))) == 30  # every match, 10 a page
 
     everything = await guest.say("compare all of them on distance")
     assert everything.message.startswith("| Distance | " + " | ".join(names) + " |")

@@ -265,7 +265,7 @@ _ORDINAL_DAY = re.compile(r"\b(?:on\s+|from\s+|the\s+)+(?P<c>\d{1,2})(?:st|nd|rd
 
 
 _PER_NIGHT = re.compile(
-    r"\$?\d[\d,]*(?:\.\d+)?\s*(?:dollars|bucks|usd)?\s*(?:a|per|/|each|for (?:a|one|the))\s*night"
+    r"(?:\$\s?\d[\d,]*|\d{2}[\d,]*)(?:\.\d+)?\s*(?:dollars|bucks|usd)?\s*(?:a|per|/|each)\s*night"
 )
 """A price per night ("$180 a night") is no one-night stay."""
 

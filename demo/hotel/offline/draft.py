@@ -166,7 +166,7 @@ _LATER = re.compile(rf"\b(?:arriv\w*|check(?:ing)?[ -]?in|start\w*|come|coming)\
 
 
 _PRICE = re.compile(
-    r"\$?\d[\d,]*(?:\.\d+)?\s*(?:dollars|bucks|usd)?\s*(?:a|per|/|each)\s*night"
+    r"(?:\$\s?\d[\d,]*|\d{2}[\d,]*)(?:\.\d+)?\s*(?:dollars|bucks|usd)?\s*(?:a|per|/|each)\s*night"
 )
 _CHECK_OUT = re.compile(r"\bcheck(?:ing)?[ -]?out\b|\bleav\w*|\bdepart\w*")
 _CHECK_IN = re.compile(r"\bcheck(?:ing)?[ -]?in\b|\barriv\w*")
