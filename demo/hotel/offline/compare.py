@@ -49,7 +49,7 @@ def decide(conversation: Conversation) -> AIMessage:
     if wants_to_quit(text) and not is_question(text):
         return call("end_chat")
     table = table_hotels(conversation, offers)
-    picks = select(text, offers, table or offers)
+    picks = select(text, offers, table or offers, table or offers)
     if picks.missing:
         return say(out_of_range(picks, offers))
     if is_choice(text) and len(picks.hotels) == 1:

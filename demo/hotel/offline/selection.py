@@ -89,8 +89,14 @@ _CITY = re.compile(
 _COMPARATIVE = re.compile(r"\b(?:cheaper|closer|nearer|more expensive|pricier|further|farther)\b")
 
 
-def select(text: str, offers: Sequence[OfferLine], shown: Sequence[OfferLine]) -> Selection:
-    """The hotels ``text`` picks among ``offers`` (ordinals count in ``shown``)."""
+def select(
+    text: str,
+    offers: Sequence[OfferLine],
+    shown: Sequence[OfferLine],
+    ranked: Sequence[OfferLine] | None = None,
+) -> Selection:
+    """The hotels ``text`` picks among ``offers`` (ordinals count in ``shown``; "the cheapest"
+    ranks ``ranked``, by default every offer)."""
     said = re.sub(r"(\d),(?=\d{1,2}\b)", r"\1, ", normalize(text))  # "1,3,5"; not "1,200"
     if not offers:
         return Selection()
@@ -100,7 +106,8 @@ def select(text: str, offers: Sequence[OfferLine], shown: Sequence[OfferLine]) -
     missing: list[int] = []
     said = _names(said, offers, found)
     said = _places(said, shown, found)
-    said = _superlatives(said, shown if _COMPARATIVE.search(said) else offers, found)
+    pool = shown if _COMPARATIVE.search(said) else (ranked or offers)
+    said = _superlatives(said, pool, found)
     said = _ends(said, shown, found)
     said = _numbers(said, offers, found, missing)
     if not found and _BOTH.search(said) and len(shown) == 2:
