@@ -28,7 +28,6 @@ OPENAI_MODEL = "openai:gpt-4o-mini"
 EXPLORE_MEMORY = "hotel-explore"
 
 
-
 def offline_provider(spec: ModelSpec) -> BaseChatModel:
     """The offline demo model, imported on first use: the flow does not depend on it."""
     from demo.hotel.offline.model import offline_provider as provide

@@ -43,6 +43,4 @@ def _paging_hint(page: int, pages: int) -> str:
         moves.append('"more" for the next page')
     if page > 1:
         moves.append('"previous" for the one before')
-    return (
-        f"Say {' or '.join(moves)}; I can also sort by distance to the airport or downtown. "
-    )
+    return f"Say {' or '.join(moves)}; I can also sort by distance to the airport or downtown. "

@@ -176,9 +176,7 @@ class PresentStep(HotelStep):
         ],
         topic: Annotated[
             str,
-            Field(
-                description="price, amenities, room_types, distance, overview, or one amenity."
-            ),
+            Field(description="price, amenities, room_types, distance, overview, or one amenity."),
         ],
     ) -> ToolResult:
         """Answer a question about listed hotels from the catalog; a question books nothing."""
@@ -258,9 +256,7 @@ class CompareStep(HotelStep):
         ],
         topic: Annotated[
             str,
-            Field(
-                description="price, amenities, room_types, distance, overview, or one amenity."
-            ),
+            Field(description="price, amenities, room_types, distance, overview, or one amenity."),
         ],
     ) -> ToolResult:
         """Answer a question about listed hotels from the catalog; a question books nothing."""

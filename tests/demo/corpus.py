@@ -120,7 +120,8 @@ class Runner:
             searched = [a for name, a in calls if name == "capture_choices"]
             if not searched and case.expected.startswith("criteria"):
                 searched = [
-                    a for name, a in await _turn(engine, "search now", doc["id"])
+                    a
+                    for name, a in await _turn(engine, "search now", doc["id"])
                     if name == "capture_choices"
                 ]
             ok = _criteria_ok(case.expected, searched, await self.baseline(case.state))
@@ -220,7 +221,9 @@ def judge(case: Case, calls: list[Any], before: Any, after: Any) -> Outcome:
     return Outcome(case, ok, detail or f"calls={calls}", acted)
 
 
-def _check(kind: str, rest: str, calls: list[Any], before: Any, after: Any) -> tuple[bool, str]:
+def _check(  # noqa: C901 - one branch per kind of expected effect, as the docstring lists
+    kind: str, rest: str, calls: list[Any], before: Any, after: Any
+) -> tuple[bool, str]:
     names = [name for name, _ in calls]
     args = {name: a for name, a in calls}
     unchanged = _state(before) == _state(after)
@@ -269,7 +272,9 @@ def report(outcomes: list[Outcome]) -> str:
         share = good[category] / total[category]
         lines.append(f"{category:<14} {good[category]:>4} {total[category]:>4} {share:>9.1%}")
     overall = sum(good.values()) / max(1, sum(total.values()))
-    lines.append(f"{'overall':<14} {sum(good.values()):>4} {sum(total.values()):>4} {overall:>9.1%}")
+    lines.append(
+        f"{'overall':<14} {sum(good.values()):>4} {sum(total.values()):>4} {overall:>9.1%}"
+    )
     for outcome in outcomes:
         if not outcome.ok:
             case = outcome.case

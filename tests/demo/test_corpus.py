@@ -23,9 +23,7 @@ async def test_corpus_accuracy_and_no_action_without_a_choice(
     text = report(outcomes)
     with capsys.disabled():
         print("\n" + text)
-    acted = [
-        o.case for o in outcomes if o.acted and o.case.expected.split()[0] not in CHOICES
-    ]
+    acted = [o.case for o in outcomes if o.acted and o.case.expected.split()[0] not in CHOICES]
     accuracy = sum(o.ok for o in outcomes) / len(outcomes)
     assert not acted, f"booked or ended without a choice: {acted}"
     assert accuracy >= MIN_ACCURACY, text

@@ -30,7 +30,8 @@ def test_script_prints_the_transcript_on_the_default_sqlite_store(tmp_path) -> N
     assert lines[0] == ANNOUNCEMENT
     assert lines[1].startswith("bot> Hello! I'm the HotelFlow assistant")
     assert "you> compare 1,3,12 on price" in lines
-    assert "bot> | Price | Columbia Slough Lodge | Mount Hood Gateway Inn | Cedar Hills Suites |" in lines
+    table = "bot> | Price | Columbia Slough Lodge | Mount Hood Gateway Inn | Cedar Hills Suites |"
+    assert table in lines
     assert "     | Total | $815.68 | $998.98 |" in lines
     assert re.search(r"Your confirmation number is HF-\d{6}\.", lines[-1])
     assert re.fullmatch(r"Session \S+ is complete\.\n", run.stderr)

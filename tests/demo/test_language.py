@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from demo.hotel import catalog
+from demo.hotel.offline._text import NUMBER_WORDS
 from demo.hotel.offline.language import (
     Budget,
     DistanceLimits,
@@ -31,7 +32,6 @@ from demo.hotel.offline.language import (
     wants_to_quit,
     wants_to_see_criteria,
 )
-from demo.hotel.offline._text import NUMBER_WORDS
 from demo.hotel.types import Amenity, DateRange, RoomType, parse_criteria
 
 TODAY = date(2026, 5, 15)  # a Friday

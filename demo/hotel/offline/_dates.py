@@ -296,8 +296,11 @@ def _with_month(text: str, today: date) -> str:
     name = _MONTH_NAMES[(month - 1) % 12]
     year = today.year + (month - 1) // 12
     insert = f" of {name}" + (f" {year}" if year != today.year else "")
-    return text[: found.end(group)] + _suffix(day) + insert + text[found.end(group) :].removeprefix(
-        _suffix_in(text, found.end(group))
+    return (
+        text[: found.end(group)]
+        + _suffix(day)
+        + insert
+        + text[found.end(group) :].removeprefix(_suffix_in(text, found.end(group)))
     )
 
 

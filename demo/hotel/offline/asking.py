@@ -24,7 +24,9 @@ _QUESTION_START = re.compile(
     r"|will|should|any|anything|tell me|i wonder|is there|are there|info|details|describe"
     r"|explain|more about|more info)\b"
 )
-_ABOUT = re.compile(r"\b(?:tell me (?:more )?about|more (?:info|details) (?:on|about)|what about)\b")
+_ABOUT = re.compile(
+    r"\b(?:tell me (?:more )?about|more (?:info|details) (?:on|about)|what about)\b"
+)
 _ADVICE = re.compile(r"\bshould (?:i|we)\b|\bworth (?:it|booking)\b|\bwould you (?:recommend|pick)")
 
 _CHOICE = re.compile(

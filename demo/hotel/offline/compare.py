@@ -59,8 +59,10 @@ def decide(conversation: Conversation) -> AIMessage:
     if wants_new_search(text) or wants_to_see_criteria(text):
         return call("search_again")
     comparing = wants_to_compare(text) or len(picks.hotels) > 1
-    if is_question(text) and not comparing and (
-        parse_feature(_without_names(text, offers)) is None or len(picks.hotels) == 1
+    if (
+        is_question(text)
+        and not comparing
+        and (parse_feature(_without_names(text, offers)) is None or len(picks.hotels) == 1)
     ):
         return call("answer_question", hotels=[o.name for o in picks.hotels], topic=topic_of(text))
     confirmed = _BOOK_OFFER.search(_said_before(conversation))
@@ -75,7 +77,7 @@ def _which(picks: Selection, candidates: Sequence[Offer]) -> AIMessage:
     if len(picks.hotels) > 1:
         return say(f"Which one would you like to book: {names(picks.hotels, 'or')}?")
     return say(
-        f"Which one would you like to book: {names(candidates[:4], 'or')}? Or say \"back to the "
+        f'Which one would you like to book: {names(candidates[:4], "or")}? Or say "back to the '
         'list" to see them all.'
     )
 
@@ -116,9 +118,7 @@ def _said_before(conversation: Conversation) -> str:
 
 def _tables(conversation: Conversation) -> list[int]:
     events = conversation.events()
-    return [
-        i for i, e in enumerate(events) if e.kind == "call" and e.tool == "generate_comparison"
-    ]
+    return [i for i, e in enumerate(events) if e.kind == "call" and e.tool == "generate_comparison"]
 
 
 def _since_last_table(conversation: Conversation) -> tuple[Event | None, list[Event]]:

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from demo.hotel.offline._criteria import AMENITY_PATTERNS
+from demo.hotel.offline._text import NUMBER, NUMBER_WORDS, negated, normalize
 from demo.hotel.offline.language import (
     parse_amenities,
     parse_budget,
@@ -21,8 +23,6 @@ from demo.hotel.offline.language import (
     parse_distances,
     parse_room_type,
 )
-from demo.hotel.offline._criteria import AMENITY_PATTERNS
-from demo.hotel.offline._text import NUMBER, NUMBER_WORDS, negated, normalize
 from demo.hotel.types import (
     Amenity,
     DateRange,
@@ -160,9 +160,18 @@ _DROP_BUDGET = re.compile(
     r"\s+(?:the\s+|a\s+|my\s+|any\s+)?(?:budget|price limit|price cap|max(?:imum)? price)\b"
 )
 _NIGHTS = re.compile(rf"\b(?P<n>\d+|{NUMBER}|a) (?P<unit>nights?|weeks?)\b")
-_LONGER = re.compile(rf"\b(?:add|one more|an extra|extra|another|extend(?: it)? by)\s*(?P<n>\d+|{NUMBER}|a|an)?\s*(?:more\s+)?nights?\b")
-_SHORTER = re.compile(rf"\b(?:(?P<n>\d+|{NUMBER}|a|an|one) nights? (?:less|fewer|shorter)|(?:cut|drop|remove|shorten(?: it)? by) (?:a|one|(?P<m>\d+)) nights?)\b")
-_LATER = re.compile(rf"\b(?:arriv\w*|check(?:ing)?[ -]?in|start\w*|come|coming)\s+(?:(?P<n>\d+|{NUMBER}|a|an|one) days? )?(?P<dir>later|earlier)\b")
+_LONGER = re.compile(
+    rf"\b(?:add|one more|an extra|extra|another|extend(?: it)? by)\s*"
+    rf"(?P<n>\d+|{NUMBER}|a|an)?\s*(?:more\s+)?nights?\b"
+)
+_SHORTER = re.compile(
+    rf"\b(?:(?P<n>\d+|{NUMBER}|a|an|one) nights? (?:less|fewer|shorter)"
+    r"|(?:cut|drop|remove|shorten(?: it)? by) (?:a|one|(?P<m>\d+)) nights?)\b"
+)
+_LATER = re.compile(
+    rf"\b(?:arriv\w*|check(?:ing)?[ -]?in|start\w*|come|coming)\s+"
+    rf"(?:(?P<n>\d+|{NUMBER}|a|an|one) days? )?(?P<dir>later|earlier)\b"
+)
 
 
 _PRICE = re.compile(

@@ -13,6 +13,9 @@ from datetime import date
 
 from langchain_core.messages import AIMessage
 
+from demo.hotel.offline._text import normalize
+from demo.hotel.offline.conversation import Conversation, Event
+from demo.hotel.offline.draft import Draft
 from demo.hotel.offline.language import (
     is_affirmative,
     is_negative,
@@ -21,9 +24,6 @@ from demo.hotel.offline.language import (
     wants_to_quit,
     wants_to_see_criteria,
 )
-from demo.hotel.offline._text import normalize
-from demo.hotel.offline.conversation import Conversation, Event
-from demo.hotel.offline.draft import Draft
 from demo.hotel.offline.reply import call, say
 
 GREETING = "Hello! I'm the HotelFlow assistant: I find and book hotels around Portland."
@@ -47,15 +47,15 @@ _NOTHING_MORE = re.compile(
     r"|\bdon'?t (?:care|mind)\b|\bnot really\b"
 )
 QUESTIONS = (
-    ("budget", "What is your budget per night? (or \"no preference\")"),
-    ("room", "Which room type would you like: one bed, two beds or a suite? (or \"skip\")"),
+    ("budget", 'What is your budget per night? (or "no preference")'),
+    ("room", 'Which room type would you like: one bed, two beds or a suite? (or "skip")'),
     (
         "amenities",
-        "Any amenities you need, such as wifi, parking, a pool, a gym or pets? (or \"none\")",
+        'Any amenities you need, such as wifi, parking, a pool, a gym or pets? (or "none")',
     ),
     (
         "distance",
-        "Any limit on the distance to the airport or downtown, in miles? (or \"no preference\")",
+        'Any limit on the distance to the airport or downtown, in miles? (or "no preference")',
     ),
 )
 """The optional criteria, asked one at a time in this order."""

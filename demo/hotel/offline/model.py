@@ -3,8 +3,8 @@
 It is *not* an LLM. It reads what an LLM would read — the step's prompt, the compaction memory,
 the conversation and the names of the bound tools — and answers with the tool calls and replies
 a good LLM would give in this flow, using the rule-based language understanding of
-``demo.hotel.offline.language``. When it does not understand, it asks a clarifying question instead of
-guessing. With no tools and a request for a summary, it is the compaction summariser.
+``demo.hotel.offline.language``. When it does not understand, it asks a clarifying question
+instead of guessing. With no tools and a request for a summary, it is the compaction summariser.
 
 Because it is a real ``BaseChatModel``, it enters the flow through the same seam as any model:
 the engine's provider registry (``FlowEngine(providers={"offline": offline_provider})`` and the

@@ -96,10 +96,14 @@ def _act(text: str, conversation: Conversation, page: int) -> AIMessage:
         return call("go_compare", hotels=[offer.name for offer in chosen])
     if wants_to_see_criteria(text):
         return call("search_again")
-    listing = not picks.hotels or sort_request(text) or re.search(r"\bpage \d", text.lower())
-    move = _list_move(text, page, len(offers)) if listing else None
-    if move is not None:
-        return move
+    move = _list_move(text, page, len(offers)) if not picks.hotels else None
+    return move or _respond(text, conversation, offers, picks)
+
+
+def _respond(
+    text: str, conversation: Conversation, offers: Sequence[Offer], picks: Selection
+) -> AIMessage:
+    """A question, a choice, a change of search, or a pick to confirm."""
     if is_question(text) and not is_choice(text):
         return ask_about(text, picks, conversation, offers)
     if is_choice(text) and len(picks.hotels) == 1:
@@ -166,7 +170,8 @@ def ask_about(
     if not hotels and topic == "overview":
         return say(
             "I can tell you about any hotel of the list — its amenities, price, room types, "
-            f"distances or surroundings. Which one, and what would you like to know? {_list_hint(offers)}"
+            "distances or surroundings. Which one, and what would you like to know? "
+            + _list_hint(offers)
         )
     return call("answer_question", hotels=[o.name for o in hotels], topic=topic)
 

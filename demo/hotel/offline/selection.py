@@ -136,7 +136,9 @@ def _names(said: str, offers: Sequence[OfferLine], found: list[tuple[int, list[O
     return said
 
 
-def _places(said: str, offers: Sequence[OfferLine], found: list[tuple[int, list[OfferLine]]]) -> str:
+def _places(
+    said: str, offers: Sequence[OfferLine], found: list[tuple[int, list[OfferLine]]]
+) -> str:
     cities = {o.city.split(",")[0].lower() for o in offers}
     for match in _CITY.finditer(said):
         place = next((c for c in cities if match["place"].startswith(c)), None)
