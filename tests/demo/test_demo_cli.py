@@ -32,7 +32,7 @@ def test_script_prints_the_transcript_on_the_default_sqlite_store(tmp_path) -> N
     assert "you> compare 1,3,12 on price" in lines
     table = "bot> | Price | Columbia Slough Lodge | Mount Hood Gateway Inn | Cedar Hills Suites |"
     assert table in lines
-    assert "     | Total | $815.68 | $998.98 |" in lines
+    assert "     | Total | $815.68 | $998.98 | $1,365.58 |" in lines
     assert re.search(r"Your confirmation number is HF-\d{6}\.", lines[-1])
     assert re.fullmatch(r"Session \S+ is complete\.\n", run.stderr)
     assert (tmp_path / ".picoflow" / "sessions.db").is_file()
