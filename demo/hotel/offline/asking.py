@@ -19,7 +19,7 @@ _BOOKING_REQUEST = re.compile(
 """A request phrased as a question: "can you book number 3?" is a choice."""
 
 _QUESTION_START = re.compile(
-    r"^(?:(?:and|so|ok|okay|hmm|also|but|btw|well|wait),?\s+)*(?:what|what's|whats|which|where"
+    r"^(?:(?:and|so|ok|okay|hmm|also|but|btw|well|wait|hey|hi|um|oh),?\s+)*(?:what|what's|whats|which|where"
     r"|where's|how|how's|who|why|when|does|do|did|is|isn't|are|aren't|has|have|can|could|would"
     r"|will|should|any|anything|tell me|i wonder|is there|are there|info|details|describe"
     r"|explain|more about|more info)\b"

@@ -49,6 +49,8 @@ def decide(conversation: Conversation) -> AIMessage:
     if wants_to_quit(text) and not is_question(text):
         return call("end_chat")
     table = table_hotels(conversation, offers)
+    if _BACK.search(text.lower()) and not re.search(r"\d|compar", text.lower()):
+        return call("resume_booking")
     picks = select(text, offers, table or offers, table or offers)
     if picks.missing:
         return say(out_of_range(picks, offers))

@@ -128,7 +128,8 @@ class Draft:
     def heard(self, text: str, today: date) -> Draft:
         """The draft after the guest says ``text``: what it names changes, the rest stays."""
         draft = self
-        dates = parse_dates(text, today)
+        anchored = self.dates and not _RELATIVE.search(normalize(text))
+        dates = parse_dates(text, self.dates[0].start if anchored else today)
         if dates:
             draft = replace(draft, dates=_moved(self.dates, tuple(dates), normalize(text)))
         elif self.dates:
@@ -177,6 +178,11 @@ _LATER = re.compile(
 _PRICE = re.compile(
     r"(?:\$\s?\d[\d,]*|\d{2}[\d,]*)(?:\.\d+)?\s*(?:dollars|bucks|usd)?\s*(?:a|per|/|each)\s*night"
 )
+_RELATIVE = re.compile(
+    r"\b(?:today|tonight|tomorrow|week|weekend|month|next|this|monday|tuesday|wednesday|thursday"
+    r"|friday|saturday|sunday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|\d/\d|\d-\d"
+)
+"""Dates resolved against today; any other day ("the 8th") belongs to the stay being planned."""
 _CHECK_OUT = re.compile(r"\bcheck(?:ing)?[ -]?out\b|\bleav\w*|\bdepart\w*")
 _CHECK_IN = re.compile(r"\bcheck(?:ing)?[ -]?in\b|\barriv\w*")
 
@@ -193,7 +199,7 @@ def _moved(
         if _CHECK_OUT.search(text) and not _CHECK_IN.search(text):
             return (DateRange(start=start, end=day),)
         if _CHECK_IN.search(text) and not _CHECK_OUT.search(text):
-            return (DateRange(start=day, end=day + (end - start)),)
+            return (DateRange(start=day, end=end if day < end else day + (end - start)),)
     except ValueError:
         return said
     return said

@@ -51,6 +51,14 @@ _BACK_TO_LIST = re.compile(
     r"\b(?:back|return|go back|take me back)\b[^,.;]{0,15}\b(?:list|results|hotels|options)\b"
     r"|^\W*(?:ok(?:ay)?\W+)?(?:let'?s )?go back\W*$"
 )
+_GENERIC_ONLY = re.compile(
+    r"(?:\W*\b(?:the|a|an|and|or|&|hotels?|inns?|lodges?|suites?|motels?|guesthouses?)\b)+\W*"
+)
+"""Only words every hotel name could have: they name no hotel and ask for nothing."""
+_SEARCH_VERBS = re.compile(
+    r"\b(?:look(?:ing)? for|search(?:ing)? for|find|instead|rather|switch to|change to)\b"
+)
+_TENTATIVE = re.compile(r"\b(?:maybe|how about|what about|perhaps)\b")
 _IT = re.compile(r"\b(?:it|this one|that one)\b")
 _SEARCH = re.compile(r"\bsearch\b|\blook again\b|\bstart over\b")
 _FILLER = re.compile(
@@ -79,8 +87,11 @@ def decide(conversation: Conversation) -> AIMessage:
 def _act(text: str, conversation: Conversation, page: int) -> AIMessage:
     offers = conversation.offers()
     shown = shown_page(offers, page)
-    if sort_request(text) or re.search(r"\bpage \d", text.lower()):
+    listing = sort_request(text) or re.search(r"\bpage \d", text.lower())
+    if listing and not wants_to_compare(text):
         return _list_move(text, page, len(offers)) or say(_list_hint(offers))
+    if _GENERIC_ONLY.fullmatch(text.lower().strip()):
+        return say(f"Which one do you mean? {_list_hint(offers)}")
     picks = select(text, offers, shown)
     unlisted = not_listed(text, offers)
     if unlisted:
@@ -104,6 +115,8 @@ def _respond(
     text: str, conversation: Conversation, offers: Sequence[Offer], picks: Selection
 ) -> AIMessage:
     """A question, a choice, a change of search, or a pick to confirm."""
+    if _SEARCH_VERBS.search(text.lower()) and not picks.hotels and changes_search(text):
+        return call("search_again")
     if is_question(text) and not is_choice(text):
         return ask_about(text, picks, conversation, offers)
     if is_choice(text) and len(picks.hotels) == 1:
@@ -167,6 +180,8 @@ def ask_about(
             return say("Which hotel do you mean? Give me its number or name.")
     if topic == "overview" and len(text.split()) <= 4:
         topic = _last_topic(conversation) or topic  # "and number 5?" asks the same again
+        if topic == "overview" and len(hotels) == 1 and _TENTATIVE.search(text.lower()):
+            return say(f"{BOOK_OFFER.format(name=hotels[0].name)} Or ask me about it.")
     if not hotels and topic == "overview":
         return say(
             "I can tell you about any hotel of the list — its amenities, price, room types, "

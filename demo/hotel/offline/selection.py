@@ -39,7 +39,7 @@ _UNIT = (
 )
 _NUMBER = re.compile(
     rf"(?:#\s*|\bnumbers?\s+|\bno\.?\s*|\boption\s+|\bhotel\s+|\bchoice\s+)?"
-    rf"(?<![\w$.,/:-])(?P<n>\d{{1,3}}|{_WORDS})\b{_UNIT}"
+    rf"(?<![\w$.,/:-])(?<!these )(?<!those )(?<!the )(?P<n>\d{{1,3}}|{_WORDS})\b{_UNIT}"
 )
 _RANGE = re.compile(
     r"(?:#\s*|\bnumbers?\s+)?(?<![\w$.,/:])(?P<a>\d{1,2})\s*(?:-|to|through|thru)\s*#?\s*"
@@ -83,6 +83,8 @@ _SUPERLATIVES: tuple[tuple[re.Pattern[str], Callable[[OfferLine], float]], ...] 
     ),
     (re.compile(r"\b(?:farthest|furthest)\b"), lambda o: -o.downtown),
 )
+_NOT_A_HOTEL = re.compile(r"\s+(?:room|rate|price|night|way|time|suite|bed|deal)s?\b")
+"""After a superlative, a noun that is not a hotel: "the cheapest room at Mabel's"."""
 _CITY = re.compile(
     r"\b(?:the )?(?:one|hotel|place|option|lodging)s? (?:in|at) (?P<place>[a-z]+(?: [a-z]+)?)"
 )
@@ -158,7 +160,7 @@ def _superlatives(
 ) -> str:
     for pattern, key in _SUPERLATIVES:
         match = pattern.search(said)
-        if match:
+        if match and not _NOT_A_HOTEL.match(said, match.end()):
             found.append((match.start(), [min(offers, key=key)]))
             said = _blank(said, match.start(), match.end())
     return said
