@@ -61,7 +61,10 @@ async def test_tour_two_comparisons_then_booking_by_name() -> None:
     doc = await guest.doc()
     assert doc["run_status"] == "completed"
     assert doc["sequence"] == [
-        "ExploreStep", "PresentStep", "CompareStep", "EndStep"
+        "ExploreStep",
+        "PresentStep",
+        "CompareStep",
+        "EndStep",
     ]  # fmt: skip  (a choice in the comparison books there: issue 14)
     assert booked.usage["model"]["total_tokens"] > 0
 

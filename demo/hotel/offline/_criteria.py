@@ -76,7 +76,8 @@ _MINIMUM = re.compile(
 _BARE_PRICES = (
     re.compile(_amount("n") + r"\s*(?:dollars|bucks|usd)?\s*(?:a|per|/|each)\s*night"),
     re.compile(
-        _amount("n") + r"\s*(?:dollars|bucks|usd)?\s*(?:max(?:imum)?|tops|at most|or (?:less|under))\b"
+        _amount("n")
+        + r"\s*(?:dollars|bucks|usd)?\s*(?:max(?:imum)?|tops|at most|or (?:less|under))\b"
     ),
     re.compile(r"(?<![\w/.])\$\s?(?P<n>\d{1,3}(?:,\d{3})+|\d+)"),
 )

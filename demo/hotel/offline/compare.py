@@ -48,9 +48,13 @@ def decide(conversation: Conversation) -> AIMessage:
     text = conversation.guest_text()
     if wants_to_quit(text) and not is_question(text):
         return call("end_chat")
-    table = table_hotels(conversation, offers)
     if _BACK.search(text.lower()) and not re.search(r"\d|compar", text.lower()):
         return call("resume_booking")
+    return _act(text, conversation, offers)
+
+
+def _act(text: str, conversation: Conversation, offers: Sequence[Offer]) -> AIMessage:
+    table = table_hotels(conversation, offers)
     picks = select(text, offers, table or offers, table or offers)
     if picks.missing:
         return say(out_of_range(picks, offers))
