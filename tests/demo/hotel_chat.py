@@ -38,7 +38,8 @@ class Guest:
         return result
 
     async def doc(self) -> dict[str, Any]:
-        doc = await self.engine.get_session(self.session_id)
+        assert self.session_id is not None
+        doc: dict[str, Any] | None = await self.engine.get_session(self.session_id)
         assert doc is not None
         return doc
 

@@ -23,8 +23,13 @@ from picoflow import ModelSpec
 
 TODAY = date(2026, 5, 15)
 EXPLORE_TOOLS = ["capture_choices", "end_chat"]
-PRESENT_TOOLS = ["chosen_hotel", "search_again", "go_compare", "end_chat"]
-COMPARE_TOOLS = ["generate_comparison", "resume_booking", "end_chat"]
+PRESENT_TOOLS = [
+    "chosen_hotel", "show_hotels", "answer_question", "search_again", "go_compare", "end_chat"
+]  # fmt: skip
+COMPARE_TOOLS = [
+    "generate_comparison", "chosen_hotel", "answer_question", "resume_booking", "search_again",
+    "end_chat",
+]  # fmt: skip
 CRITERIA = StayCriteria.model_validate(
     {"dates": [{"start": "2026-07-01", "end": "2026-07-06"}], "amenities": ["wifi"]}
 )

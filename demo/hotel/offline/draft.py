@@ -153,7 +153,14 @@ class Draft:
             return replace(self, amenities=tuple(a for a in self.amenities if a != value))
         if field == "room_type":
             return replace(self, room_type=None)
-        return replace(self, **{field: float(value) if value else None})
+        number = float(value) if value else None
+        if field == "budget_max":
+            return replace(self, budget_max=number)
+        if field == "budget_min":
+            return replace(self, budget_min=number)
+        if field == "airport":
+            return replace(self, airport=number)
+        return replace(self, downtown=number)
 
 
 _DROP_BUDGET = re.compile(
