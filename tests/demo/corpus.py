@@ -118,13 +118,17 @@ class Runner:
         outcome = judge(case, calls, doc, after)
         if case.expected.split()[0] in ("criteria", "same"):
             searched = [a for name, a in calls if name == "capture_choices"]
-            if not searched and case.expected.startswith("criteria"):
-                searched = [
-                    a
-                    for name, a in await _turn(engine, "search now", doc["id"])
-                    if name == "capture_choices"
-                ]
-            ok = _criteria_ok(case.expected, searched, await self.baseline(case.state))
+            probed = searched or [
+                a
+                for name, a in await _turn(engine, "search now", doc["id"])
+                if name == "capture_choices"
+            ]
+            baseline = await self.baseline(case.state)
+            if case.expected == "same":  # no search now, and the next search is unchanged
+                ok = not searched and (probed[-1] if probed else {}) == baseline
+            else:
+                ok = _criteria_ok(case.expected, probed, baseline)
+            searched = probed
             outcome = Outcome(case, ok, f"searched with {searched} (calls={calls})", outcome.acted)
         return outcome
 
@@ -154,8 +158,6 @@ async def _turn(engine: Any, text: str, session: str) -> list[tuple[str, dict[st
 
 
 def _criteria_ok(expected: str, searched: list[dict[str, Any]], baseline: dict[str, Any]) -> bool:
-    if expected == "same":
-        return not searched
     if not searched:
         return False
     args = searched[-1]

@@ -13,7 +13,9 @@ from datetime import date
 
 from langchain_core.messages import AIMessage
 
+from demo.hotel import catalog
 from demo.hotel.offline._text import normalize
+from demo.hotel.offline.asking import is_question
 from demo.hotel.offline.conversation import Conversation, Event
 from demo.hotel.offline.draft import Draft
 from demo.hotel.offline.language import (
@@ -102,7 +104,8 @@ def read(conversation: Conversation) -> Reading:
 
 
 def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
-    draft = reading.draft.heard(event.text, today)
+    asks_about = about_a_hotel(event.text)
+    draft = reading.draft if asks_about else reading.draft.heard(event.text, today)
     confirmed = AREA_QUESTION in said and is_affirmative(event.text)
     return replace(
         reading,
@@ -113,6 +116,13 @@ def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
         said_before=said,
         heard=draft != reading.draft,
     )
+
+
+def about_a_hotel(text: str) -> str | None:
+    """The hotel a question names ("does the Riverside Inn have a pool?"): a question about a
+    hotel is no search criterion."""
+    named = catalog.mentioned_hotels(text) if is_question(text) else []
+    return named[0].name if named else None
 
 
 def _answers(before: Draft, after: Draft, text: str, said: str) -> frozenset[str]:
@@ -155,6 +165,13 @@ def decide(conversation: Conversation) -> AIMessage:
         return search(reading.draft.with_advice(reading.said_before))
     if wants_to_see_criteria(text):
         return say(recap(reading.draft))
+    hotel = about_a_hotel(text)
+    if hotel is not None:
+        follow = _next_question(reading) if reading.draft.dates else DATES_QUESTION
+        return say(
+            f"I can tell you all about {hotel} once it is in your list of hotels — I search "
+            f"with your dates and criteria first. {follow}"
+        )
     if _wants_change(text, reading):
         return say(recap(reading.draft, "What would you like to change?"))
     if not reading.draft.dates:
