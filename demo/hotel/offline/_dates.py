@@ -254,7 +254,9 @@ _MONTH_NAMES = (
     "october", "november", "december",
 )  # fmt: skip
 _RELATIVE_MONTH = re.compile(r"\b(?:of\s+|in\s+)?(?P<which>next|this|the coming) month\b")
-_WEEKEND = re.compile(r"\b(?:(?P<next>next)|this|the|over the|this coming) weekend\b")
+_WEEKEND = re.compile(
+    r"\b(?:(?P<next>next)|this|the|over the|this coming) weekend\b(?!\s+(?:of|after|before)\b)"
+)
 _DAY_RANGE = re.compile(
     r"\b(?:(?:from|between)\s+(?:the\s+)?(?P<a>\d{1,2})(?:st|nd|rd|th)?"
     r"|(?:the\s+)?(?P<b>\d{1,2})(?:st|nd|rd|th))"

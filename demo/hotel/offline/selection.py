@@ -85,6 +85,10 @@ _SUPERLATIVES: tuple[tuple[re.Pattern[str], Callable[[OfferLine], float]], ...] 
 )
 _NOT_A_HOTEL = re.compile(r"\s+(?:room|rate|price|night|way|time|suite|bed|deal)s?\b")
 """After a superlative, a noun that is not a hotel: "the cheapest room at Mabel's"."""
+_DATE_BEFORE = re.compile(
+    r"\b(?:on|from|until|till|to|through|thru|by|in|arriv\w*|leav\w*|check(?:ing)?[ -]?(?:in|out)"
+    r"|start\w*|stay\w*|before|after)\s+(?:the\s+)?$"
+)
 _CITY = re.compile(
     r"\b(?:the )?(?:one|hotel|place|option|lodging)s? (?:in|at) (?P<place>[a-z]+(?: [a-z]+)?)"
 )
@@ -110,7 +114,7 @@ def select(
     said = _places(said, shown, found)
     pool = shown if _COMPARATIVE.search(said) else (ranked or offers)
     said = _superlatives(said, pool, found)
-    said = _ends(said, shown, found)
+    said = _ends(said, shown, found, missing)
     said = _numbers(said, offers, found, missing)
     if not found and _BOTH.search(said) and len(shown) == 2:
         found.append((0, list(shown)))
@@ -166,7 +170,12 @@ def _superlatives(
     return said
 
 
-def _ends(said: str, shown: Sequence[OfferLine], found: list[tuple[int, list[OfferLine]]]) -> str:
+def _ends(
+    said: str,
+    shown: Sequence[OfferLine],
+    found: list[tuple[int, list[OfferLine]]],
+    missing: list[int],
+) -> str:
     for match in _ENDS.finditer(said):
         count = to_int(match["n"]) if match["n"] != "one" else 1
         first = match["end"] in ("first", "top")
@@ -176,10 +185,14 @@ def _ends(said: str, shown: Sequence[OfferLine], found: list[tuple[int, list[Off
         found.append((match.start(), [shown[-1]]))
         said = _blank(said, match.start(), match.end())
     for match in _ORDINAL.finditer(said):
+        if _DATE_BEFORE.search(said[: match.start("o")]):
+            continue  # "arrive on the 4th" is a day, not the fourth hotel
         token = match["o"]
         index = ORDINAL_WORDS.get(token) or int(re.sub(r"\D", "", token))
         if 1 <= index <= len(shown):
             found.append((match.start(), [shown[index - 1]]))
+        elif index not in missing:
+            missing.append(index)
         said = _blank(said, match.start(), match.end())
     return said
 
