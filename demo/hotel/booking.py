@@ -98,8 +98,10 @@ def numbered(quotes: Sequence[Quote]) -> list[Offer]:
 
 
 def sort_offers(offers: Sequence[Offer], key: str) -> list[Offer]:
-    """The offers in the order ``key`` asks for: "price", "airport" or "downtown" (closest
-    first)."""
+    """The offers in the order asked for; distances sort closest first.
+
+    ``key`` is "price", "airport" or "downtown"; the numbers stay as they are.
+    """
     if key not in SORT_KEYS:
         raise ValueError(f"Unknown order {key!r}; choose one of: {', '.join(SORT_KEYS)}.")
     if key == "airport":

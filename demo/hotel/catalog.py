@@ -239,8 +239,11 @@ def _words(text: str) -> list[str]:
 
 
 def _same_word(said: str, name_word: str) -> bool:
-    """Tolerant word equality: plural/possessive "s", and one typo (a wrong, missing, extra or
-    swapped letter) in a word of five letters or more — "situation" is not "station"."""
+    """Tolerant word equality: a plural or possessive "s", and one typo in longer words.
+
+    One typo is a wrong, missing, extra or swapped letter, in a word of five letters or more:
+    "Hawthrone" is "Hawthorne", but "situation" is not "station".
+    """
     if said == name_word or said.rstrip("s") == name_word.rstrip("s"):
         return True
     if min(len(said), len(name_word)) < 5:

@@ -51,6 +51,7 @@ class HotelFlow(Flow):
     """The model of every step and of the summariser; None means ``default_model()``."""
 
     def __init__(self) -> None:
+        """Summarise the long criteria conversation with the flow's own model."""
         super().__init__()
         # The criteria conversation can run long: past 8 messages, all but the newest 4 are
         # summarised (and archived). Present and Compare start afresh on entry instead.
@@ -67,9 +68,11 @@ class HotelFlow(Flow):
         return type(cls.name, (cls,), {"name": cls.name, "chat_model": model})
 
     def config_model(self) -> ModelLike:
+        """The model of every step and of the summariser."""
         return self.chat_model if self.chat_model is not None else default_model()
 
     def define_steps(self) -> list[Step]:
+        """Explore, present, compare and end, in this order."""
         return [
             ExploreStep(self).use_memory(EXPLORE_MEMORY),
             PresentStep(self),

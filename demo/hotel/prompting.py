@@ -123,7 +123,7 @@ def _lines(offers: Sequence[Offer]) -> str:
 
 
 def _numbered(offers: Sequence[Offer], names: Sequence[str]) -> str:
-    """ "1. Riverside Inn; 3. Murray Creek Inn" for the names that are in the list."""
+    """The names that are in the list, numbered: "1. Riverside Inn; 3. Murray Creek Inn"."""
     by_name = {offer.name: offer for offer in offers}
     listed = [by_name[name] for name in names if name in by_name]
     return "; ".join(f"{offer.number}. {offer.name}" for offer in listed)

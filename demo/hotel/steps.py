@@ -103,6 +103,7 @@ class ExploreStep(HotelStep):
     """Collects dates, budget, room type, amenities and distances, then searches."""
 
     def get_prompt(self) -> str:
+        """The criteria prompt, with today's date and the last search."""
         return explore_prompt(self.today(), self.criteria())
 
     @tool(args_schema=StayCriteria)
@@ -125,12 +126,15 @@ class PresentStep(HotelStep):
     """Shows the numbered hotels with their totals; the guest books, compares or searches again."""
 
     def on_enter(self) -> None:
+        """A new list is a new conversation about it."""
         self.erase_memory()  # a new list, a new conversation about it
 
     def on_crossing(self, message: BaseMessage | None, prior_step: str | None) -> Any:
+        """The flow's own opener when no guest message crossed: the model shows the list."""
         return message if message is not None else HumanMessage(LIST_OPENER)
 
     def get_prompt(self) -> str:
+        """The list prompt: every hotel found, in the order shown, and the page the guest sees."""
         return present_prompt(
             self.offers(), self.get_state("sort") or "price", self.page(), self.criteria()
         )
@@ -207,9 +211,11 @@ class CompareStep(HotelStep):
     """Side-by-side tables of listed hotels on price, amenities, room types or distance."""
 
     def on_enter(self) -> None:
+        """A new comparison is a new conversation."""
         self.erase_memory()
 
     def get_prompt(self) -> str:
+        """The comparison prompt: the list, the hotels selected and the last table."""
         compared = self.get_state("compared") or {}
         return compare_prompt(
             self.offers(),

@@ -277,8 +277,11 @@ def _spaces(match: re.Match[str]) -> str:
 
 
 def _with_month(text: str, today: date) -> str:
-    """Day numbers without a month get one ("the 3rd to the 7th" → of this month, or the next
-    month when that day has passed; "next month" says which); "this weekend" is Friday–Sunday."""
+    """Day numbers without a month get one; "this weekend" becomes Friday to Sunday.
+
+    "The 3rd to the 7th" is in this month, or in the next when that day has passed; "next
+    month" says which month it is.
+    """
     this = "today to sunday" if today.weekday() in (4, 5) else "friday to sunday"
     text = _WEEKEND.sub(lambda m: "next friday to sunday" if m["next"] else this, text)
     month = None

@@ -87,7 +87,7 @@ def is_question(text: str) -> bool:
 
 
 def wants_advice(text: str) -> bool:
-    """ "Should I book it?", "is it worth it?": a question, never a choice."""
+    """Advice asked for ("should I book it?", "is it worth it?"): a question, never a choice."""
     return bool(_ADVICE.search(normalize(text)))
 
 
@@ -112,7 +112,7 @@ def topic_of(text: str) -> str:
 
 
 def page_move(text: str) -> str | None:
-    """ "next", "previous", or a page number ("page 2"), when the guest moves in the list."""
+    """The guest's move in the list: "next", "previous", or a page number ("page 2")."""
     said = normalize(text)
     number = _PAGE_NUMBER.search(said)
     if number:
@@ -126,7 +126,7 @@ def page_move(text: str) -> str | None:
 
 
 def sort_request(text: str) -> str | None:
-    """ "price", "airport" or "downtown" when the guest asks for the list in another order."""
+    """The order asked for ("price", "airport" or "downtown"), if the guest asks for one."""
     said = normalize(text)
     if not _SORT_WORD.search(said):
         return None

@@ -37,8 +37,12 @@ _CALL_LINE = re.compile(r"^(?P<tool>\w+) (?P<args>\{.*\})$")
 
 @dataclass(frozen=True)
 class Event:
-    """One thing that happened: the guest spoke ("guest"), the assistant spoke ("said"),
-    called a tool ("call", with ``tool`` and ``args``) or read a tool's result ("result")."""
+    """One thing that happened in the conversation.
+
+    The guest spoke ("guest"), the flow opened the list ("opener"), the assistant spoke
+    ("said"), called a tool ("call", with ``tool`` and ``args``) or read a tool's result
+    ("result").
+    """
 
     kind: str
     text: str = ""

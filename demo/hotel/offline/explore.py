@@ -119,8 +119,10 @@ def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
 
 
 def about_a_hotel(text: str) -> str | None:
-    """The hotel a question names ("does the Riverside Inn have a pool?"): a question about a
-    hotel is no search criterion."""
+    """The hotel a question names ("does the Riverside Inn have a pool?").
+
+    A question about a hotel is no search criterion, even when it names an amenity.
+    """
     named = catalog.mentioned_hotels(text) if is_question(text) else []
     return named[0].name if named else None
 
@@ -198,8 +200,10 @@ def _next_question(reading: Reading) -> str:
 
 
 def _date_trouble(reading: Reading, today: date) -> str | None:
-    """Dates that no search would accept (in the past, too long), said at once and again until
-    they change, never answered with an offer to search."""
+    """Dates that no search would accept (in the past, too long).
+
+    They are said at once, and again until they change, never answered with an offer to search.
+    """
     problems = reading.draft.criteria().date_problems(today)
     if not problems:
         return None
@@ -217,7 +221,7 @@ def search(draft: Draft) -> AIMessage:
 
 
 def _has_nothing_more(text: str, reading: Reading) -> bool:
-    """ "That's all" after "anything else?" means "search", not "goodbye"."""
+    """Whether "that's all" answers "shall I search?": then it means "search", not "goodbye"."""
     return SEARCH_OFFER in reading.said_before and bool(_NOTHING_MORE.search(normalize(text)))
 
 
@@ -264,7 +268,7 @@ def _wants_search(text: str, reading: Reading) -> bool:
 
 
 def _wants_change(text: str, reading: Reading) -> bool:
-    """ "Change the dates", or "no" to a suggested change, without saying what instead."""
+    """A wish to change ("change the dates", or "no" to a suggestion) that names no new value."""
     if reading.heard or _SEARCH.search(normalize(text)):
         return False
     declined = RELAX_OFFER in reading.said_before and is_negative(text)

@@ -303,6 +303,6 @@ def relay(result: str) -> str:
 
 
 def names(offers: Sequence[Offer], last: str = "and") -> str:
-    """ "2. Riverside Inn and 4. Columbia Slough Lodge"."""
+    """Hotels with their numbers, as "2. Riverside Inn and 4. Columbia Slough Lodge"."""
     listed = [f"{offer.number}. {offer.name}" for offer in offers]
     return listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + f" {last} " + listed[-1]

@@ -28,6 +28,7 @@ class Selection:
     places: tuple[str, ...] = field(default=())
 
     def __bool__(self) -> bool:
+        """Whether anything was picked, or a number that is not on the list was said."""
         return bool(self.hotels or self.missing)
 
 
@@ -101,8 +102,11 @@ def select(
     shown: Sequence[OfferLine],
     ranked: Sequence[OfferLine] | None = None,
 ) -> Selection:
-    """The hotels ``text`` picks among ``offers`` (ordinals count in ``shown``; "the cheapest"
-    ranks ``ranked``, by default every offer)."""
+    """The hotels ``text`` picks among ``offers``, in the order said.
+
+    Ordinals count in ``shown``; "the cheapest" ranks ``ranked`` (by default every offer), and
+    a comparative ("the cheaper one") ranks ``shown``.
+    """
     said = re.sub(r"(\d),(?=\d{1,2}\b)", r"\1, ", normalize(text))  # "1,3,5"; not "1,200"
     if not offers:
         return Selection()
