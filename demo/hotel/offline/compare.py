@@ -35,6 +35,11 @@ _BACK = re.compile(
     r"|\bsee (?:the )?(?:hotels|options)\b|\bready to (?:book|choose|pick)\b|\bon to booking\b"
     r"|\bproceed to book|\bgo to booking\b|\bbooking (?:page|step)\b|\blet'?s book\b\W*$"
 )
+_WITHOUT = re.compile(
+    r"\b(?:drop|remove|without|except|leave out|take out|minus|get rid of|skip|not)\b"
+    r"(?![^,.;]*\b(?:book|reserve)\b)"
+)
+_ADD = re.compile(r"\b(?:add|plus|include|also|throw in|put in)\b")
 _BOOK_OFFER = re.compile(r"Shall I book (?P<name>.+?)\?")
 _LISTED = re.compile(r"(\d+)\. ")
 
@@ -79,6 +84,18 @@ def _act(text: str, conversation: Conversation, offers: Sequence[Offer]) -> AIMe
     return _compare(text, conversation, offers, picks)
 
 
+def _edited(text: str, hotels: list[Offer], offers: Sequence[Offer]) -> list[Offer]:
+    """The compared hotels after "drop the first one and add number 6" (ordinals: the table)."""
+    table = list(hotels)
+    for clause in re.split(r"[,;]|\band\b|\bbut\b|\bthen\b", text.lower()):
+        named = select(clause, offers, table, table).hotels
+        if _WITHOUT.search(clause):
+            hotels = [offer for offer in hotels if offer not in named]
+        elif _ADD.search(clause):
+            hotels += [offer for offer in named if offer not in hotels]
+    return hotels
+
+
 def _which(picks: Selection, candidates: Sequence[Offer]) -> AIMessage:
     if len(picks.hotels) > 1:
         return say(f"Which one would you like to book: {names(picks.hotels, 'or')}?")
@@ -92,6 +109,9 @@ def _compare(
     text: str, conversation: Conversation, offers: Sequence[Offer], picks: Selection
 ) -> AIMessage:
     hotels = list(picks.hotels) if len(picks.hotels) > 1 else chosen_hotels(conversation, offers)
+    if picks.hotels and (_WITHOUT.search(text.lower()) or _ADD.search(text.lower())):
+        hotels = _edited(text, chosen_hotels(conversation, offers, newest=False), offers)
+        picks = Selection(hotels=tuple(hotels)) if len(hotels) > 1 else Selection()
     if len(picks.hotels) == 1:
         ordinal = picks.hotels[0]
         return say(
@@ -156,10 +176,16 @@ def table_hotels(conversation: Conversation, offers: Sequence[Offer]) -> list[Of
     )
 
 
-def chosen_hotels(conversation: Conversation, offers: Sequence[Offer]) -> list[Offer]:
-    """The guest's latest pick of two or more; else the last table's or the selected hotels."""
+def chosen_hotels(
+    conversation: Conversation, offers: Sequence[Offer], newest: bool = True
+) -> list[Offer]:
+    """The guest's latest pick of two or more; else the last table's or the selected hotels.
+
+    With ``newest=False`` the guest's newest message is left out (it is being read now).
+    """
     hotels = table_hotels(conversation, offers)
-    for event in _since_last_table(conversation)[1]:
+    events = _since_last_table(conversation)[1]
+    for event in events if newest else events[:-1]:
         picks = select(event.text, offers, hotels or offers) if event.kind == "guest" else None
         if picks is not None and len(picks.hotels) > 1:
             hotels = list(picks.hotels)

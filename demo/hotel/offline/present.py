@@ -45,6 +45,7 @@ _BOOK_OFFER = re.compile(r"Shall I book (?P<name>.+?)\?")
 _SHOW_LIST = re.compile(
     r"^(?:(?:please|ok|okay|can you|could you)\s+)*(?:show|see|give|display|repeat|list)\b"
     r"[^,.;]{0,20}\b(?:list|hotels|results|options|them|again)\b[?.! ]*$"
+    r"|\b(?:see|show|view|display)\b[^,.;]{0,20}\b(?:the|that|this) (?:list|results)\b"
 )
 _DONE_COMPARING = re.compile(r"\b(?:done|finished|stop|enough|no more)\s+compar")
 _BACK_TO_LIST = re.compile(
