@@ -42,6 +42,11 @@ STATES: dict[str, list[str]] = {
         "", "Hi, I need a hotel in Portland", "July 1 to July 6", "search now",
         "does number 3 have a pool?",
     ],
+    "page2": ["", "Hi, I need a hotel in Portland", "July 1 to July 6", "search now", "more"],
+    "by_airport": [
+        "", "Hi, I need a hotel in Portland", "July 1 to July 6", "search now",
+        "sort by distance to the airport",
+    ],
     "compare": [
         "", "Hi, I need a hotel in Portland", "July 1 to July 6", "search now",
         "compare 2 and 4 on price",

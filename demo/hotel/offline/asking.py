@@ -52,7 +52,7 @@ _PAGES = (
 _PAGE_NUMBER = re.compile(r"\bpage\s+(\d+)\b")
 _SORT_WORD = re.compile(
     r"\b(?:sort|order|rank|arrange|list them|show them|sorted|ordered)\b|\bfirst\s*$"
-    r"|\b(?:closest|nearest|cheapest)\s+first\b|\bby (?:price|distance)\b"
+    r"|\b(?:closest|nearest|cheapest)\s+(?:first|ones)\b|\bby (?:price|distance)\b"
 )
 _SORT_KEYS = (
     ("airport", re.compile(r"\bairport\b|\bpdx\b")),

@@ -13,7 +13,7 @@ from datetime import date
 
 from langchain_core.messages import AIMessage
 
-from demo.hotel.formats import PAGE, PAGE_SIZE, read_page
+from demo.hotel.formats import PAGE, PAGE_SIZE, SORTED_BY, read_page
 from demo.hotel.offline.asking import (
     is_choice,
     is_question,
@@ -93,7 +93,8 @@ def _act(text: str, conversation: Conversation, page: int) -> AIMessage:
         return _list_move(text, page, len(offers)) or say(_list_hint(offers))
     if _GENERIC_ONLY.fullmatch(text.lower().strip()):
         return say(f"Which one do you mean? {_list_hint(offers)}")
-    picks = select(text, offers, shown)
+    near = "airport" if conversation.label(SORTED_BY) == "airport" else "downtown"
+    picks = select(text, offers, shown, near=near)
     unlisted = not_listed(text, offers)
     if unlisted:
         return say(f"{unlisted} is not in this list. {_list_hint(offers)}")

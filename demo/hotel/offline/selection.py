@@ -60,30 +60,33 @@ _ALL = re.compile(
     r"|each of them|the whole list)\b(?!\s+(?:set|good|done|right))"
 )
 _BOTH = re.compile(r"\bboth\b")
-_SUPERLATIVES: tuple[tuple[re.Pattern[str], Callable[[OfferLine], float]], ...] = (
+_SUPERLATIVES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"\b(?:cheapest|cheaper|least expensive|lowest[- ]priced?|most affordable|best price)"
         ),
-        lambda o: o.total,
+        "price",
     ),
-    (
-        re.compile(r"\b(?:most expensive|more expensive|pricier|priciest|fanciest)\b"),
-        lambda o: -o.total,
-    ),
+    (re.compile(r"\b(?:most expensive|more expensive|pricier|priciest|fanciest)\b"), "-price"),
     (
         re.compile(
             r"\b(?:closest|nearest)\s+(?:one\s+)?(?:to\s+)?(?:the\s+)?(?:airport|pdx)\b"
             r"|\b(?:airport|pdx)\b.{0,12}\b(?:closest|nearest)\b"
         ),
-        lambda o: o.airport,
+        "airport",
     ),
-    (
-        re.compile(r"\b(?:closest|closer|nearest|nearer|most central|best located)\b"),
-        lambda o: o.downtown,
-    ),
-    (re.compile(r"\b(?:farthest|furthest)\b"), lambda o: -o.downtown),
+    (re.compile(r"\b(?:closest|closer|nearest|nearer|most central|best located)\b"), "near"),
+    (re.compile(r"\b(?:farthest|furthest)\b"), "-downtown"),
 )
+"""Superlatives and the ranking each means; "near" is downtown, or the airport when the list is
+sorted by distance to the airport."""
+_RANKINGS: dict[str, Callable[[OfferLine], float]] = {
+    "price": lambda o: o.total,
+    "-price": lambda o: -o.total,
+    "airport": lambda o: o.airport,
+    "downtown": lambda o: o.downtown,
+    "-downtown": lambda o: -o.downtown,
+}
 _NOT_A_HOTEL = re.compile(r"\s+(?:room|rate|price|night|way|time|suite|bed|deal)s?\b")
 """After a superlative, a noun that is not a hotel: "the cheapest room at Mabel's"."""
 _DATE_BEFORE = re.compile(
@@ -101,6 +104,7 @@ def select(
     offers: Sequence[OfferLine],
     shown: Sequence[OfferLine],
     ranked: Sequence[OfferLine] | None = None,
+    near: str = "downtown",
 ) -> Selection:
     """The hotels ``text`` picks among ``offers``, in the order said.
 
@@ -117,7 +121,7 @@ def select(
     said = _names(said, offers, found)
     said = _places(said, shown, found)
     pool = shown if _COMPARATIVE.search(said) else (ranked or offers)
-    said = _superlatives(said, pool, found)
+    said = _superlatives(said, pool, found, near)
     said = _ends(said, shown, found, missing)
     said = _numbers(said, offers, found, missing)
     if not found and _BOTH.search(said) and len(shown) == 2:
@@ -164,9 +168,10 @@ def _places(
 
 
 def _superlatives(
-    said: str, offers: Sequence[OfferLine], found: list[tuple[int, list[OfferLine]]]
+    said: str, offers: Sequence[OfferLine], found: list[tuple[int, list[OfferLine]]], near: str
 ) -> str:
-    for pattern, key in _SUPERLATIVES:
+    for pattern, ranking in _SUPERLATIVES:
+        key = _RANKINGS[near if ranking == "near" else ranking]
         match = pattern.search(said)
         if match and not _NOT_A_HOTEL.match(said, match.end()):
             found.append((match.start(), [min(offers, key=key)]))
