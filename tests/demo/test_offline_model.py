@@ -163,7 +163,12 @@ def test_compare_uses_the_selection_and_asks_for_the_feature() -> None:
 def test_compare_books_a_choice_and_hands_the_list_back() -> None:
     """Issue 14: a choice in the comparison books there; "back to the list" goes back."""
     assert calls(compare("book number 2")) == [("chosen_hotel", {"hotel": NAMES[1]})]
-    assert calls(compare("back to the list")) == [("resume_booking", {})]
+    opened = [HumanMessage("compare 1 and 2"), AIMessage("Compare them on what?")]
+    prompt = compare_prompt(OFFERS, NAMES[:2], [], None)
+    back = ask(prompt, [*opened, HumanMessage("back to the list")], COMPARE_TOOLS)
+    assert calls(back) == [("resume_booking", {})]
+    # A message the list handed over is never handed straight back (no ping-pong).
+    assert calls(compare("back to the list")) == []
 
 
 # --- criteria ---------------------------------------------------------------------------------

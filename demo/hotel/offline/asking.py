@@ -14,7 +14,7 @@ from demo.hotel.offline._text import negated, normalize
 
 _BOOKING_REQUEST = re.compile(
     r"^(?:ok(?:ay)?,?\s+|so,?\s+|then,?\s+|great,?\s+)?(?:can|could|would|will|may)\s+"
-    r"(?:i|you|we)\s+(?:please\s+)?(?:book|reserve|get|have|take)\b"
+    r"(?:i|you|u|we)\s+(?:please\s+)?(?:book|reserve|get|have|take)\b(?![^?]*\blater\b)"
 )
 """A request phrased as a question: "can you book number 3?" is a choice."""
 
@@ -32,7 +32,8 @@ _ADVICE = re.compile(r"\bshould (?:i|we)\b|\bworth (?:it|booking)\b|\bwould you 
 _CHOICE = re.compile(
     r"\b(?:book|reserve|reservation)\b|\bi'?ll take\b|\bi will take\b|\bwe'?ll take\b"
     r"|\b(?:go|going|let'?s go|i'?ll go|we'?ll go) (?:with|for)\b|\blet'?s do\b|\bsign me up\b"
-    r"|\bconfirm\b|\bi (?:choose|pick|select|want|would like)\b|\bi'd like\b|\bi'll have\b"
+    r"|\bconfirm\b|\bi (?:choose|pick|select)\b|\bi'll have\b"
+    r"|\b(?:i want|i'd like|i would like)\b(?!\s+to\s+(?!book|reserve|stay|take|go\b))"
     r"|\bwe (?:choose|pick|want|'d like|would like)\b|\bi'?m going with\b|\bmy (?:choice|pick)\b"
     r"|\bgive me\b|\bput me (?:in|at|down for)\b|\bsecure\b|\block (?:it|in)\b|\bgrab\b"
 )
@@ -40,7 +41,8 @@ _CHOICE = re.compile(
 
 _NOT_NOW = re.compile(
     r"\b(?:don'?t|do not|not|never|no need to|won'?t|hold off|wait before)\b[^,.;]{0,20}"
-    r"\b(?:book|reserve|take)\b|\bbefore (?:i|we) book\b|\bnot (?:yet|ready)\b"
+    r"\b(?:book|reserve|take)\b|\bbefore (?:i|we) book|\bbefore booking\b|\bnot (?:yet|ready)\b"
+    r"|\blater\b|\btake (?:some|my|a little|more|a bit of) time\b|\bno way\b|\bif (?:i|we) book"
 )
 
 _PAGES = (
@@ -94,7 +96,7 @@ def wants_advice(text: str) -> bool:
 def is_choice(text: str) -> bool:
     """The guest explicitly chooses to book ("book #8", "I'll take it"), not "don't book yet"."""
     said = normalize(text)
-    if _NOT_NOW.search(said) or wants_advice(said):
+    if _NOT_NOW.search(said) or wants_advice(said) or is_question(said):
         return False
     return any(not negated(said, m.start(), m.end()) for m in _CHOICE.finditer(said))
 

@@ -34,6 +34,7 @@ _BACK = re.compile(
     r"|\ball (?:the )?(?:hotels|results|options)\b|\bother hotels\b|\breturn\b|\bresults\b"
     r"|\bsee (?:the )?(?:hotels|options)\b|\bready to (?:book|choose|pick)\b|\bon to booking\b"
     r"|\bproceed to book|\bgo to booking\b|\bbooking (?:page|step)\b|\blet'?s book\b\W*$"
+    r"|\b(?:exit|leave|close|quit) (?:the |this )?(?:comparison|table)\b"
 )
 _WITHOUT = re.compile(
     r"\b(?:drop|remove|without|except|leave out|take out|minus|get rid of|skip|not)\b"
@@ -53,6 +54,8 @@ def decide(conversation: Conversation) -> AIMessage:
     text = conversation.guest_text()
     if wants_to_quit(text) and not is_question(text):
         return call("end_chat")
+    if conversation.forwarded():  # handed over by the list: never hand it straight back
+        return _act(text, conversation, offers)
     if _BACK.search(text.lower()) and not re.search(r"\d|compar", text.lower()):
         return call("resume_booking")
     return _act(text, conversation, offers)
@@ -65,7 +68,7 @@ def _act(text: str, conversation: Conversation, offers: Sequence[Offer]) -> AIMe
         return say(out_of_range(picks, offers))
     if is_choice(text) and len(picks.hotels) == 1:
         return call("chosen_hotel", hotel=picks.hotels[0].name)
-    if _BACK.search(text.lower()) and not picks.hotels:
+    if _BACK.search(text.lower()) and not picks.hotels and not conversation.forwarded():
         return call("resume_booking")
     if wants_new_search(text) or wants_to_see_criteria(text):
         return call("search_again")

@@ -84,6 +84,16 @@ class Conversation:
         text = str(found.text) if found is not None else ""
         return "" if text == LIST_OPENER else text
 
+    def forwarded(self) -> bool:
+        """Whether the newest guest message is the first thing in this step's fresh memory.
+
+        PresentStep and CompareStep start afresh on entry, so such a message was handed over by
+        the other one: it must not be handed back, or the two would pass it to and fro.
+        """
+        events = [e for e in self.events() if e.kind != "guest"]
+        guests = [m for m in self.messages if isinstance(m, HumanMessage)]
+        return not events and len(guests) == 1 and not self.memory
+
     def opened(self) -> bool:
         """Whether the newest message is the flow's own opener of the list, not the guest."""
         found = next((m for m in reversed(self.messages) if isinstance(m, HumanMessage)), None)

@@ -47,7 +47,10 @@ _SHOW_LIST = re.compile(
     r"[^,.;]{0,20}\b(?:list|hotels|results|options|them|again)\b[?.! ]*$"
     r"|\b(?:see|show|view|display)\b[^,.;]{0,20}\b(?:the|that|this) (?:list|results)\b"
 )
-_DONE_COMPARING = re.compile(r"\b(?:done|finished|stop|enough|no more)\s+compar")
+_DONE_COMPARING = re.compile(
+    r"\b(?:done|finished|stop|enough|no more)\s+compar"
+    r"|\b(?:exit|leave|close|quit)\s+(?:the\s+)?compar"
+)
 _BACK_TO_LIST = re.compile(
     r"\b(?:back|return|go back|take me back)\b[^,.;]{0,15}\b(?:list|results|hotels|options)\b"
     r"|^\W*(?:ok(?:ay)?\W+)?(?:let'?s )?go back\W*$"
@@ -59,6 +62,7 @@ _GENERIC_ONLY = re.compile(
 _SEARCH_VERBS = re.compile(
     r"\b(?:look(?:ing)? for|search(?:ing)? for|find|instead|rather|switch to|change to)\b"
 )
+_FOLLOW_UP = re.compile(r"\W*(?:and|what about|how about|same for|also)\b", re.IGNORECASE)
 _TENTATIVE = re.compile(r"\b(?:maybe|how about|what about|perhaps)\b")
 _IT = re.compile(r"\b(?:it|this one|that one)\b")
 _SEARCH = re.compile(r"\bsearch\b|\blook again\b|\bstart over\b")
@@ -102,7 +106,7 @@ def _act(text: str, conversation: Conversation, page: int) -> AIMessage:
         return say(out_of_range(picks, offers))
     if _DONE_COMPARING.search(text.lower()) or _BACK_TO_LIST.search(text.lower()):
         return call("show_hotels", page=page)
-    if wants_to_compare(text) and not is_choice(text):
+    if wants_to_compare(text) and not is_choice(text) and not conversation.forwarded():
         chosen = list(picks.hotels) or recent_picks(conversation, offers)
         if _IT.search(text.lower()):
             chosen = [o for o in focus(conversation, offers) if o not in chosen] + chosen
@@ -180,7 +184,7 @@ def ask_about(
         hotels = focus(conversation, offers)
         if not hotels:
             return say("Which hotel do you mean? Give me its number or name.")
-    if topic == "overview" and len(text.split()) <= 4:
+    if topic == "overview" and len(text.split()) <= 4 and (hotels or _FOLLOW_UP.match(text)):
         topic = _last_topic(conversation) or topic  # "and number 5?" asks the same again
         if topic == "overview" and len(hotels) == 1 and _TENTATIVE.search(text.lower()):
             return say(f"{BOOK_OFFER.format(name=hotels[0].name)} Or ask me about it.")
