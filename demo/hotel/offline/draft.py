@@ -36,7 +36,11 @@ _CLAUSES = re.compile(r"[,;.!?]|\bbut\b|\band\b|\balso\b|\bplus\b")
 _DROP = re.compile(
     r"\b(?:drop|remove|forget(?: about)?|skip|without|no longer need|take out|scrap)\b[^,;.]*$"
 )
-_ANY_ROOM = re.compile(r"\bany (?:room|room type|kind of room|bed)\b|\broom type doesn'?t matter\b")
+_ANY_ROOM = re.compile(
+    r"\bany (?:room|room type|kind of room|bed)\b|\broom type doesn'?t matter\b"
+    r"|\b(?:drop|remove|forget(?: about)?|scrap|skip|ditch|lose) (?:the |a |my )?(?:suite|room type"
+    r"|room preference|two beds|one bed|king|queen|double)s?\b"
+)
 _ANYWHERE = re.compile(
     r"\banywhere\b|\bany distance\b|\bdistance doesn'?t matter\b|\bno distance limit"
 )
@@ -252,10 +256,10 @@ def _with_budget(draft: Draft, text: str) -> Draft:
 
 
 def _with_room(draft: Draft, text: str) -> Draft:
+    if _ANY_ROOM.search(normalize(text)):
+        return replace(draft, room_type=None)
     room = parse_room_type(text)
-    if room is not None:
-        return replace(draft, room_type=room)
-    return replace(draft, room_type=None) if _ANY_ROOM.search(normalize(text)) else draft
+    return draft if room is None else replace(draft, room_type=room)
 
 
 def _with_distances(draft: Draft, text: str) -> Draft:

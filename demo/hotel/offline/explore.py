@@ -42,6 +42,7 @@ DECLINE = (
 _SEARCH = re.compile(
     r"\bsearch\b|\bshow me\b|\bgo ahead\b|\blet'?s see\b|\bwhat do you have\b"
     r"|\bwhat'?s available\b|\blook (?:it|them) up\b|\bfind (?:them|it|hotels|me some hotels)\b"
+    r"|^\W*(?:ok\W+)?(?:go|do it|let'?s go|go for it|run it|shoot|hit it)\W*$"
 )
 _NOTHING_MORE = re.compile(
     r"\bthat'?s (?:all|it|everything)\b|\bnothing (?:else|more)\b|\bno more\b|\bnone\b"
@@ -250,6 +251,8 @@ def _ask_dates(text: str, reading: Reading) -> str:
             "No problem. I need at least rough dates to check prices: when would you like to "
             f"arrive, and for how many nights? {DATES_EXAMPLE}"
         )
+    if _SEARCH.search(normalize(text)):
+        return f"I need your dates before I can search. {DATES_QUESTION} {DATES_EXAMPLE}"
     if reading.first_contact or is_affirmative(text) or mentions_portland(text):
         return f"Great! {DATES_QUESTION}"
     return f"Sorry, I didn't catch any dates. {DATES_QUESTION} {DATES_EXAMPLE}"
