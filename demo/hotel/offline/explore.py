@@ -68,6 +68,11 @@ _SKIP = re.compile(
     r"|any(?:thing| is fine| will do)?|whatever|not really|not important|no thanks|pass|next"
     r"|no need|nothing|flexible|either|all good|fine)\b"
 )
+_SKIP_ALL = re.compile(
+    r"\bskip (?:the )?(?:rest|all|everything|the questions)\b|\bstop asking\b"
+    r"|\b(?:no|enough) (?:more )?questions\b|\bthat'?s (?:all|everything|it)\b|\bnothing else\b"
+)
+"""An answer to a criteria question that skips all the remaining ones."""
 _UNSURE = re.compile(r"\bi don'?t know\b|\bnot sure\b|\bno idea\b|\bdunno\b|\bflexible\b")
 
 
@@ -140,7 +145,7 @@ def _answers(before: Draft, after: Draft, text: str, said: str) -> frozenset[str
     asked = next((key for key, question in QUESTIONS if question in said), None)
     if asked and not found and _SKIP.search(normalize(text)):
         found.add(asked)
-    if asked and re.search(r"\bskip (?:the )?(?:rest|all|everything)\b", normalize(text)):
+    if asked and _SKIP_ALL.search(normalize(text)):
         found |= {key for key, _ in QUESTIONS}
     return frozenset(found)
 
@@ -222,8 +227,14 @@ def search(draft: Draft) -> AIMessage:
 
 
 def _has_nothing_more(text: str, reading: Reading) -> bool:
-    """Whether "that's all" answers "shall I search?": then it means "search", not "goodbye"."""
-    return SEARCH_OFFER in reading.said_before and bool(_NOTHING_MORE.search(normalize(text)))
+    """Whether "that's all" answers a question of ours: it skips the rest, or means "search".
+
+    It is no goodbye then.
+    """
+    said = normalize(text)
+    if any(question in reading.said_before for _, question in QUESTIONS):
+        return bool(_SKIP_ALL.search(said))
+    return SEARCH_OFFER in reading.said_before and bool(_NOTHING_MORE.search(said))
 
 
 def _greeted(reading: Reading, text: str) -> str:
