@@ -1,8 +1,8 @@
 """`Flow.migrate_session` (V10): a flow upgrades its own stored documents as it loads them.
 
 The hook gets a deep copy (the engine's cache keeps the stored original), and whatever it
-returns must still be a session of this flow: the id, revision and flow name are put back, and
-a document missing a P1 key fails the turn with a message naming the key.
+returns must still be a session of this flow: the id, revision, flow name and owner are put
+back, and a document missing a P1 key fails the turn with a message naming the key.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from .session import SessionDocument, check_schema
 
 __all__ = ["migrate"]
 
-_KEYS = frozenset(SessionDocument.__annotations__)
+_KEPT = frozenset({"id", "revision", "flow", "owner"})  # put back as stored, whatever it returns
+_KEYS = frozenset(SessionDocument.__annotations__) - _KEPT
 
 
 async def migrate(
@@ -36,12 +37,15 @@ async def migrate(
             f"{where} returned {type(out).__name__}; return the session document (a dict), "
             "changed or not, or None to start a new session."
         )
-    missing = sorted(_KEYS - out.keys() - {"id", "revision", "flow"})  # put back below
+    missing = sorted(_KEYS - out.keys())
     if missing:
         raise FlowDefinitionError(
             f"{where} returned a document without {', '.join(repr(k) for k in missing)}; "
             "change the document you were given instead of building a new one."
         )
     out.update(id=doc["id"], revision=doc["revision"], flow=doc["flow"])
+    out.pop("owner", None)
+    if "owner" in doc:  # H4: who may continue a session is not the flow's to change
+        out["owner"] = doc["owner"]
     check_schema(out)
     return out, None  # the cached namespaces describe the old document: parse the new one

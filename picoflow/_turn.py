@@ -33,6 +33,7 @@ from ._abort import fail_turn, fails_turn
 from ._invoke import invoke
 from ._logic import LogicStep
 from ._policy import call_with_retries, inherit, model_name, policy_of
+from ._redact import redact
 from ._structured import final_tool
 from ._tracing import run_metadata
 from .errors import FlowDefinitionError
@@ -366,7 +367,8 @@ async def run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnCont
         if fails_turn(exc):  # a nested run failed: the turn fails (V2, V3)
             raise
         logger.exception("tool %s raised in %s", name, step.name, extra=extra)
-        return Outcome(f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}", "error", None)
+        text = redact(str(exc))  # H2: the model may repeat it; paths and hosts stay in the log
+        return Outcome(f"Error: tool '{name}' failed: {type(exc).__name__}: {text}", "error", None)
     return interpret(name, result, extra)
 
 
