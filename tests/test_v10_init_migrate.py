@@ -164,3 +164,17 @@ async def test_v10_preview_migrates_and_runs_init_as_a_turn_would() -> None:
     preview = await engine2.preview(first.session_id, message="again")
     assert preview is not None
     assert [m.text for m in preview] == ["Greet a guest of acme.", "hello", "Hi!", "again"]
+
+
+async def test_v10_a_migration_cannot_change_who_owns_the_session() -> None:
+    def migrate(self: Flow, doc: dict[str, Any]) -> dict[str, Any]:
+        doc["owner"] = "mallory"
+        return doc
+
+    model = ScriptedChatModel(script=["Hi!", "Again."])
+    flow = flow_of(lambda f: [GreetStep(f)], model, init=_tenant, migrate_session=migrate)
+    engine = engine_of(flow)
+    first = await engine.run("VFlow", "hello", owner="alice")
+    second = await engine.run("VFlow", "again", session_id=first.session_id, owner="alice")
+    assert second.success and second.session_id == first.session_id
+    assert (await engine.get_session(first.session_id))["owner"] == "alice"
