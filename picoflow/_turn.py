@@ -18,13 +18,16 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    InvalidToolCall,
     SystemMessage,
+    ToolCall,
     ToolMessage,
     message_chunk_to_message,
 )
 from langchain_core.runnables import RunnableBinding, ensure_config
 from pydantic import ValidationError
 
+from ._tracing import run_metadata
 from .errors import ToolLoopError
 from .flow import Flow
 from .memory import count_call, request_messages
@@ -99,11 +102,16 @@ async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
         append_message(step, HumanMessage(message, id=step.gen_message_id()))
     for _ in range(flow.max_tool_rounds):
         tools = tools_of(step, ctx)  # what the model is offered is what its calls may use
-        reply = await _call_model(step, tools, ctx)
+        reply, malformed = await _call_model(step, tools, ctx)
         if not reply.tool_calls:
             append_message(step, reply)
             return message_text(reply)
-        outcomes = [await _run_tool_call(step, tools, call, ctx) for call in reply.tool_calls]
+        outcomes = [
+            _malformed_outcome(step, malformed[call["id"]])
+            if call["id"] in malformed
+            else await _run_tool_call(step, tools, call, ctx)
+            for call in reply.tool_calls
+        ]
         source = step
         step, text = await _apply(flow, step, reply, outcomes)
         if ctx.emit is not None and step is not source:
@@ -115,18 +123,14 @@ async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
 
 def model_config(flow: Flow, step: Step, purpose: str) -> dict[str, Any]:
     """LangChain run metadata and tags, so any callback handler can attribute the call (E3)."""
-    metadata = {
-        "picoflow_session_id": flow.get_session_id(),
-        "picoflow_flow": flow.name,
-        "picoflow_step": step.name,
-        "picoflow_namespace": step.namespace,
-        "picoflow_purpose": purpose,
-    }
+    metadata = run_metadata(flow, step.name, step.namespace, purpose)
     tags = ["picoflow", f"picoflow:{purpose}", f"picoflow:step:{step.name}"]
     return {"metadata": metadata, "tags": tags, "run_name": f"{flow.name}.{step.name}"}
 
 
-async def _call_model(step: Step, tools: _Tools, ctx: TurnContext) -> AIMessage:
+async def _call_model(
+    step: Step, tools: _Tools, ctx: TurnContext
+) -> tuple[AIMessage, dict[str, InvalidToolCall]]:
     flow = step.flow
     record = flow.get_memory().space(step.namespace)
     system = _system_slot(step, record.messages[0] if record.messages else None)
@@ -239,21 +243,64 @@ def _require(model: ModelSpec | BaseChatModel | None, flow: Flow, step: Step) ->
     return model
 
 
-def _restamp(step: Step, result: BaseMessage) -> AIMessage:
-    """Attribute the reply to the step (T5) and give every tool call an id (R6 needs one)."""
+def _restamp(step: Step, result: BaseMessage) -> tuple[AIMessage, dict[str, InvalidToolCall]]:
+    """Attribute the reply to the step (T5) and make every tool call one the turn can answer.
+
+    A call whose arguments were not valid JSON arrives in `invalid_tool_calls`, which providers
+    still send back as a call. Left there it would be stored without a result and every later
+    request would be refused (V8), so it joins `tool_calls` with empty arguments and is returned
+    beside the reply, keyed by id, to be answered with an error. Every call gets an id of its
+    own, since its result is matched to it by id (R6).
+    """
     if not isinstance(result, AIMessage):
-        return AIMessage(message_text(result), id=step.gen_message_id())
+        return AIMessage(message_text(result), id=step.gen_message_id()), {}
     update: dict[str, Any] = {"id": step.gen_message_id()}
-    if any(not call.get("id") for call in result.tool_calls):
-        update["tool_calls"] = [
-            call if call.get("id") else {**call, "id": f"call_{secrets.token_hex(6)}"}
-            for call in result.tool_calls
-        ]
+    seen: set[str] = set()
+    calls = [_with_unique_id(call, seen) for call in result.tool_calls]
+    malformed: dict[str, InvalidToolCall] = {}
+    for bad in result.invalid_tool_calls:
+        call = _with_unique_id(
+            ToolCall(name=bad.get("name") or "", args={}, id=bad.get("id"), type="tool_call"),
+            seen,
+        )
+        malformed[str(call["id"])] = bad
+        calls.append(call)
+    if calls != result.tool_calls or result.invalid_tool_calls:
+        update["tool_calls"] = calls
+        update["invalid_tool_calls"] = []
     if "tool_calls" in result.additional_kwargs:  # the raw provider copy duplicates tool_calls
         update["additional_kwargs"] = {
             k: v for k, v in result.additional_kwargs.items() if k != "tool_calls"
         }
-    return result.model_copy(update=update)
+    return result.model_copy(update=update), malformed
+
+
+def _with_unique_id(call: ToolCall, seen: set[str]) -> ToolCall:
+    call_id = call.get("id")
+    if not call_id or call_id in seen:
+        call = {**call, "id": f"call_{secrets.token_hex(6)}"}
+    seen.add(str(call["id"]))
+    return call
+
+
+_RAW_ARGS_SHOWN = 200  # enough for the model to see its mistake, not a whole runaway reply
+
+
+def _malformed_outcome(step: Step, bad: InvalidToolCall) -> _Outcome:
+    """Answer a call whose arguments could not be parsed, and warn the session (V8)."""
+    name = bad.get("name") or ""
+    raw = bad.get("args") or ""
+    shown = raw if len(raw) <= _RAW_ARGS_SHOWN else raw[:_RAW_ARGS_SHOWN] + "..."
+    step.flow.add_warning(
+        f"The model called tool '{name}' in {step.name} with arguments that are not valid "
+        "JSON; it was sent an error result and asked to call the tool again."
+    )
+    return _Outcome(
+        f"Error: the arguments of your call to tool '{name}' are not valid JSON: {shown!r}. "
+        "Call it again with the arguments as one JSON object.",
+        "error",
+        None,
+    )
 
 
 async def _run_tool_call(
@@ -267,6 +314,10 @@ async def _run_tool_call(
         ctx.emit("tool_call", {"name": name, "args": call.get("args") or {}, "step": step.name})
     if name not in tools:
         known = ", ".join(tools) or "none"
+        step.flow.add_warning(
+            f"The model called tool '{name}', which {step.name} does not offer; it was sent an "
+            "error result listing the tools it has."
+        )
         return _Outcome(f"Error: no such tool '{name}'. Available tools: {known}.", "error", None)
     spec, handler = tools[name]
     try:
@@ -335,7 +386,7 @@ async def _apply(
     if transition.state:
         destination.save_state(transition.state)
     if transition.content_type:
-        flow._content_type = transition.content_type
+        flow._session.content_type = transition.content_type
     _extend(source, [reply, *results])
     return destination, await _deliver(flow, source, destination, transition, moved)
 
@@ -344,7 +395,7 @@ def _direct(flow: Flow, step: Step, exchange: list[BaseMessage], transition: Too
     text = transition.text or ""
     _extend(step, [*exchange, AIMessage(text, additional_kwargs={"direct": True})])
     if transition.content_type:
-        flow._content_type = transition.content_type
+        flow._session.content_type = transition.content_type
     return text
 
 
