@@ -115,9 +115,9 @@ class _Reader:
             )
             return
         scope = _Scope(function.__globals__, bindings)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                self._call(node, scope, method, via)
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+        for node in sorted(calls, key=lambda call: (call.lineno, call.col_offset)):
+            self._call(node, scope, method, via)
 
     def _call(self, node: ast.Call, scope: _Scope, method: str, via: str) -> None:
         callee, on_self = _callee(node.func, scope)
@@ -196,18 +196,16 @@ class _Scope:
 def _callee(func: ast.expr, scope: _Scope) -> tuple[str | None, bool]:
     """The called name, and whether it is a method of `self`.
 
-    `go` and `finish` count when they are picoflow's (imported under any name) or, when the
-    name cannot be looked up, when they are spelt so.
+    A function is known by its own name, so `from picoflow import go as move` still reads as
+    `go`; a name that cannot be looked up (`finish` before it is imported) by its spelling.
     """
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
         if func.value.id == "self":
             return func.attr, True
     value = scope.lookup(func)
-    if value is not _UNKNOWN:
-        module = getattr(value, "__module__", "") or ""
-        if module.startswith("picoflow") and getattr(value, "__name__", None) in ("go", "finish"):
-            return str(value.__name__), False
-        return (func.attr if isinstance(func, ast.Attribute) else None), False
+    name = getattr(value, "__name__", None) if value is not _UNKNOWN else None
+    if isinstance(name, str) and name in ("go", "finish"):
+        return name, False
     if isinstance(func, ast.Name):
         return func.id, False
     return (func.attr if isinstance(func, ast.Attribute) else None), False
@@ -263,7 +261,8 @@ def _own_function(step_class: type, method: str) -> Callable[..., Any] | None:
     if not inspect.isfunction(value):
         return None
     function = inspect.unwrap(value)
-    if not inspect.isfunction(function) or function.__module__.startswith("picoflow."):
+    module = getattr(function, "__module__", None) or ""  # None for code run by exec()
+    if not inspect.isfunction(function) or module.startswith("picoflow."):
         return None
     return function
 
