@@ -21,6 +21,7 @@ import asyncio
 import importlib
 import os
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -138,7 +139,9 @@ def to_mermaid(graph: FlowGraph, session: Mapping[str, Any] | None = None) -> st
     edges = _edges(graph)
     path = _overlay(graph, edges, session) if session is not None else None
     lines = ["flowchart TD", f"    %% {graph.flow}, drawn by picoflow.graph"]
-    lines += [f"    %% {note}" for note in graph.notes]
+    for note in graph.notes:  # wrapped, so the text reads well in a Markdown file too
+        wrapped = textwrap.wrap(note, 88)
+        lines += [f"    %% {wrapped[0]}", *(f"    %%   {more}" for more in wrapped[1:])]
     lines += _nodes(graph, edges)
     lines += [edge.text() for edge in edges]
     lines += _classes(graph, ends=any(edge.target == END for edge in edges))

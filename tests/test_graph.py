@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from picoflow import FlowDefinitionError, FlowEngine
-from picoflow.graph import draw, flow_graph, main
 from picoflow.graph import Move as GraphMove
+from picoflow.graph import draw, flow_graph, main
 from picoflow.stores import SQLiteStore
 from picoflow.testing import ScriptedChatModel, tool_call
 
@@ -134,8 +134,10 @@ class ShopFlow(Flow):
 SHOP_MERMAID = """\
 flowchart TD
     %% ShopFlow, drawn by picoflow.graph
-    %% RouteStep.run_logic: go(self.pick_next()) names no step the graph can read; declare the steps it can reach with moves_to = (...) on RouteStep.
-    %% HelpStep.done: NotRegisteredStep is not registered in ShopFlow.define_steps(), so the move is not drawn.
+    %% RouteStep.run_logic: go(self.pick_next()) names no step the graph can read; declare the
+    %%   steps it can reach with moves_to = (...) on RouteStep.
+    %% HelpStep.done: NotRegisteredStep is not registered in ShopFlow.define_steps(), so the
+    %%   move is not drawn.
     __start__((start))
     BrowseStep[BrowseStep]
     CartStep[CartStep]
@@ -219,7 +221,9 @@ def test_f2_the_mermaid_text_shows_start_end_logic_nested_and_what_was_not_read(
 
 
 def test_f3_the_initial_step_comes_from_initial_step(tmp_path, monkeypatch) -> None:
-    source = SHOP + "\n\nclass CartFirst(ShopFlow):\n    def initial_step(self):\n        return CartStep\n"
+    source = SHOP + (
+        "\n\nclass CartFirst(ShopFlow):\n    def initial_step(self):\n        return CartStep\n"
+    )
     monkeypatch.delitem(sys.modules, "graph_cart_first", raising=False)
     flow = load(tmp_path, source, "graph_cart_first").CartFirst()
     assert flow_graph(flow).initial == "CartStep"
