@@ -144,6 +144,8 @@ class _Reader:
             self._add(target, via, kind)
             return
         attribute = MOVES_ATTRIBUTE if kind == "go" else NESTED_ATTRIBUTE
+        if getattr(self.step_class, attribute, None):
+            return  # the step declares where it goes: that is the answer to this note
         self._note(
             f"{self.name}.{method}: {call}({ast.unparse(node)}) names no step the graph can read; "
             f"declare the steps it can reach with {attribute} = (...) on {self.name}."

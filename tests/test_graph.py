@@ -85,7 +85,7 @@ class RouteStep(LogicStep):
     async def run_logic(self) -> Any:
         if self.get_state("vip"):
             finish("Welcome back.")
-        return go(self.pick_next())
+        return go(self.pick_next())  # computed: moves_to below answers for it, no note
 
     def pick_next(self) -> Any:
         return BrowseStep
@@ -100,6 +100,11 @@ class PayStep(Step):
         """Confirm the payment."""
         await self.run_step(StockStep, "reserve")
         self.flow.complete()
+
+    @tool
+    def retry(self) -> Any:
+        """Try another card."""
+        return go(self.previous)
 
 
 class HelpStep(Step):
@@ -134,8 +139,8 @@ class ShopFlow(Flow):
 SHOP_MERMAID = """\
 flowchart TD
     %% ShopFlow, drawn by picoflow.graph
-    %% RouteStep.run_logic: go(self.pick_next()) names no step the graph can read; declare the
-    %%   steps it can reach with moves_to = (...) on RouteStep.
+    %% PayStep.retry: go(self.previous) names no step the graph can read; declare the steps it
+    %%   can reach with moves_to = (...) on PayStep.
     %% HelpStep.done: NotRegisteredStep is not registered in ShopFlow.define_steps(), so the
     %%   move is not drawn.
     __start__((start))
