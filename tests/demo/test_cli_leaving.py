@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pty
 import re
 import shlex
 import signal
@@ -174,3 +175,32 @@ def test_main_prints_no_emoji_in_the_tour(monkeypatch, capsys) -> None:
     assert "| wifi | yes | yes |" in printed
     assert not any(0x2600 <= ord(c) <= 0x27BF or ord(c) >= 0x1F300 for c in printed)
     assert os.environ.get("DEMO_VIA_MAKE") is None
+
+
+def test_ctrl_d_at_a_terminal_leaves_cleanly_with_the_hint(tmp_path) -> None:
+    """A real terminal (a pty): input() prompts, and Ctrl-D is the line discipline's EOF."""
+    leader, follower = pty.openpty()
+    chat = subprocess.Popen(
+        [sys.executable, "-m", "demo"], cwd=tmp_path, env=demo_env(),
+        stdin=follower, stdout=follower, stderr=follower,
+    )  # fmt: skip
+    os.close(follower)
+    seen = b""
+    while not seen.endswith(b"you> "):  # the greeting, then the prompt: the CLI waits
+        seen += os.read(leader, 1024)
+    os.write(leader, b"\x04")  # Ctrl-D
+    while True:
+        try:
+            more = os.read(leader, 1024)
+        except OSError:  # EIO: the CLI exited and closed the terminal
+            break
+        if not more:
+            break
+        seen += more
+    os.close(leader)
+    assert chat.wait(timeout=60) == 0
+    screen = seen.decode().replace("\r\n", "\n")
+    assert "bot> Hello!" in screen
+    assert "Traceback" not in screen
+    last = screen.rstrip("\n").splitlines()[-1]
+    assert HINT.fullmatch(last + "\n"), screen
