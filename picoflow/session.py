@@ -260,8 +260,10 @@ def _dump_namespace(record: Namespace) -> dict[str, Any]:
 
 
 def _dump_messages(record: Namespace) -> SavedMessages:
-    """Serialise a history, reusing the stored dicts of the messages saved last time
-    (`encode_new`), so a save costs what the turn added."""
+    """Serialise a history, reusing the stored dicts of the messages saved last time.
+
+    `encode_new` does the reuse, so a save costs what the turn added.
+    """
     dicts = SavedMessages(encode_new(record.messages, record.synced, _serialise))
     record.synced = (list(record.messages), dicts)
     return dicts
