@@ -100,7 +100,7 @@ class ModelCallError(PicoflowError):
         self.where = where
         self.attempts = attempts
         self.transient = is_transient(cause)
-        reason = describe_error(cause)
+        reason = describe_error(cause).rstrip(".")  # the sentence goes on after it
         if self.transient:
             tries = "once" if attempts == 1 else f"{attempts} times"
             message = (

@@ -38,6 +38,9 @@ class TravelPlan(BaseModel):
 
 
 class PlannerStep(Step):
+    # submit_plan picks its children from the plan's intent; the graph cannot read that
+    nested_steps = ("FlightStep", "HotelStep", "ActivityStep")
+
     def get_prompt(self) -> str:
         return (
             "You plan trips. Collect origin, destination, departure date, nights and the number "

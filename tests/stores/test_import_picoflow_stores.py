@@ -50,7 +50,7 @@ async def continue_to_offers(engine: FlowEngine, session_id: str) -> None:
     assert (dates.success, dates.session_id, dates.step) == (True, session_id, "ExploreStep")
     assert dates.message.startswith("Got it: Jul 1, 2026 → Jul 6, 2026 (5 nights).")
     offers = await engine.run(
-        "HotelFlow", "two beds, under $300 a night, with wifi and parking", session_id
+        "HotelFlow", "two beds, under $300 a night, with wifi and parking; search now", session_id
     )
     assert (offers.success, offers.session_id, offers.step) == (True, session_id, "PresentStep")
     assert FIRST_OFFER in offers.message
