@@ -114,7 +114,8 @@ def check_schema(doc: dict[str, Any]) -> None:
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise StoreError(
             f"Session '{doc.get('id')}' has schema_version {version!r}, but this picoflow "
-            f"reads up to {SCHEMA_VERSION}. Upgrade picoflow to read it."
+            f"reads up to {SCHEMA_VERSION}. Upgrade picoflow to read it.",
+            retryable=False,
         )
 
 

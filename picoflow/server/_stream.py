@@ -8,6 +8,7 @@ have used, so a client needs one code path for both routes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -16,10 +17,12 @@ from typing import Any, cast
 from fastapi import Request
 
 from ..engine import StreamEvent, TurnResult
-from ._errors import turn_error
+from ._errors import ApiError, turn_error
+from ._headers import request_id_for
+from ._idempotency import IdempotencyCache
 from ._schemas import StreamDone, envelope_of
 
-__all__ = ["STREAM_HEADERS", "sse_events", "sse_frame"]
+__all__ = ["STREAM_HEADERS", "sse_events", "sse_frame", "replayed_events"]
 
 # No caching, and no buffering in nginx (X-Accel-Buffering), or tokens arrive all at once.
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -35,34 +38,59 @@ def sse_frame(kind: str, data: dict[str, Any]) -> str:
 
 
 async def sse_events(
-    events: AsyncIterator[StreamEvent], request: Request, flow_name: str
+    events: AsyncIterator[StreamEvent],
+    request: Request,
+    flow_name: str,
+    idempotency: IdempotencyCache | None = None,
+    slot: tuple[str | None, str] | None = None,
+    claim: asyncio.Future[TurnResult] | None = None,
 ) -> AsyncIterator[str]:
     """Encode a turn's events. Closing this generator closes the engine's stream.
 
     If the client goes away, Starlette closes this generator; the engine still finishes and
-    saves the turn (it runs in its own task), so the session is never half-written.
+    saves the turn (it runs in its own task), so the session is never half-written. With an
+    idempotency `claim`, the `done` result is handed to retries of the same request (H5).
     """
     generator = cast(AsyncGenerator[StreamEvent, None], events)
-    async with aclosing(generator):
-        async for event in generator:
-            if event.kind == "done" and event.result is not None:
-                yield sse_frame("done", done_payload(event.result, request, flow_name))
-            else:
-                yield sse_frame(event.kind, event.data)
+    finished = False
+    try:
+        async with aclosing(generator):
+            async for event in generator:
+                if event.kind == "done" and event.result is not None:
+                    if idempotency is not None and slot is not None and claim is not None:
+                        idempotency.finish(slot, claim, event.result)
+                        finished = True
+                    yield sse_frame("done", done_payload(event.result, request, flow_name))
+                else:
+                    yield sse_frame(event.kind, event.data)
+    finally:
+        if not finished and idempotency is not None and slot is not None and claim is not None:
+            idempotency.abandon(slot, claim)
+
+
+async def replayed_events(
+    first: asyncio.Future[TurnResult], request: Request, flow_name: str
+) -> AsyncIterator[str]:
+    """A retry of an idempotent request: the first request's `done`, once it has one."""
+    try:
+        result = await asyncio.shield(first)
+    except ApiError as error:  # the first request ended without a result
+        yield sse_frame("done", _error_done(error, request))
+        return
+    yield sse_frame("done", done_payload(result, request, flow_name))
 
 
 def done_payload(result: TurnResult, request: Request, flow_name: str) -> dict[str, Any]:
-    """The `done` event's data: the envelope, the would-be status and, on a 500, the request id."""
+    """The `done` event's data: the envelope and the status `/ai/run` would have answered.
+
+    A failure carries its code and request id, never the internals (H2).
+    """
     if result.success:
         envelope = envelope_of(result)
         return StreamDone(**envelope.model_dump(), status=200).to_wire()
-    error = turn_error(result, request, flow_name)
-    done = StreamDone(
-        success=False,
-        completed=False,
-        message=error.message,
-        session=error.session or "",
-        request_id=error.request_id,
-        status=error.status,
-    )
-    return done.to_wire()
+    return _error_done(turn_error(result, request, flow_name), request)
+
+
+def _error_done(error: ApiError, request: Request) -> dict[str, Any]:
+    envelope = error.envelope(request_id_for(request))
+    return StreamDone(**envelope.model_dump(), status=error.status).to_wire()
