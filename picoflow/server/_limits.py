@@ -99,8 +99,8 @@ def _parse(body: bytes, max_depth: int) -> Any:
     except UnicodeDecodeError as exc:
         raise ApiError(
             400,
-            f"The request body is not valid UTF-8 (byte {exc.start} is not part of a UTF-8 "
-            f"character). {HINT}",
+            f"The request body is not valid UTF-8 (the byte at offset {exc.start} is not part "
+            f"of a UTF-8 character). {HINT}",
             code="invalid_encoding",
         ) from None
     try:
@@ -149,8 +149,8 @@ def _check_values(data: Any, max_depth: int) -> None:
         elif isinstance(value, int) and value not in _INT64:
             raise ApiError(
                 400,
-                f"The request holds at {path or 'the top level'} an integer beyond 64 bits "
-                f"({str(value)[:20]}...). Send such numbers as strings.",
+                f"The request holds at {_shown(path)} an integer beyond 64 bits "
+                f"({_shown(str(value))}). Send such numbers as strings.",
                 code="number_too_large",
             )
 
@@ -172,11 +172,17 @@ def _check_text(text: str, path: str) -> None:
     if match is not None:
         raise ApiError(
             400,
-            f"The request holds at {path or 'the top level'} a lone surrogate "
+            f"The request holds at {_shown(path)} a lone surrogate "
             f"(\\u{ord(match.group()):04x}), which is not valid Unicode text. Send whole "
             "characters (a surrogate pair, or the character itself).",
             code="invalid_text",
         )
+
+
+def _shown(path: str) -> str:
+    """A client-chosen path, safe to echo: surrogates escaped, at most 60 characters."""
+    shown = _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", path)
+    return (shown if len(shown) <= 60 else shown[:59] + "…") or "the top level"
 
 
 def _check_sizes(run: RunRequest, limits: Limits) -> None:
