@@ -27,6 +27,8 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableBinding, ensure_config
 from pydantic import ValidationError
 
+from ._redact import redact
+from ._tracing import run_metadata
 from .errors import ToolLoopError
 from .flow import Flow
 from .memory import count_call, request_messages
@@ -122,13 +124,7 @@ async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
 
 def model_config(flow: Flow, step: Step, purpose: str) -> dict[str, Any]:
     """LangChain run metadata and tags, so any callback handler can attribute the call (E3)."""
-    metadata = {
-        "picoflow_session_id": flow.get_session_id(),
-        "picoflow_flow": flow.name,
-        "picoflow_step": step.name,
-        "picoflow_namespace": step.namespace,
-        "picoflow_purpose": purpose,
-    }
+    metadata = run_metadata(flow, step.name, step.namespace, purpose)
     tags = ["picoflow", f"picoflow:{purpose}", f"picoflow:step:{step.name}"]
     return {"metadata": metadata, "tags": tags, "run_name": f"{flow.name}.{step.name}"}
 
@@ -340,7 +336,8 @@ async def _run_tool_call(
             result = await result
     except Exception as exc:  # R6: a handler that raises becomes a tool result, not a crash
         logger.exception("tool %s raised in %s", name, step.name, extra=extra)
-        return _Outcome(f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}", "error", None)
+        text = redact(str(exc))  # H2: the model may repeat it; paths and hosts stay in the log
+        return _Outcome(f"Error: tool '{name}' failed: {type(exc).__name__}: {text}", "error", None)
     return _interpret(name, result, extra)
 
 
@@ -391,7 +388,7 @@ async def _apply(
     if transition.state:
         destination.save_state(transition.state)
     if transition.content_type:
-        flow._content_type = transition.content_type
+        flow._session.content_type = transition.content_type
     _extend(source, [reply, *results])
     return destination, await _deliver(flow, source, destination, transition, moved)
 
@@ -400,7 +397,7 @@ def _direct(flow: Flow, step: Step, exchange: list[BaseMessage], transition: Too
     text = transition.text or ""
     _extend(step, [*exchange, AIMessage(text, additional_kwargs={"direct": True})])
     if transition.content_type:
-        flow._content_type = transition.content_type
+        flow._session.content_type = transition.content_type
     return text
 
 

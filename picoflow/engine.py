@@ -11,7 +11,6 @@ import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,25 +18,23 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from ._engine_checks import check_flow, turn_input_problem
-from ._hot import HotSessions
-from ._housekeeping import Housekeeping
+from ._housekeeping.scheduler import Housekeeping
 from ._recall import recall_tools
+from ._sessions import Sessions
+from ._state import now_iso
 from ._turn import TurnContext, append_message, run_turn
 from .errors import PicoflowError, SessionConflictError, SessionNotFoundError, StoreError
 from .flow import Flow
 from .memory import Namespace
 from .models import ProviderFactory, ProviderRegistry, parse_model
 from .session import (
-    check_schema,
-    dump_flow,
+    continuation,
     empty_usage,
-    is_expired,
     is_session_id,
     load_flow,
     new_document,
     new_session_id,
 )
-from .step import now_iso
 from .stores import Store
 from .stores.base import JSONDict
 
@@ -48,10 +45,10 @@ logger = logging.getLogger(__name__)
 
 # TurnResult.error of a request refused before it ran (E2): the caller must change it.
 INVALID_REQUEST = "InvalidRequest"
-# TurnResult.error of a turn stopped at its deadline (H6): nothing was saved; send it again.
-TURN_TIMEOUT = "TurnTimeout"
 # TurnResult.error of a StoreError that retrying can never fix (retryable=False; H3).
 STORE_REFUSED = "StoreRefused"
+# TurnResult.error of a turn stopped at its deadline (H6): nothing was saved; send it again.
+TURN_TIMEOUT = "TurnTimeout"
 
 
 class _InvalidRequest(Exception):
@@ -124,16 +121,8 @@ class FlowEngine:
             check_flow(flow_class, self._registry, self._flows)
             self._flows[flow_class.name] = flow_class
         self._store: Store = store if store is not None else _store_from_environment()
-        self._ttl = _as_ttl(session_ttl)
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
-        self._hot = HotSessions()
-        self._housekeeping = Housekeeping(
-            self._store,
-            self._registry,
-            self._ttl,
-            self._lock,
-            self._hot,
-        )
+        self._sessions = Sessions(self._store, _as_ttl(session_ttl))
+        self._housekeeping = Housekeeping(self._sessions, self._registry)
 
     def flow_names(self) -> list[str]:
         """The registered flow names."""
@@ -159,7 +148,7 @@ class FlowEngine:
         with another owner (or none) is treated as unknown, so a new session starts (P5).
         Without `owner` the caller is trusted with any session id.
         """
-        return await self._run(flow_name, message, session_id, config, None, owner)
+        return await self._run(flow_name, message, session_id, config, None, owner=owner)
 
     async def stream(
         self,
@@ -180,7 +169,9 @@ class FlowEngine:
         def emit(kind: str, data: dict[str, Any]) -> None:
             queue.put_nowait(StreamEvent(kind, data))
 
-        task = asyncio.ensure_future(self._run(flow_name, message, session_id, config, emit, owner))
+        task = asyncio.ensure_future(
+            self._run(flow_name, message, session_id, config, emit, owner=owner)
+        )
         try:
             while not (task.done() and queue.empty()):
                 getter = asyncio.ensure_future(queue.get())
@@ -200,15 +191,16 @@ class FlowEngine:
         session_id: str | None,
         config: dict[str, Any] | None,
         emit: Callable[[str, dict[str, Any]], None] | None,
+        *,
         owner: str | None,
     ) -> TurnResult:
         problem = turn_input_problem(self._flows, flow_name, message, session_id, config)
         if problem is not None:
             return _failure(session_id, problem, INVALID_REQUEST)
-        async with self._lock(session_id):
+        async with self._sessions.lock(session_id):
             try:
                 flow_class = self._flows[flow_name]
-                return await self._turn(flow_class, message, session_id, config, emit, owner)
+                return await self._turn(flow_class, message, session_id, config, emit, owner=owner)
             except _DeadlinePassed:
                 logger.warning(
                     "turn stopped at its deadline of %ss",
@@ -249,8 +241,8 @@ class FlowEngine:
             return False
         if owner is not None and await self.get_session(session_id, owner=owner) is None:
             return False
-        async with self._lock(session_id):
-            self._hot.forget(session_id)
+        async with self._sessions.lock(session_id):
+            self._sessions.forget(session_id)
             self._housekeeping.cancel(session_id)
             return await self._store.delete(session_id)
 
@@ -278,10 +270,7 @@ class FlowEngine:
         """
         doc = await self.get_session(session_id)
         flow_class = self._flows.get(doc["flow"]) if doc is not None else None
-        if doc is None or flow_class is None or doc.get("run_status") != "running":
-            return None
-        check_schema(doc)
-        if is_expired(doc, datetime.now(UTC)):
+        if flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":
             return None
         flow = flow_class()
         load_flow(flow, doc)
@@ -298,6 +287,7 @@ class FlowEngine:
         session_id: str | None,
         config: dict[str, Any] | None,
         emit: Callable[[str, dict[str, Any]], None] | None,
+        *,
         owner: str | None,
     ) -> TurnResult:
         """One turn under the engine's deadline (H6), which ends where the write begins.
@@ -309,7 +299,7 @@ class FlowEngine:
         try:
             async with deadline:
                 return await self._turn_within(
-                    flow_class, message, session_id, config, emit, owner, deadline=deadline
+                    flow_class, message, session_id, config, emit, owner=owner, deadline=deadline
                 )
         except TimeoutError as exc:
             if deadline.expired():
@@ -323,8 +313,8 @@ class FlowEngine:
         session_id: str | None,
         config: dict[str, Any] | None,
         emit: Callable[[str, dict[str, Any]], None] | None,
-        owner: str | None,
         *,
+        owner: str | None,
         deadline: asyncio.Timeout,
     ) -> TurnResult:
         doc, spaces = await self._load_usable(flow_class, session_id, owner)
@@ -357,8 +347,8 @@ class FlowEngine:
             success=True,
             completed=saved["run_status"] == "completed",
             step=saved["current_step"],
-            content_type=flow._content_type,
-            warnings=list(flow._warnings),
+            content_type=flow._session.content_type,
+            warnings=list(flow._session.warnings),
             usage=context.usage,
         )
 
@@ -378,8 +368,8 @@ class FlowEngine:
         """
         initial = flow.initial_step()
         step = flow.get_step(initial) if initial is not None else next(iter(flow.steps.values()))
-        flow._current = step.name
-        flow._sequence.append(step.name)
+        flow._session.current = step.name
+        flow._session.sequence.append(step.name)
         await flow._call_hook(step.on_start)
         if not message:
             opener = await flow._call_hook(step.on_crossing, None, None)
@@ -392,12 +382,13 @@ class FlowEngine:
         """The stored session to continue (and its cached namespaces), or None (P5, H4)."""
         if session_id is None:
             return None, None
-        doc, spaces = await self._hot.load(self._store, session_id)
-        if doc is None or doc.get("run_status") != "running" or not _is_owner(doc, owner):
-            return None, None
-        check_schema(doc)
-        if is_expired(doc, datetime.now(UTC)):
-            await self._forget_expired(doc)
+        doc, spaces = await self._sessions.load(session_id)
+        if doc is not None and not _is_owner(doc, owner):
+            return None, None  # H4: another principal's session behaves as an unknown id
+        status = continuation(doc, datetime.now(UTC))
+        if doc is None or status != "continue":
+            if doc is not None and status == "expired":
+                await self._forget_expired(doc)
             return None, None
         if doc["flow"] != flow_class.name:
             raise _InvalidRequest(
@@ -418,7 +409,7 @@ class FlowEngine:
         session's lock, so a background compaction for it can only be dropped.
         """
         session_id = doc["id"]
-        self._hot.forget(session_id)
+        self._sessions.forget(session_id)
         self._housekeeping.cancel(session_id)
         closed = {**doc, "run_status": "aborted", "updated_at": now_iso()}
         try:
@@ -436,43 +427,15 @@ class FlowEngine:
         fresh: bool,
         deadline: asyncio.Timeout | None = None,
     ) -> JSONDict:
-        """Write the turn once (P3): create a new session, or save against its revision."""
+        """Write the turn once (P3): housekeeping due before the save, the commit, then the
+        housekeeping that runs after it (background mode)."""
         # M4: compaction is the first part of saving (unless it runs in the background).
-        await self._housekeeping.compact_before_save(
-            flow, doc["memory"], context.usage, context.emit
+        await self._housekeeping.before_save(flow, doc["memory"], context.usage, context.emit)
+        saved = await self._sessions.commit(
+            flow, doc, context.usage, fresh=fresh, deadline=deadline
         )
-        out = dump_flow(flow, doc, self._ttl, datetime.now(UTC))
-        totals = out["usage"] = {k: dict(v) for k, v in doc["usage"].items()}
-        for kind, counters in context.usage.items():
-            for key, value in counters.items():
-                totals[kind][key] = totals[kind].get(key, 0) + value
-        if deadline is not None:  # H6: from here on the turn is saved whole, never cut
-            deadline.reschedule(None)
-        if fresh:
-            await self._store.create(out)
-        else:
-            out["revision"] = await self._store.save(out, doc["revision"])
-        self._hot.keep(out, flow.get_memory().namespaces())
-        self._housekeeping.after_save(flow, out)
-        return out
-
-    @asynccontextmanager
-    async def _lock(self, session_id: str | None) -> AsyncIterator[None]:
-        """Serialise turns of one session inside this process (P4)."""
-        if session_id is None:
-            yield
-            return
-        lock, users = self._locks.get(session_id, (asyncio.Lock(), 0))
-        self._locks[session_id] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[session_id]
-            if users == 1:
-                del self._locks[session_id]
-            else:
-                self._locks[session_id] = (lock, users - 1)
+        self._housekeeping.after_save(flow, saved)
+        return saved
 
 
 def _is_owner(doc: JSONDict, owner: str | None) -> bool:
@@ -496,7 +459,7 @@ def _warn_if_config_changed(flow: Flow, doc: JSONDict, config: dict[str, Any] | 
     if config is not None and config != stored:
         flow.add_warning(
             "The config sent with this turn was ignored: a session's context is fixed when it "
-            "is created (F7). Start a new session to use a different config."
+            "is created. Start a new session to use a different config."
         )
 
 

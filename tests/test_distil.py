@@ -1,4 +1,4 @@
-"""anchors item 6 / distil: a step left for good is distilled into typed state with provenance.
+"""step distillation: a step left for good is distilled into typed state with provenance.
 
 `Step.distil_on_exit(Schema, key=..., erase=...)`: when the cursor leaves the step (F8), the
 summary model turns the step's messages into a pydantic value stored in the step's state with
@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from pydantic import BaseModel, ConfigDict
 from test_compaction_background import ConflictOnce
 
-import picoflow._distil
+import picoflow._housekeeping.distillation
 from picoflow import (
     Flow,
     FlowDefinitionError,
@@ -29,8 +29,8 @@ from picoflow import (
     go,
     tool,
 )
-from picoflow._distil import DEFAULT_DISTIL_PROMPT
-from picoflow._housekeeping import Housekeeping
+from picoflow._housekeeping.distillation import DEFAULT_DISTIL_PROMPT, erase_cut
+from picoflow._housekeeping.scheduler import Housekeeping
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call
 
@@ -181,7 +181,7 @@ LYON_VALUE = {"city": "Lyon", "nights": 2}
 
 
 async def test_distil_stores_the_typed_value_with_the_ids_it_came_from() -> None:
-    """anchors item 6 / distil, F8: leaving the step stores value + provenance at turn end."""
+    """step distillation, F8: leaving the step stores value + provenance at turn end."""
     brain = Brain(LYON)
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     first, second = await chat(engine, "Lyon please", "done")
@@ -202,7 +202,7 @@ async def test_distil_stores_the_typed_value_with_the_ids_it_came_from() -> None
 
 
 async def test_distil_request_carries_instruction_schema_and_transcript() -> None:
-    """anchors item 6 / distil, M6: JSON-schema instruction, then a transcript in one message."""
+    """step distillation, M6: JSON-schema instruction, then a transcript in one message."""
     brain = Brain(LYON)
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     await chat(engine, "Lyon please", "done")
@@ -221,7 +221,7 @@ async def test_distil_request_carries_instruction_schema_and_transcript() -> Non
 
 
 async def test_distil_get_distilled_returns_the_model_to_later_steps() -> None:
-    """anchors item 6 / distil, S1: the state reads back as the pydantic object."""
+    """step distillation, S1: the state reads back as the pydantic object."""
     brain = Brain("```json\n" + LYON + "\n```")  # a fenced reply is accepted
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     await chat(engine, "Lyon please", "done", "thanks")
@@ -233,7 +233,7 @@ async def test_distil_get_distilled_returns_the_model_to_later_steps() -> None:
 
 
 def test_distil_get_distilled_without_a_value_or_without_distil_on_exit() -> None:
-    """anchors item 6 / distil: None before the first value; a clear error on a plain step."""
+    """step distillation: None before the first value; a clear error on a plain step."""
     flow = trip_flow(Brain())()
     explore, present = flow.get_step(Explore), flow.get_step(Present)
     assert explore.get_distilled() is None
@@ -248,7 +248,7 @@ def test_distil_get_distilled_without_a_value_or_without_distil_on_exit() -> Non
 
 
 async def test_distil_usage_is_summary_usage_and_the_call_is_tagged() -> None:
-    """anchors item 6 / distil, M10: tagged summary/distil, tokens counted as summary."""
+    """step distillation, M10: tagged summary/distil, tokens counted as summary."""
     brain = Brain(LYON)
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     first, second = await chat(engine, "Lyon please", "done")
@@ -276,7 +276,7 @@ async def test_distil_usage_is_summary_usage_and_the_call_is_tagged() -> None:
 
 
 async def test_distil_again_merges_the_previous_value_and_extends_provenance() -> None:
-    """anchors item 6 / distil: the next exit sends the current value; generation counts."""
+    """step distillation: the next exit sends the current value; generation counts."""
     brain = Brain(LYON, '{"city": "Lyon", "nights": 3}')
     engine = FlowEngine(flows=[trip_flow(brain, prompt="Extract the stay.")], store=MemoryStore())
     results = await chat(engine, "Lyon please", "done", "back", "3 nights", "done")
@@ -299,7 +299,7 @@ async def test_distil_again_merges_the_previous_value_and_extends_provenance() -
 
 
 async def test_distil_goto_the_current_step_is_not_an_exit() -> None:
-    """anchors item 6 / distil, F8: go() to the current step runs no on_exit, so no distil."""
+    """step distillation, F8: go() to the current step runs no on_exit, so no distil."""
     brain = Brain()
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     results = await chat(engine, "Lyon please", "again")
@@ -309,7 +309,7 @@ async def test_distil_goto_the_current_step_is_not_an_exit() -> None:
 
 
 async def test_distil_a_step_left_twice_in_one_turn_is_distilled_once() -> None:
-    """anchors item 6 / distil, F8: A->B->A->B in one turn: one distillation of all of A."""
+    """step distillation, F8: A->B->A->B in one turn: one distillation of all of A."""
     brain = Brain(LYON, Present=[tool_call("back"), "Hotels."], Explore=["re"])
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     first = (await chat(engine, "Lyon please"))[0]
@@ -324,7 +324,7 @@ async def test_distil_a_step_left_twice_in_one_turn_is_distilled_once() -> None:
 
 
 async def test_distil_a_step_re_entered_by_the_end_of_the_turn_waits_for_its_next_exit() -> None:
-    """anchors item 6 / distil, F8: A->B->A: A is current again, so it is not distilled yet."""
+    """step distillation, F8: A->B->A: A is current again, so it is not distilled yet."""
     brain = Brain(LYON, Present=[tool_call("back")])
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     first, second = await chat(engine, "Lyon please", "done")
@@ -348,7 +348,7 @@ class Leaving(Step):
 
 
 async def test_distil_sees_the_messages_an_on_enter_erase_removed() -> None:
-    """anchors item 6 / distil, T4: the exit snapshot keeps what a shared-namespace erase wiped."""
+    """step distillation, T4: the exit snapshot keeps what a shared-namespace erase wiped."""
     brain = Brain(LYON)
 
     class TripFlow(Flow):
@@ -381,7 +381,7 @@ async def test_distil_sees_the_messages_an_on_enter_erase_removed() -> None:
 async def test_distil_erase_archives_and_removes_the_covered_messages_and_recall_finds_them() -> (
     None
 ):
-    """anchors item 6 / distil, M9: stored covered messages are archived and removed; messages
+    """step distillation, M9: stored covered messages are archived and removed; messages
     of the exiting turn follow at the end of the next turn; conversation_search finds them."""
     brain = Brain(LYON, Explore=[], Present=[])
     store = MemoryStore()
@@ -410,7 +410,7 @@ async def test_distil_erase_archives_and_removes_the_covered_messages_and_recall
 
 
 async def test_distil_erase_never_removes_another_steps_messages() -> None:
-    """anchors item 6 / distil: in a shared namespace the erase stops at Present's messages."""
+    """step distillation: in a shared namespace the erase stops at Present's messages."""
     brain = Brain(LYON)
     engine = FlowEngine(flows=[trip_flow(brain, erase=True, shared=True)], store=MemoryStore())
     results = await chat(engine, "Lyon please", "done", "cheapest?", "thanks")
@@ -421,7 +421,7 @@ async def test_distil_erase_never_removes_another_steps_messages() -> None:
 
 
 def test_distil_erase_keeps_a_tool_call_with_its_results() -> None:
-    """anchors item 6 / distil, M5: a cut never separates a call from its result."""
+    """step distillation, M5: a cut never separates a call from its result."""
     ai_call = AIMessage("", id="A|2", tool_calls=[{"name": "t", "args": {}, "id": "c1"}])
     history = [
         SystemMessage("", id="A|0"),
@@ -430,14 +430,14 @@ def test_distil_erase_keeps_a_tool_call_with_its_results() -> None:
         ToolMessage("r", tool_call_id="c1", id="A|3"),
     ]
     covered = {"A|1", "A|2", "A|3"}
-    assert picoflow._distil.erase_cut(history, covered, limit=4) == 4
-    assert picoflow._distil.erase_cut(history, covered, limit=3) == 2  # result not stored
-    assert picoflow._distil.erase_cut(history, covered - {"A|3"}, limit=4) == 2
-    assert picoflow._distil.erase_cut(history, {"A|2", "A|3"}, limit=4) == 1
+    assert erase_cut(history, covered, limit=4) == 4
+    assert erase_cut(history, covered, limit=3) == 2  # result not stored
+    assert erase_cut(history, covered - {"A|3"}, limit=4) == 2
+    assert erase_cut(history, {"A|2", "A|3"}, limit=4) == 1
 
 
 async def test_distil_erase_after_compaction_clears_the_summary_only_when_emptied() -> None:
-    """anchors item 6 / distil, M4, M9, T4: compaction and erase share positions; the summary
+    """step distillation, M4, M9, T4: compaction and erase share positions; the summary
     goes only with the last message; the distiller is shown the summary."""
     brain = Brain(LYON)
     store = MemoryStore()
@@ -466,7 +466,7 @@ class BrokenArchive(MemoryStore):
 
 
 async def test_distil_erase_with_a_broken_archive_keeps_the_messages_and_the_value() -> None:
-    """anchors item 6 / distil, M8, M9: nothing is removed that could not be archived."""
+    """step distillation, M8, M9: nothing is removed that could not be archived."""
     brain = Brain(LYON)
     engine = FlowEngine(flows=[trip_flow(brain, erase=True)], store=BrokenArchive())
     first, second = await chat(engine, "Lyon please", "done")
@@ -501,7 +501,7 @@ async def test_distil_erase_with_a_broken_archive_keeps_the_messages_and_the_val
     ],
 )
 async def test_distil_failure_warns_and_changes_nothing(reply: Any, reason: str) -> None:
-    """anchors item 6 / distil, M8: error, empty, invalid JSON, invalid value: nothing changes."""
+    """step distillation, M8: error, empty, invalid JSON, invalid value: nothing changes."""
     brain = Brain(reply)
     store = MemoryStore()
     engine = FlowEngine(flows=[trip_flow(brain, erase=True)], store=store)
@@ -517,7 +517,7 @@ async def test_distil_failure_warns_and_changes_nothing(reply: Any, reason: str)
 
 
 async def test_distil_timeout_warns_and_the_next_exit_succeeds() -> None:
-    """anchors item 6 / distil, M8: SummaryConfig.timeout bounds the call; retried on next exit."""
+    """step distillation, M8: SummaryConfig.timeout bounds the call; retried on next exit."""
     brain = Brain(HANG, LYON)
     engine = FlowEngine(flows=[trip_flow(brain, config={"timeout": 0.05})], store=MemoryStore())
     results = await chat(engine, "Lyon please", "done")
@@ -586,7 +586,7 @@ class NotJson(BaseModel):
 def test_distil_on_exit_rejects_bad_arguments_at_the_call(
     args: tuple, error: type[Exception], message: str | None
 ) -> None:
-    """anchors item 6 / distil, STYLE rule 2: each mistake fails where it is made, saying why."""
+    """step distillation, STYLE rule 2: each mistake fails where it is made, saying why."""
     flow = trip_flow(Brain())()
     schema, *rest = args
     with pytest.raises(error) as info:
@@ -602,14 +602,14 @@ def test_distil_on_exit_rejects_bad_arguments_at_the_call(
 
 
 def test_distil_on_exit_returns_the_step_for_chaining() -> None:
-    """anchors item 6 / distil, T1: the builder chains like use_memory."""
+    """step distillation, T1: the builder chains like use_memory."""
     flow = trip_flow(Brain())()
     step = Explore(flow)
     assert step.distil_on_exit(StayCriteria).use_memory("x") is step
 
 
 def test_distil_flow_without_a_summary_model_is_refused_by_the_engine() -> None:
-    """anchors item 6 / distil, F5: distil_on_exit needs the summary model, checked at start."""
+    """step distillation, F5: distil_on_exit needs the summary model, checked at start."""
     model = ScriptedChatModel(script=[])
 
     class NoSummaryFlow(Flow):
@@ -629,7 +629,7 @@ def test_distil_flow_without_a_summary_model_is_refused_by_the_engine() -> None:
 
 
 def test_distil_schema_without_a_json_schema_is_refused_by_the_engine() -> None:
-    """anchors item 6 / distil, F5: the schema must be showable to the model."""
+    """step distillation, F5: the schema must be showable to the model."""
     model = ScriptedChatModel(script=[])
 
     class OddFlow(Flow):
@@ -652,8 +652,8 @@ def test_distil_schema_without_a_json_schema_is_refused_by_the_engine() -> None:
 
 
 def test_distil_docstring_examples_hold() -> None:
-    """anchors item 6 / distil: the worked examples in `_distil` are true."""
-    outcome = doctest.testmod(picoflow._distil)
+    """step distillation: the worked examples in `_housekeeping.distillation` are true."""
+    outcome = doctest.testmod(picoflow._housekeeping.distillation)
     assert outcome.failed == 0 and outcome.attempted > 0
 
 
@@ -666,7 +666,7 @@ def background_engine(brain: Brain, store: Any = None, **distil: Any) -> FlowEng
 
 
 async def test_distil_background_reply_first_then_committed_on_an_unmoved_revision() -> None:
-    """anchors item 6 / distil, M10: the reply returns while the distiller is still held."""
+    """step distillation, M10: the reply returns while the distiller is still held."""
     brain = Brain(LYON, held=1)
     engine = background_engine(brain, erase=True)
     first, second = await chat(engine, "Lyon please", "done")
@@ -685,7 +685,7 @@ async def test_distil_background_reply_first_then_committed_on_an_unmoved_revisi
 
 
 async def test_distil_background_commits_on_top_of_another_process_turn() -> None:
-    """anchors items 4 and 6 / distil, P4: a newer turn that only appended does not lose it."""
+    """background distillation, P4: a newer turn that only appended does not lose it."""
     brain = Brain(LYON, held=1)
     store = MemoryStore()
     engine = background_engine(brain, store, erase=True)
@@ -704,7 +704,7 @@ async def test_distil_background_commits_on_top_of_another_process_turn() -> Non
 
 
 async def test_distil_background_draft_is_dropped_when_the_step_was_distilled_meanwhile() -> None:
-    """anchors item 6 / distil, P4: never applied over a newer distillation of the step."""
+    """step distillation, P4: never applied over a newer distillation of the step."""
     brain = Brain(LYON, held=1)
     store = MemoryStore()
     engine = background_engine(brain, store, erase=True)
@@ -724,7 +724,7 @@ async def test_distil_background_draft_is_dropped_when_the_step_was_distilled_me
 
 
 async def test_distil_background_commit_that_conflicts_writes_nothing() -> None:
-    """anchors item 6 / distil, P2: a conflicting commit is dropped, state untouched."""
+    """step distillation, P2: a conflicting commit is dropped, state untouched."""
     brain = Brain(LYON, held=1)
     store = ConflictOnce()
     engine = background_engine(brain, store)
@@ -738,7 +738,7 @@ async def test_distil_background_commit_that_conflicts_writes_nothing() -> None:
 
 
 async def test_distil_background_newer_turn_queues_behind_the_running_task() -> None:
-    """anchors items 4 and 6 / distil: a newer turn here waits its turn; nothing is redone."""
+    """background distillation: a newer turn here waits its turn; nothing is redone."""
     brain = Brain(LYON, '{"city": "Lyon", "nights": 4}', held=1)
     engine = background_engine(brain)
     first, _ = await chat(engine, "Lyon please", "done")
@@ -791,7 +791,7 @@ class OutageAfterSave(MemoryStore):
 
 
 async def test_distil_background_task_that_fails_is_retried_at_the_next_turn_end() -> None:
-    """anchors items 4 and 6 / distil: a task that dies (a store outage, not a model failure)
+    """background distillation: a task that dies (a store outage, not a model failure)
     hands its steps to the next turn end instead of losing them."""
     brain = Brain(LYON)
     store = OutageAfterSave()
@@ -811,7 +811,7 @@ async def test_distil_background_task_that_fails_is_retried_at_the_next_turn_end
 async def test_distil_carried_work_is_kept_for_a_bounded_number_of_idle_sessions(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """anchors item 4 / distil: after an outage fails many sessions' tasks, the work carried
+    """background distillation: after an outage fails many sessions' tasks, the work carried
     for sessions that never return is dropped oldest first, with a warning, not kept forever."""
     monkeypatch.setattr(Housekeeping, "keep_at_most", 2)
     brain = Brain(LYON, LYON)  # two distillations: the sessions whose work was kept
@@ -834,7 +834,7 @@ async def test_distil_carried_work_is_kept_for_a_bounded_number_of_idle_sessions
 
 
 async def test_distil_background_failure_is_recorded_on_the_session() -> None:
-    """anchors item 6 / distil, M8: the warning is committed with the session."""
+    """step distillation, M8: the warning is committed with the session."""
     brain = Brain(RuntimeError("down"))
     engine = background_engine(brain, erase=True)
     first, second = await chat(engine, "Lyon please", "done")
@@ -915,7 +915,7 @@ class OutageThenSlowSave(OutageAfterSave):
 
 
 async def test_distil_background_queued_steps_survive_a_task_ending_as_a_turn_saves() -> None:
-    """anchors items 4 and 6 / distil: the running task ends in the same loop step in which a
+    """background distillation: the running task ends in the same loop step in which a
     newer turn's save resumes; the steps queued behind it still get distilled."""
     chain = Chained()
     store = OutageThenSlowSave()

@@ -125,7 +125,7 @@ async def test_m9_search_is_scoped_to_the_step_namespace() -> None:
     store = MemoryStore()
     await store.archive("s" * 20, "chat", [{"position": 1, "message": _human("budget 300")}])
     flow = recall_flow(ScriptedChatModel(script=[]))()
-    flow._session_id = "s" * 20
+    flow._session.session_id = "s" * 20
     from picoflow._recall import recall_tools
 
     tools = recall_tools(store)

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from test_transitions import single_step_flow
 
 from picoflow import Flow, Step, tool
+from picoflow._state import get_path, merge_state
 from picoflow.session import _copy_json
-from picoflow.step import get_path, merge_state
 from picoflow.testing import ScriptedChatModel, tool_call
 
 
@@ -198,6 +198,6 @@ async def test_s5_tool_saving_non_json_tells_the_model_and_keeps_state() -> None
 
 
 def test_s2_reserved_keys_are_documented() -> None:
-    from picoflow.step import RESERVED_STATE_KEYS
+    from picoflow._state import RESERVED_STATE_KEYS
 
     assert RESERVED_STATE_KEYS == ("_saveOn", "_prompt", "_transient")

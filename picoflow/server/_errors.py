@@ -119,8 +119,8 @@ TURN_FAILURES: dict[str, _Failure] = {
         ),
         _MODEL_DOWN,
     ),
+    "TurnTimeout": _TIMEOUT,  # H6: the engine's turn_timeout stopped the turn
     "TimeoutError": _TIMEOUT,
-    "TurnTimeoutError": _TIMEOUT,
 }
 
 

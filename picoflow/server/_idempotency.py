@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import time
 from collections import OrderedDict
@@ -22,6 +23,8 @@ from ..engine import TurnResult
 from ._errors import ApiError
 
 __all__ = ["IDEMPOTENCY_HEADER", "IdempotencyCache", "check_key"]
+
+logger = logging.getLogger(__name__)
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")
@@ -138,4 +141,10 @@ class IdempotencyCache:
                 "key, and reuse a key only to retry the same request.",
                 code="idempotency_key_reused",
             )
+        logger.info(
+            "a request repeats %s %r: it gets the first request's result%s",
+            IDEMPOTENCY_HEADER,
+            slot[1],
+            "" if entry.result.done() else " once that request finishes",
+        )
         return entry

@@ -72,7 +72,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
                 code="invalid_body",
             )
         if int(declared) > limit:
-            raise _too_large(f"has {int(declared)} bytes", limit)
+            raise _too_large(f"has {int(declared)} bytes, more", limit)
     chunks: list[bytes] = []
     received = 0
     async for chunk in request.stream():

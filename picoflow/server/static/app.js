@@ -65,12 +65,26 @@
     return row.split(/(?<!\\)\|/).map((cell) => cell.trim().replace(/\\\|/g, "|"));
   }
 
+  // Tables often say yes/no with emoji (a green check, a red cross). Without an emoji font
+  // those are empty boxes, so cells show text marks that every common font has, coloured,
+  // with the word for screen readers.
+  const MARKS = { "\u2705": "yes", "\u2714": "yes", "\u274c": "no", "\u274e": "no", "\u2716": "no" };
+  const GLYPH = { yes: "\u2713", no: "\u2717" };
+
+  function marks(html) {
+    return html.replace(/(\u2705|\u2714|\u274c|\u274e|\u2716)\ufe0f?/g, (_, emoji) => {
+      const word = MARKS[emoji];
+      return '<span class="mark ' + word + '" role="img" aria-label="' + word + '">' +
+        GLYPH[word] + "</span>";
+    });
+  }
+
   function table(lines) {
     // The rule row's colons align columns: ":-:" centre, "-:" right (prices read better).
     const align = cells(lines[1]).map((c) =>
       c.endsWith(":") ? (c.startsWith(":") ? ' class="center"' : ' class="right"') : "");
     const row = (line, tag) => cells(line).map((c, n) =>
-      "<" + tag + (align[n] || "") + ">" + inline(c) + "</" + tag + ">").join("");
+      "<" + tag + (align[n] || "") + ">" + marks(inline(c)) + "</" + tag + ">").join("");
     const head = row(lines[0], "th");
     const body = lines.slice(2).map((line) => "<tr>" + row(line, "td") + "</tr>");
     return '<div class="table-wrap"><table><thead><tr>' + head + "</tr></thead><tbody>" +

@@ -1,8 +1,8 @@
-"""Distil a step into typed state when the cursor leaves it (anchors item 6, `distil_on_exit`).
+"""Distil a step into typed state when the cursor leaves it (step distillation, `distil_on_exit`).
 
 A step declared with `Step.distil_on_exit(Schema, key=..., erase=...)` is remembered by
 `Flow.goto` when it is left (F8: a real move, `on_exit` ran). At the end of the turn, as part of
-the housekeeping before the save (or after the reply, in background mode, see `_housekeeping`),
+the housekeeping before the save (or after the reply, in background mode, see `scheduler`),
 the summary model reads the step's messages and returns a JSON object for the schema. The
 validated value is stored in the step's durable state under `key`:
 
@@ -41,20 +41,14 @@ from langchain_core.messages import (
 )
 from pydantic import BaseModel, ValidationError
 
-from ._compaction import (
-    ask_summary_model,
-    clip,
-    evict,
-    find_cut_point,
-    stored_length,
-    summary_run_config,
-    transcript_line,
-)
-from .errors import StoreError
-from .flow import Flow
-from .memory import count_call
-from .step import DistilSpec, Step, now_iso
-from .stores.base import Store
+from .._state import now_iso
+from ..errors import StoreError
+from ..flow import Flow
+from ..memory import count_call
+from ..step import DistilSpec, Step
+from ..stores.base import Store
+from .history import evict, find_cut_point, stored_length
+from .summariser import ask_summary_model, clip, summary_run_config, transcript_line
 
 __all__ = [
     "DEFAULT_DISTIL_PROMPT",
@@ -117,7 +111,7 @@ def pending(flow: Flow, exits: list[tuple[str, list[BaseMessage]]]) -> list[Dist
     found: list[Distillation] = []
     for name, lists in snapshots.items():
         step = flow.steps.get(name)
-        if step is None or step._distil is None or name == flow._current:
+        if step is None or step._distil is None or name == flow._session.current:
             continue
         record = flow.get_memory().namespaces().get(step.namespace)
         if record is not None:
