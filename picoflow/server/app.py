@@ -15,6 +15,7 @@ from ..engine import FlowEngine
 from ._auth import Authorize
 from ._errors import install_error_handlers
 from ._headers import REQUEST_ID_HEADER, SESSION_HEADER, SESSION_HEADER_ALT
+from ._heap import settle_heap
 from ._idempotency import IDEMPOTENCY_HEADER
 from ._limits import Limits
 from ._routes import STATIC_DIR, ServerSettings, router
@@ -76,6 +77,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settle_heap()  # shorter GC pauses once everything is imported (see _heap)
         yield
         await engine.aclose()
 
