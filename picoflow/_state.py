@@ -95,9 +95,9 @@ def new_message_id(step_name: str) -> str:
 
 
 def get_path(data: Any, path: str) -> Any:
-    """`pydash.get(data, path)`, with a plain key (most calls) looked up directly.
+    r"""`pydash.get(data, path)`, with a plain key (most calls) looked up directly.
 
-    Same result for a key with no `.`, `[`, `]` or `\\` in it, at a tenth of the cost; prompts
+    Same result for a key with no `.`, `[`, `]` or `\` in it, at a tenth of the cost; prompts
     read state on every model call.
     """
     plain = isinstance(path, str) and not any(c in path for c in ".[]\\")

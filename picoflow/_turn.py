@@ -24,9 +24,10 @@ from langchain_core.messages import (
     ToolMessage,
     message_chunk_to_message,
 )
-from langchain_core.runnables import RunnableBinding, ensure_config
+from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
 
+from ._invoke import invoke
 from ._redact import redact
 from ._tracing import run_metadata
 from .errors import ToolLoopError
@@ -45,7 +46,7 @@ __all__ = [
     "append_message",
 ]
 
-logger = logging.getLogger("picoflow.turn")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -122,7 +123,7 @@ async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
     raise ToolLoopError(flow.name, step.name, flow.max_tool_rounds)
 
 
-def model_config(flow: Flow, step: Step, purpose: str) -> dict[str, Any]:
+def model_config(flow: Flow, step: Step, purpose: str) -> RunnableConfig:
     """LangChain run metadata and tags, so any callback handler can attribute the call (E3)."""
     metadata = run_metadata(flow, step.name, step.namespace, purpose)
     tags = ["picoflow", f"picoflow:{purpose}", f"picoflow:step:{step.name}"]
@@ -154,7 +155,7 @@ async def _call_model(
     messages = request_messages(record, system)
     config = model_config(flow, step, "reply")
     if ctx.emit is None:
-        result = await _invoke(runnable, messages, config)
+        result = await invoke(runnable, messages, config)
     else:
         result = await _stream_reply(runnable, messages, config, ctx.emit, step.name)
     count_call(ctx.usage["model"], result)
@@ -178,51 +179,10 @@ def _system_slot(step: Step, current: BaseMessage | None) -> SystemMessage:
     return SystemMessage(prompt, id=step.gen_message_id())
 
 
-async def _invoke(runnable: Any, messages: list[BaseMessage], config: dict[str, Any]) -> Any:
-    """`runnable.ainvoke(messages, config)`, minus work LangChain would do only to undo it.
-
-    For a chat model with bound tools, `ainvoke` merges the binding's (empty) config, converts
-    our messages into a prompt value and back again (a pass over the whole history each time),
-    then calls `agenerate`. Where nobody has overridden those layers, calling `agenerate` with
-    the same callbacks, tags, metadata and arguments is the same call: callbacks, tracing,
-    caching and rate limiting all live in `agenerate` and below. Anything else goes the long way.
-    """
-    if (
-        isinstance(runnable, RunnableBinding)
-        and type(runnable).ainvoke is RunnableBinding.ainvoke
-        and not runnable.config
-        and not runnable.config_factories
-    ):
-        model, kwargs = runnable.bound, runnable.kwargs
-    else:
-        model, kwargs = runnable, {}
-    if not isinstance(model, BaseChatModel) or not _plain_invoke(type(model)):
-        return await runnable.ainvoke(messages, config=config)
-    merged = ensure_config(config)  # picks up a caller's callbacks from the running context
-    result = await model.agenerate(
-        [messages],
-        callbacks=merged.get("callbacks"),
-        tags=merged.get("tags"),
-        metadata=merged.get("metadata"),
-        run_name=merged.get("run_name"),
-        run_id=merged.pop("run_id", None),
-        **kwargs,
-    )
-    return result.generations[0][0].message
-
-
-def _plain_invoke(model_class: type[BaseChatModel]) -> bool:
-    return (
-        model_class.ainvoke is BaseChatModel.ainvoke
-        and model_class.agenerate_prompt is BaseChatModel.agenerate_prompt
-        and model_class._convert_input is BaseChatModel._convert_input
-    )
-
-
 async def _stream_reply(
     runnable: Any,
     messages: list[BaseMessage],
-    config: dict[str, Any],
+    config: RunnableConfig,
     emit: Callable[[str, dict[str, Any]], None],
     step_name: str,
 ) -> BaseMessage:
@@ -304,9 +264,7 @@ def _malformed_outcome(step: Step, bad: InvalidToolCall) -> _Outcome:
     )
 
 
-async def _run_tool_call(
-    step: Step, tools: _Tools, call: dict[str, Any], ctx: TurnContext
-) -> _Outcome:
+async def _run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnContext) -> _Outcome:
     """Answer one tool call; whatever happens, the model gets exactly one result (R6)."""
     name = call.get("name", "")
     extra = {"session_id": step.flow.get_session_id(), "step": step.name, "tool": name}
@@ -420,11 +378,11 @@ async def _deliver(
 
 def append_message(step: Step, message: BaseMessage) -> None:
     """Append to the step's namespace, attributed to the step (T5)."""
-    step.get_memory().append(_owned(step, message))
+    step.get_messages().append(_owned(step, message))
 
 
 def _extend(step: Step, messages: list[BaseMessage]) -> None:
-    step.get_memory().extend(_owned(step, m) for m in messages)
+    step.get_messages().extend(_owned(step, m) for m in messages)
 
 
 def _owned(step: Step, message: BaseMessage) -> BaseMessage:

@@ -19,12 +19,15 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from ._engine_checks import check_flow, turn_input_problem
 from ._housekeeping.scheduler import Housekeeping
+from ._mcp import MCPConnections
 from ._recall import recall_tools
 from ._sessions import Sessions
 from ._state import now_iso
+from ._tool_sources import check_tool_names, mcp_servers_of, step_tools
 from ._turn import TurnContext, append_message, run_turn
 from .errors import PicoflowError, SessionConflictError, SessionNotFoundError, StoreError
 from .flow import Flow
+from .mcp import MCPServer
 from .memory import Namespace
 from .models import ProviderFactory, ProviderRegistry, parse_model
 from .session import (
@@ -120,6 +123,11 @@ class FlowEngine:
         for flow_class in flows:
             check_flow(flow_class, self._registry, self._flows)
             self._flows[flow_class.name] = flow_class
+        built = [flow_class() for flow_class in self._flows.values()]
+        for flow in built:
+            for step in flow.steps.values():
+                check_tool_names(step)
+        self._mcp = MCPConnections(mcp_servers_of(built))
         self._store: Store = store if store is not None else _store_from_environment()
         self._sessions = Sessions(self._store, _as_ttl(session_ttl))
         self._housekeeping = Housekeeping(self._sessions, self._registry)
@@ -247,8 +255,9 @@ class FlowEngine:
             return await self._store.delete(session_id)
 
     async def aclose(self) -> None:
-        """Wait for background compactions, then close the store's connections."""
+        """Wait for background compactions, then close the store's and MCP connections."""
         await self._housekeeping.drain()
+        await self._mcp.aclose()
         await self._store.aclose()
 
     async def wait_for_background(self) -> None:
@@ -270,7 +279,7 @@ class FlowEngine:
         """
         doc = await self.get_session(session_id)
         flow_class = self._flows.get(doc["flow"]) if doc is not None else None
-        if flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":
+        if doc is None or flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":
             return None
         flow = flow_class()
         load_flow(flow, doc)
@@ -329,6 +338,8 @@ class FlowEngine:
         context = self._context_for(flow)
         context.emit = emit
         fresh = doc is None
+        for problem in await self._connect_tools(flow):
+            flow.add_warning(problem)
         if doc is None:
             doc = new_document(new_session_id(), flow_class.name, config)
             if owner is not None:
@@ -358,8 +369,18 @@ class FlowEngine:
             registry=self._registry,
             default_model=parse_model(default, flow.name) if default is not None else None,
             usage=empty_usage(),
-            extra_tools=recall_tools(self._store),
+            extra_tools=step_tools(recall_tools(self._store), self._mcp),
         )
+
+    async def _connect_tools(self, flow: Flow) -> list[str]:
+        """Connect MCP servers not yet connected and check the names of their tools."""
+        if not self._mcp:
+            return []
+        problems = await self._mcp.connect()
+        for step in flow.steps.values():
+            servers = [s for s in step._tool_sources if isinstance(s, MCPServer)]
+            check_tool_names(step, [t.name for s in servers for t in self._mcp.tools(s.name)])
+        return problems
 
     async def _start(self, flow: Flow, message: str) -> None:
         """A new session: the cursor enters the initial step and `on_start` runs (T3).
@@ -427,8 +448,11 @@ class FlowEngine:
         fresh: bool,
         deadline: asyncio.Timeout | None = None,
     ) -> JSONDict:
-        """Write the turn once (P3): housekeeping due before the save, the commit, then the
-        housekeeping that runs after it (background mode)."""
+        """Write the turn once (P3).
+
+        Reads top to bottom: the housekeeping due before the save, the commit, then the
+        housekeeping that runs after it (background mode).
+        """
         # M4: compaction is the first part of saving (unless it runs in the background).
         await self._housekeeping.before_save(flow, doc["memory"], context.usage, context.emit)
         saved = await self._sessions.commit(

@@ -154,7 +154,7 @@ class Flow:
             leaving = self.current_step
             await self._call_hook(leaving.on_exit)
             if leaving._distil is not None:
-                session.exits.append((leaving.name, list(leaving.get_memory())))
+                session.exits.append((leaving.name, list(leaving.get_messages())))
         session.sequence.append(target.name)
         session.current = target.name
         await self._call_hook(target.on_enter)

@@ -280,12 +280,12 @@ def count_call(counters: dict[str, int], reply: BaseMessage) -> None:
 
 
 def request_messages(record: Namespace, system: SystemMessage) -> list[BaseMessage]:
-    """What the model receives for a namespace: the stored history is never changed (M7).
+    r"""What the model receives for a namespace: the stored history is never changed (M7).
 
     >>> from langchain_core.messages import HumanMessage
     >>> ns = Namespace(messages=[SystemMessage(""), HumanMessage("hi")], summary="Likes tea.")
     >>> [m.content for m in request_messages(ns, SystemMessage("Be kind."))]
-    ['Be kind.', 'Conversation memory for this step:\\nLikes tea.', 'hi']
+    ['Be kind.', 'Conversation memory for this step:\nLikes tea.', 'hi']
     """
     block = memory_block(record.summary)
     return [system, *([block] if block else []), *record.messages[1:]]

@@ -12,7 +12,7 @@ import pickle
 import re
 import secrets
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
@@ -63,6 +63,7 @@ class SessionDocument(TypedDict):
     memory: dict[str, dict[str, Any]]
     usage: dict[str, dict[str, int]]
     warnings: list[dict[str, str]]
+    owner: NotRequired[str]  # H4: only in sessions created with an owner
 
 
 def new_session_id() -> str:
@@ -261,8 +262,10 @@ def _dump_namespace(record: Namespace) -> dict[str, Any]:
 
 
 def _dump_messages(record: Namespace) -> SavedMessages:
-    """Serialise a history, reusing the stored dicts of the messages saved last time
-    (`encode_new`), so a save costs what the turn added."""
+    """Serialise a history, reusing the stored dicts of the messages saved last time.
+
+    `encode_new` does the reuse, so a save costs what the turn added.
+    """
     dicts = SavedMessages(encode_new(record.messages, record.synced, _serialise))
     record.synced = (list(record.messages), dicts)
     return dicts

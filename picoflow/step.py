@@ -11,6 +11,7 @@ the step methods here are the API to it.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
@@ -33,6 +34,7 @@ DEFAULT_OPENER = "Continue."
 _STATE_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+_warned_get_memory = False  # deprecations warn once per process (STYLE section 14)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,7 @@ class Step:
         self._namespace = self.name
         self._model: ModelSpec | BaseChatModel | None = None
         self._recall = False
+        self._tool_sources: list[Any] = []  # LangChain BaseTools and MCP servers (use_tools)
         self._distil: DistilSpec | None = None
 
     # -- identity and registration ------------------------------------------------------------
@@ -90,6 +93,24 @@ class Step:
         self._recall = True
         return self
 
+    def use_tools(self, *tools: Any) -> Self:
+        """Expose ready LangChain tools, or every tool of an MCP server, beside the `@tool`s.
+
+        Pass `BaseTool` instances (`StructuredTool`, community tools) or `picoflow.mcp.MCPServer`
+        objects. Their results are tool results (the step stays); their errors are error
+        results the model reads (R6). Name clashes fail at engine start (MCP servers: when the
+        engine connects). See docs/tools.md.
+
+        Raises:
+            TypeError: something that is neither a LangChain tool nor an MCP server.
+        """
+        from ._tool_sources import check_tool_source
+
+        for source in tools:
+            check_tool_source(source, self.name)
+            self._tool_sources.append(source)
+        return self
+
     def distil_on_exit(
         self,
         schema: type[BaseModel],
@@ -105,7 +126,7 @@ class Step:
         under `key` in this step's state with the ids of the messages it came from, and read
         back with `get_distilled()`. With `erase=True` those messages then move to the archive
         (searchable with `conversation_search`). A failure stores nothing, erases nothing and
-        warns. The flow needs `get_memory().set_summary_model(...)`. See docs/memory.md.
+        warns. The flow needs `get_memory().set_summary_model(...)`. See docs/distillation.md.
 
         Raises:
             TypeError: `schema` is not a pydantic model class, or an argument has the wrong type.
@@ -195,13 +216,31 @@ class Step:
 
     # -- memory -------------------------------------------------------------------------------
 
-    def get_memory(self) -> list[BaseMessage]:
+    def get_messages(self) -> list[BaseMessage]:
         """The live history of this step's namespace (index 0 is the system slot)."""
         return self._flow.get_memory().messages(self._namespace)
 
+    def get_memory(self) -> list[BaseMessage]:
+        """Deprecated alias of `get_messages()`, removed in picoflow 0.2.
+
+        `Flow.get_memory()` returns the flow's `Memory`; the step's method of the same name
+        returned a message list, so the step's one is renamed.
+        """
+        global _warned_get_memory
+        if not _warned_get_memory:
+            _warned_get_memory = True
+            warnings.warn(
+                "Step.get_memory() is deprecated and will be removed in picoflow 0.2: call "
+                "Step.get_messages(), which returns the same message list. "
+                "(Flow.get_memory() stays: it returns the flow's Memory.)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        return self.get_messages()
+
     def get_last_message(self) -> BaseMessage | None:
         """The newest message of this step's namespace, or None (T5)."""
-        messages = self.get_memory()
+        messages = self.get_messages()
         return messages[-1] if len(messages) > 1 else None
 
     def erase_memory(self) -> None:

@@ -483,6 +483,7 @@ def _split_reply(reply: AIMessage) -> list[AIMessageChunk]:
         chunks += [AIMessageChunk(content=p, id=reply.id) for p in _WORD.findall(reply.content)]
     else:
         chunks.append(AIMessageChunk(content=reply.content, id=reply.id))
+    raw: list[tuple[str | None, str, str | None]]
     raw = [(c["name"], json.dumps(c["args"]), c["id"]) for c in reply.tool_calls]
     raw += [(c["name"], c["args"] or "", c["id"]) for c in reply.invalid_tool_calls]
     for index, (name, args, call_id) in enumerate(raw):

@@ -120,7 +120,7 @@ async def test_background_commit_logs_the_summary_lag(caplog: Any) -> None:
     engine = background_engine(brain)
     session_id = await turns(engine, 1, 4, None)
     await brain.started.wait()
-    with caplog.at_level("INFO", logger="picoflow.compaction"):
+    with caplog.at_level("INFO", logger="picoflow._housekeeping.scheduler"):
         brain.release.set()
         await engine.wait_for_background()
     (record,) = [r for r in caplog.records if r.getMessage().startswith("background housekeeping")]
@@ -139,7 +139,7 @@ async def test_background_lag_of_running_work_survives_the_session_bound(
     engine = background_engine(brain)
     for _ in range(3):  # three sessions due at once; no summary can finish before the release
         await turns(engine, 1, 4, None)
-    with caplog.at_level("INFO", logger="picoflow.compaction"):
+    with caplog.at_level("INFO", logger="picoflow._housekeeping.scheduler"):
         brain.release.set()
         await engine.wait_for_background()
     committed = [r for r in caplog.records if r.getMessage().startswith("background house")]

@@ -7,8 +7,8 @@ oldest messages before the cut point (M5) are merged into the namespace's one ro
 session gets a warning (M8).
 
 The work comes in two halves so that it can run inline, as the first part of saving, or in the
-background after the reply (see `scheduler`): `draft` asks the summariser and changes
-nothing; `apply` archives, checks and splices.
+background after the reply (see `scheduler`): `draft_summary` asks the summariser
+and changes nothing; `apply_summary` archives, checks and splices.
 
 Only messages that are already stored are ever evicted (`stored_length`): a message written in
 the current turn waits for the next one. So every archive entry names a committed message at a
@@ -38,7 +38,14 @@ from .facts import MAX_LISTED, dropped_facts
 from .history import evict, find_cut_point, stored_length
 from .summariser import ask_summary_model, clip, summary_run_config, transcript_line
 
-__all__ = ["Draft", "due_cuts", "is_over_threshold", "summary_request", "draft", "apply"]
+__all__ = [
+    "SummaryDraft",
+    "due_cuts",
+    "is_over_threshold",
+    "summary_request",
+    "draft_summary",
+    "apply_summary",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +64,7 @@ _REFUSALS = (
 
 
 @dataclass(slots=True)
-class Draft:
+class SummaryDraft:
     """A namespace's summary, asked for but not yet applied.
 
     `problem` says why compaction is skipped (M8); `reply` is the summariser's answer, kept for
@@ -129,12 +136,12 @@ def summary_request(prompt: str, previous: str | None, evicted: list[BaseMessage
     return [SystemMessage(prompt), HumanMessage(body)]
 
 
-async def draft(flow: Flow, namespace: str, cut: int, model: BaseChatModel) -> Draft:
+async def draft_summary(flow: Flow, namespace: str, cut: int, model: BaseChatModel) -> SummaryDraft:
     """Ask the summariser for the namespace's new summary; change nothing (M6, M8)."""
     config = flow.get_memory().summary_config
     record = flow.get_memory().space(namespace)
     request = summary_request(config.prompt, record.summary, record.messages[1:cut])
-    result = Draft(namespace, cut)
+    result = SummaryDraft(namespace, cut)
     run = summary_run_config(flow, namespace)
     result.reply, result.problem = await ask_summary_model(
         model, request, run, config.timeout, _extra(flow, namespace)
@@ -159,7 +166,7 @@ def _unusable(text: str) -> str | None:
     return None
 
 
-async def apply(flow: Flow, result: Draft, store: Store) -> dict[str, Any]:
+async def apply_summary(flow: Flow, result: SummaryDraft, store: Store) -> dict[str, Any]:
     """Archive, check and splice one drafted namespace; return what happened, for events.
 
     A skipped draft, or an archive that cannot be written, leaves the history untouched and
@@ -192,8 +199,11 @@ async def apply(flow: Flow, result: Draft, store: Store) -> dict[str, Any]:
 
 
 def _checked(evicted: list[BaseMessage], condensed: Condensed | None) -> list[BaseMessage]:
-    """What the new summary should still hold: the evicted messages and, when the summary was
-    condensed, the summary as first written (condensing may drop what it had kept)."""
+    """What the new summary should still hold: the evicted messages, and more if condensed.
+
+    When the summary was condensed, the summary as first written is added too: condensing may
+    drop what it had kept.
+    """
     if condensed is None:
         return evicted
     return [*evicted, AIMessage(condensed.original)]

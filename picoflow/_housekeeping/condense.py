@@ -7,8 +7,8 @@ itself summarising, as in Spring AI's recursive session summaries), up to `ROUND
 round starting from the last answer. If the model still cannot bring it under the budget (it
 failed, refused, or did not shorten it), the summary is cut to fit, oldest lines first, so the
 prompt stays bounded whatever the summariser does. Nothing here fails a turn (M8): the
-values lost along the way are found by the dropped-fact check (`facts`), which `apply` runs on
-the text before condensing too.
+values lost along the way are found by the dropped-fact check (`facts`), which `apply_summary`
+runs on the text before condensing too.
 """
 
 from __future__ import annotations

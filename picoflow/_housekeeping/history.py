@@ -90,10 +90,10 @@ def _tool_safe(messages: list[BaseMessage], cut: int) -> int:
 
 
 def _turn_start(messages: list[BaseMessage], cut: int) -> int:
-    """The latest user message at or before `cut` (after index 1); else 1 (wait) if a user
-    message comes later, else `cut` itself.
+    """The latest user message at or before `cut` (after index 1).
 
-    A user message never sits between a tool call and its results, so this keeps M5.
+    If there is none: 1 (wait) if a user message comes later, else `cut` itself. A user
+    message never sits between a tool call and its results, so this keeps M5.
     """
     if cut >= len(messages):
         return cut  # nothing stays after the cut, so nothing opens it

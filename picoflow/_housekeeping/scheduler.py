@@ -51,12 +51,12 @@ from ..memory import count_call
 from ..models import ProviderRegistry
 from ..session import load_flow
 from ..stores.base import JSONDict
-from . import distillation as _distil
-from .compaction import Draft, apply, draft, due_cuts
+from . import distillation
+from .compaction import SummaryDraft, apply_summary, draft_summary, due_cuts
 
 __all__ = ["Housekeeping"]
 
-logger = logging.getLogger("picoflow.compaction")
+logger = logging.getLogger(__name__)
 
 Emit = Callable[[str, dict[str, Any]], None] | None
 Exits = list[tuple[str, list[BaseMessage]]]  # steps to distil, as in `SessionRuntime.exits`
@@ -125,10 +125,10 @@ class Housekeeping:
         model = self._model(flow)
         for namespace, cut in due.items():
             _emit(emit, {"namespace": namespace, "outcome": "started"})
-            result = await draft(flow, namespace, cut, model)
+            result = await draft_summary(flow, namespace, cut, model)
             for reply in result.replies:
                 count_call(usage["summary"], reply)  # M10
-            _emit(emit, await apply(flow, result, self._sessions.store))
+            _emit(emit, await apply_summary(flow, result, self._sessions.store))
 
     async def _distil_before_save(
         self, flow: Flow, stored: JSONDict, usage: dict[str, dict[str, int]]
@@ -136,16 +136,16 @@ class Housekeeping:
         """Step distillation: distil the steps left this turn, then erase what may go."""
         if not any(step._distil is not None for step in flow.steps.values()):
             return  # the common case: no step of this flow distils, nothing to erase
-        items = _distil.pending(flow, flow._session.exits)
+        items = distillation.pending(flow, flow._session.exits)
         if items:
             model = self._model(flow)
             for item in items:
-                await _distil.draft(flow, item, model)
+                await distillation.draft_distillation(flow, item, model)
                 if item.reply is not None:
                     count_call(usage["summary"], item.reply)  # M10
-                _distil.apply(flow, item)
-        cuts = _distil.erase_cuts(flow, stored)
-        await _distil.erase(flow, cuts, self._sessions.store)
+                distillation.apply_distillation(flow, item)
+        cuts = distillation.erase_cuts(flow, stored)
+        await distillation.erase_distilled(flow, cuts, self._sessions.store)
 
     def after_save(self, flow: Flow, saved: JSONDict) -> None:
         """Background mode: distil and compact the session just saved, if anything is due.
@@ -168,9 +168,9 @@ class Housekeeping:
         work.carried, work.queued = [], None
         memory = saved["memory"]
         if (
-            _distil.pending(flow, exits)
+            distillation.pending(flow, exits)
             or due_cuts(flow, memory)
-            or _distil.erase_cuts(flow, memory)
+            or distillation.erase_cuts(flow, memory)
         ):
             self._work[session_id] = work
             self._start(session_id, work, exits)
@@ -250,17 +250,17 @@ class Housekeeping:
         Distilled values go into `base` at once, so that a namespace whose messages the
         distillation will erase is not also summarised in the same pass.
         """
-        items = _distil.pending(base, exits)
+        items = distillation.pending(base, exits)
         generations = {item.step: _distil_generation(base, item.step) for item in items}
         stored = doc["memory"]
         for item in items:  # values go into `base` quietly: `_rebase` applies them for real
-            await _distil.draft(base, item, self._model(base))
-            _distil.store_value(base, item)
-        erasing = _distil.erase_cuts(base, stored)
+            await distillation.draft_distillation(base, item, self._model(base))
+            distillation.store_value(base, item)
+        erasing = distillation.erase_cuts(base, stored)
         due = {ns: cut for ns, cut in due_cuts(base, stored).items() if ns not in erasing}
         if not (items or erasing or due):
             return None
-        drafts = [await draft(base, ns, cut, self._model(base)) for ns, cut in due.items()]
+        drafts = [await draft_summary(base, ns, cut, self._model(base)) for ns, cut in due.items()]
         return _Drafts(items, generations, drafts)
 
     async def _rebase(self, base: Flow, target: Flow, current: JSONDict, work: _Drafts) -> bool:
@@ -274,13 +274,15 @@ class Housekeeping:
         applied = False
         for item in work.items:
             if _distil_generation(target, item.step) == work.generations[item.step]:
-                _distil.apply(target, item)  # stores the value, or records why not (M8)
+                distillation.apply_distillation(
+                    target, item
+                )  # stores the value, or records why not (M8)
                 applied = True
-        erased = _distil.erase_cuts(target, current["memory"])
-        await _distil.erase(target, erased, store)
+        erased = distillation.erase_cuts(target, current["memory"])
+        await distillation.erase_distilled(target, erased, store)
         for result in work.drafts:
             if result.namespace not in erased and _still_applies(base, target, result):
-                await apply(target, result, store)
+                await apply_summary(target, result, store)
                 applied = True
         return applied or bool(erased)
 
@@ -345,12 +347,15 @@ class Housekeeping:
 
 @dataclass(slots=True)
 class _Drafts:
-    """What a background task drafted: distillations (with the generation each started from)
-    and summaries; `replies` are their model replies, for token accounting (M10)."""
+    """What a background task drafted: distillations and summaries.
 
-    items: list[_distil.Distillation]
+    `generations` holds the generation each distillation started from; `replies` are the model
+    replies, for token accounting (M10).
+    """
+
+    items: list[distillation.DistillationDraft]
     generations: dict[str, Any]
-    drafts: list[Draft]
+    drafts: list[SummaryDraft]
 
     @property
     def replies(self) -> list[AIMessage]:
@@ -360,11 +365,11 @@ class _Drafts:
 
 def _distil_generation(flow: Flow, step_name: str) -> Any:
     """The generation of the step's stored distillation (None before the first one)."""
-    entry = _distil.previous_entry(flow.get_step(step_name))
+    entry = distillation.previous_entry(flow.get_step(step_name))
     return None if entry is None else entry.get("generation")
 
 
-def _still_applies(base: Flow, target: Flow, result: Draft) -> bool:
+def _still_applies(base: Flow, target: Flow, result: SummaryDraft) -> bool:
     """Whether a summary drafted on `base` may be applied to the newer `target`.
 
     It may if the namespace has only grown since: the same summary generation, the same

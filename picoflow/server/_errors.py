@@ -216,7 +216,18 @@ def render(request: Request, error: ApiError) -> JSONResponse:
 
 
 async def _api_error(request: Request, exc: Exception) -> JSONResponse:
+    """A refusal the client can act on; logged at INFO, so its request id finds it too."""
     assert isinstance(exc, ApiError)
+    request_id = request_id_for(request)
+    logger.info(
+        "%s %s answered %d %s (request id %s)",
+        request.method,
+        request.url.path,
+        exc.status,
+        exc.code,
+        request_id,
+        extra={"request_id": request_id, "session_id": exc.session},
+    )
     return render(request, exc)
 
 

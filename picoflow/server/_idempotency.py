@@ -10,6 +10,7 @@ a failed turn saved nothing (P3), so running its retry is exactly what the clien
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import re
@@ -22,7 +23,7 @@ from typing import Any
 from ..engine import TurnResult
 from ._errors import ApiError
 
-__all__ = ["IDEMPOTENCY_HEADER", "IdempotencyCache", "check_key"]
+__all__ = ["IDEMPOTENCY_HEADER", "Claim", "IdempotencyCache", "Slot", "check_key", "fingerprint"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,16 +43,54 @@ def check_key(key: str | None) -> str | None:
     )
 
 
-def fingerprint(*parts: Any) -> str:
-    """What identifies a request, so a key reused for another request can be refused."""
-    return json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+def fingerprint(*parts: Any) -> bytes:
+    """What identifies a request, so a key reused for another request can be refused.
+
+    A digest, not the request: 10,000 kept keys must not hold 10,000 messages and configs.
+    """
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+Slot = tuple[str | None, str]  # (principal, key): two callers may pick the same key
 
 
 @dataclass(slots=True)
 class _Entry:
-    fingerprint: str
+    fingerprint: bytes
     result: asyncio.Future[TurnResult]
     expires: float
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A request that holds a key while its turn runs; it must end in `finish` or `abandon`."""
+
+    cache: IdempotencyCache
+    slot: Slot
+    result: asyncio.Future[TurnResult]
+
+    def finish(self, result: TurnResult) -> None:
+        """Hand the result to waiting retries; keep it only if the turn succeeded."""
+        if not self.result.done():
+            self.result.set_result(result)
+        if not result.success:
+            self.cache.drop(self)
+
+    def abandon(self) -> None:
+        """The request ended without a result: its retries are told, and start over."""
+        if self.result.done():
+            return
+        self.result.set_exception(
+            ApiError(
+                409,
+                f"The first request with this {IDEMPOTENCY_HEADER} ended before its turn "
+                "finished. Send the request again.",
+                code="idempotent_request_interrupted",
+            )
+        )
+        self.result.exception()  # marks it retrieved: no warning when no retry is waiting
+        self.cache.drop(self)
 
 
 class IdempotencyCache:
@@ -60,73 +99,44 @@ class IdempotencyCache:
     def __init__(self, *, capacity: int = 10_000, ttl: float = 3600.0) -> None:
         self._capacity = capacity
         self._ttl = ttl
-        self._entries: OrderedDict[tuple[str | None, str], _Entry] = OrderedDict()
+        self._entries: OrderedDict[Slot, _Entry] = OrderedDict()
 
     async def run(
-        self,
-        slot: tuple[str | None, str],
-        request_fingerprint: str,
-        start: Callable[[], Awaitable[TurnResult]],
+        self, slot: Slot, request_fingerprint: bytes, start: Callable[[], Awaitable[TurnResult]]
     ) -> tuple[TurnResult, bool]:
         """The key's first result (and True), or run `start` now (and False)."""
-        entry = self._current(slot, request_fingerprint)
-        if entry is not None:
-            return await asyncio.shield(entry.result), True
-        future = self.begin(slot, request_fingerprint)
+        first = self.waiting(slot, request_fingerprint)
+        if first is not None:
+            return await asyncio.shield(first), True
+        claim = self.begin(slot, request_fingerprint)
         try:
             result = await start()
-        except BaseException:
-            self.abandon(slot, future)
+        except BaseException:  # start() raised or was cancelled: retries must not wait forever
+            claim.abandon()
             raise
-        self.finish(slot, future, result)
+        claim.finish(result)
         return result, False
 
-    def waiting(
-        self, slot: tuple[str | None, str], request_fingerprint: str
-    ) -> asyncio.Future[TurnResult] | None:
+    def waiting(self, slot: Slot, request_fingerprint: bytes) -> asyncio.Future[TurnResult] | None:
         """The first request's result to wait for, or None if this key is new."""
         entry = self._current(slot, request_fingerprint)
         return None if entry is None else entry.result
 
-    def begin(
-        self, slot: tuple[str | None, str], request_fingerprint: str
-    ) -> asyncio.Future[TurnResult]:
-        """Claim the key for a request that is about to run; retries wait on the future."""
+    def begin(self, slot: Slot, request_fingerprint: bytes) -> Claim:
+        """Claim the key for a request that is about to run; retries wait on its result."""
         future: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         self._entries[slot] = _Entry(request_fingerprint, future, time.monotonic() + self._ttl)
         while len(self._entries) > self._capacity:
             self._entries.popitem(last=False)
-        return future
+        return Claim(self, slot, future)
 
-    def finish(
-        self, slot: tuple[str | None, str], future: asyncio.Future[TurnResult], result: TurnResult
-    ) -> None:
-        """Hand the result to waiting retries; keep it only if the turn succeeded."""
-        if not future.done():
-            future.set_result(result)
-        if not result.success:
-            self._drop(slot, future)
+    def drop(self, claim: Claim) -> None:
+        """Forget the claim's key, unless a newer request holds it by now."""
+        entry = self._entries.get(claim.slot)
+        if entry is not None and entry.result is claim.result:
+            del self._entries[claim.slot]
 
-    def abandon(self, slot: tuple[str | None, str], future: asyncio.Future[TurnResult]) -> None:
-        """The first request ended without a result (client gone): its retries start over."""
-        if not future.done():
-            future.set_exception(
-                ApiError(
-                    409,
-                    f"The first request with this {IDEMPOTENCY_HEADER} ended before its turn "
-                    "finished. Send the request again.",
-                    code="idempotent_request_interrupted",
-                )
-            )
-            future.exception()  # marks it retrieved: no warning when no retry is waiting
-        self._drop(slot, future)
-
-    def _drop(self, slot: tuple[str | None, str], future: asyncio.Future[TurnResult]) -> None:
-        entry = self._entries.get(slot)
-        if entry is not None and entry.result is future:
-            del self._entries[slot]
-
-    def _current(self, slot: tuple[str | None, str], request_fingerprint: str) -> _Entry | None:
+    def _current(self, slot: Slot, request_fingerprint: bytes) -> _Entry | None:
         entry = self._entries.get(slot)
         if entry is None:
             return None

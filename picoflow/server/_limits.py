@@ -9,6 +9,7 @@ received are counted while they stream in, so at most `max_body_bytes` are ever 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -95,7 +96,7 @@ def _too_large(what: str, limit: int) -> ApiError:
 def _parse(body: bytes, max_depth: int) -> Any:
     """JSON from UTF-8 bytes; each way it can be wrong gets its own 400."""
     try:
-        text = body.decode("utf-8")
+        text = body.decode("utf-8").removeprefix("\ufeff")  # a BOM some tools add (RFC 8259)
     except UnicodeDecodeError as exc:
         raise ApiError(
             400,
@@ -104,7 +105,9 @@ def _parse(body: bytes, max_depth: int) -> Any:
             code="invalid_encoding",
         ) from None
     try:
-        data = json.loads(text, parse_constant=_refuse_constant)
+        data = json.loads(
+            text, parse_constant=_refuse_constant, parse_int=_parse_int, parse_float=_parse_float
+        )
     except RecursionError:
         raise _too_deep(max_depth) from None
     except ValueError as exc:
@@ -120,6 +123,27 @@ def _parse(body: bytes, max_depth: int) -> Any:
 
 def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
+
+
+@dataclass(frozen=True, slots=True)
+class _Unkeepable:
+    """A number as the client wrote it, too large to convert; `_check_values` refuses it."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _parse_int(text: str) -> int | _Unkeepable:
+    # 64-bit ints have at most 20 characters; longer ones are kept as text, not converted
+    # (Python refuses ints over 4300 digits with advice meant for the server's programmer).
+    return int(text) if len(text) <= 20 else _Unkeepable(text)
+
+
+def _parse_float(text: str) -> float | _Unkeepable:
+    number = float(text)
+    return number if math.isfinite(number) else _Unkeepable(text)  # 1e400 is infinity
 
 
 def _too_deep(max_depth: int) -> ApiError:
@@ -146,11 +170,12 @@ def _check_values(data: Any, max_depth: int) -> None:
             pending.extend((item, depth + 1, where) for where, item in _children(value, path))
         elif isinstance(value, str):
             _check_text(value, path)
-        elif isinstance(value, int) and value not in _INT64:
+        elif isinstance(value, _Unkeepable) or (isinstance(value, int) and value not in _INT64):
             raise ApiError(
                 400,
-                f"The request holds at {_shown(path)} an integer beyond 64 bits "
-                f"({_shown(str(value))}). Send such numbers as strings.",
+                f"The request holds at {_shown(path)} a number no store can keep "
+                f"({_shown(str(value))}): integers must fit in 64 bits, other numbers in a "
+                "double. Send such numbers as strings.",
                 code="number_too_large",
             )
 

@@ -33,7 +33,7 @@ from ._headers import (
 from ._idempotency import IDEMPOTENCY_HEADER, IdempotencyCache, check_key, fingerprint
 from ._limits import Limits, read_run_request
 from ._schemas import EndEnvelope, ErrorEnvelope, Health, RunEnvelope, RunRequest, envelope_of
-from ._stream import STREAM_HEADERS, replayed_events, sse_events
+from ._stream import STREAM_HEADERS, idempotent_events, replayed_events, sse_events
 
 __all__ = ["router", "ServerSettings", "STATIC_DIR"]
 
@@ -265,7 +265,7 @@ def _stream_events(
         return replayed_events(first, request, flow)
     claim = settings.idempotency.begin(slot, request_print)
     events = settings.engine.stream(flow, body.message, session_id, body.config, owner=principal)
-    return sse_events(events, request, flow, settings.idempotency, slot, claim)
+    return idempotent_events(events, request, flow, claim)
 
 
 @router.post("/ai/end", response_model=EndEnvelope, responses=_ERRORS, summary="End a session")

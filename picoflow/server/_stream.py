@@ -19,10 +19,10 @@ from fastapi import Request
 from ..engine import StreamEvent, TurnResult
 from ._errors import ApiError, turn_error
 from ._headers import request_id_for
-from ._idempotency import IdempotencyCache
+from ._idempotency import Claim
 from ._schemas import StreamDone, envelope_of
 
-__all__ = ["STREAM_HEADERS", "sse_events", "sse_frame", "replayed_events"]
+__all__ = ["STREAM_HEADERS", "sse_events", "sse_frame", "idempotent_events", "replayed_events"]
 
 # No caching, and no buffering in nginx (X-Accel-Buffering), or tokens arrive all at once.
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -38,34 +38,66 @@ def sse_frame(kind: str, data: dict[str, Any]) -> str:
 
 
 async def sse_events(
-    events: AsyncIterator[StreamEvent],
-    request: Request,
-    flow_name: str,
-    idempotency: IdempotencyCache | None = None,
-    slot: tuple[str | None, str] | None = None,
-    claim: asyncio.Future[TurnResult] | None = None,
+    events: AsyncIterator[StreamEvent], request: Request, flow_name: str
 ) -> AsyncIterator[str]:
     """Encode a turn's events. Closing this generator closes the engine's stream.
 
     If the client goes away, Starlette closes this generator; the engine still finishes and
-    saves the turn (it runs in its own task), so the session is never half-written. With an
-    idempotency `claim`, the `done` result is handed to retries of the same request (H5).
+    saves the turn (it runs in its own task), so the session is never half-written.
     """
     generator = cast(AsyncGenerator[StreamEvent, None], events)
-    finished = False
+    async with aclosing(generator):
+        async for event in generator:
+            yield _frame(event, request, flow_name)
+
+
+def idempotent_events(
+    events: AsyncIterator[StreamEvent],
+    request: Request,
+    flow_name: str,
+    claim: Claim,
+) -> AsyncIterator[str]:
+    """Encode a turn whose result its retries wait for (H5).
+
+    The events are read by a task of their own, started now: the first request's result
+    reaches its retries even if this client leaves, or goes before it reads a single event.
+    """
+    queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+    task = asyncio.ensure_future(_pump(events, queue, claim))
+    _PUMPS.add(task)  # a task only weakly referenced by the loop could be collected mid-turn
+    task.add_done_callback(_PUMPS.discard)
+    return _drain(queue, request, flow_name)
+
+
+_PUMPS: set[asyncio.Future[None]] = set()
+
+
+async def _pump(
+    events: AsyncIterator[StreamEvent], queue: asyncio.Queue[StreamEvent | None], claim: Claim
+) -> None:
+    generator = cast(AsyncGenerator[StreamEvent, None], events)
     try:
         async with aclosing(generator):
             async for event in generator:
                 if event.kind == "done" and event.result is not None:
-                    if idempotency is not None and slot is not None and claim is not None:
-                        idempotency.finish(slot, claim, event.result)
-                        finished = True
-                    yield sse_frame("done", done_payload(event.result, request, flow_name))
-                else:
-                    yield sse_frame(event.kind, event.data)
+                    claim.finish(event.result)
+                queue.put_nowait(event)
     finally:
-        if not finished and idempotency is not None and slot is not None and claim is not None:
-            idempotency.abandon(slot, claim)
+        claim.abandon()  # does nothing once finished
+        queue.put_nowait(None)
+
+
+async def _drain(
+    queue: asyncio.Queue[StreamEvent | None], request: Request, flow_name: str
+) -> AsyncIterator[str]:
+    while (event := await queue.get()) is not None:
+        yield _frame(event, request, flow_name)
+
+
+def _frame(event: StreamEvent, request: Request, flow_name: str) -> str:
+    if event.kind == "done" and event.result is not None:
+        return sse_frame("done", done_payload(event.result, request, flow_name))
+    return sse_frame(event.kind, event.data)
 
 
 async def replayed_events(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -74,19 +74,12 @@ def create_app(
         ValueError: a limit is not a positive integer.
     """
     limits = Limits(max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        settle_heap()  # shorter GC pauses once everything is imported (see _heap)
-        yield
-        await engine.aclose()
-
     docs: dict[str, Any] = {} if expose_docs else _NO_DOCS
     app = FastAPI(
         title="picoflow",
         version=__version__,
         description=_DESCRIPTION,
-        lifespan=lifespan,
+        lifespan=_closing(engine),
         **docs,
     )
     app.state.picoflow = ServerSettings(engine=engine, limits=limits, authorize=authorize)
@@ -96,6 +89,18 @@ def create_app(
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _allow_cross_site(app, list(cors_origins))
     return app
+
+
+def _closing(engine: FlowEngine) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: settle the collector (see `_heap`), close the engine when it stops."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settle_heap()
+        yield
+        await engine.aclose()
+
+    return lifespan
 
 
 def _describe_run_body(app: FastAPI) -> None:

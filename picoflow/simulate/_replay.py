@@ -349,8 +349,11 @@ def _idle_finding(out: NamespaceReplay, setting: SummaryConfig) -> Finding:
 
 
 def _churn_finding(evictions: Sequence[Eviction], setting: SummaryConfig | None) -> Finding | None:
-    """Compaction at nearly every turn end: a summariser call each time, and a summary that is
-    rewritten so often that it drifts (docs/memory.md, the threshold margin)."""
+    """Compaction at nearly every turn end, or None.
+
+    It costs a summariser call each time, and a summary rewritten so often drifts
+    (docs/memory.md, the threshold margin).
+    """
     if setting is None or len(evictions) < _CHURN_MIN_SUMMARIES:
         return None
     span = evictions[-1].turn - evictions[0].turn

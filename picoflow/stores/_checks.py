@@ -11,7 +11,7 @@ import json
 from typing import TypeGuard
 
 from picoflow.errors import StoreError
-from picoflow.stores.base import ArchiveEntry, JSONDict, message_text
+from picoflow.stores.base import ArchiveEntry, JSONDict, searchable_text
 
 __all__ = [
     "check_entries",
@@ -108,7 +108,7 @@ def check_open(store: object, closed: bool) -> None:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def encode(doc: JSONDict, session_id: str) -> str:
+def encode(doc: object, session_id: str) -> str:
     """Serialise to strict JSON text, the one form every store keeps.
 
     Strict (no NaN/Infinity) because people query stored sessions with other tools, which
@@ -150,7 +150,7 @@ def decode(text: str, session_id: str = "") -> JSONDict:
 
 def search_text(message: JSONDict) -> str:
     """The lowercased text a search runs against (content plus tool-call arguments)."""
-    return message_text(message).lower()
+    return searchable_text(message).lower()
 
 
 def search_words(query: str) -> list[str]:

@@ -204,11 +204,25 @@ async def test_h3_invalid_utf8_is_400_not_an_unknown_route() -> None:
         (
             b'{"flowName": "ChatFlow", "config": {"ids": [1, 1180591620717411303424]}}',
             "number_too_large",
-            "The request holds at config.ids[1] an integer beyond 64 bits "
-            "(1180591620717411303424). Send such numbers as strings.",
+            "The request holds at config.ids[1] a number no store can keep "
+            "(1180591620717411303424): integers must fit in 64 bits, other numbers in a double. "
+            "Send such numbers as strings.",
+        ),
+        (
+            b'{"flowName": "ChatFlow", "config": {"n": ' + b"9" * 5000 + b"}}",
+            "number_too_large",
+            "The request holds at config.n a number no store can keep "
+            f"({'9' * 59}…): integers must fit in 64 bits, other numbers in a double. "
+            "Send such numbers as strings.",
+        ),
+        (
+            b'{"flowName": "ChatFlow", "config": {"price": -1e400}}',
+            "number_too_large",
+            "The request holds at config.price a number no store can keep (-1e400): integers "
+            "must fit in 64 bits, other numbers in a double. Send such numbers as strings.",
         ),
     ],
-    ids=["lone-surrogate", "surrogate-key", "int-over-64-bits"],
+    ids=["lone-surrogate", "surrogate-key", "int-over-64-bits", "5000-digits", "float-overflow"],
 )
 async def test_h3_values_no_store_can_keep_are_400_before_the_turn(
     body: bytes, code: str, message: str
@@ -221,6 +235,13 @@ async def test_h3_values_no_store_can_keep_are_400_before_the_turn(
     assert reply.json()["code"] == code
     assert reply.json()["message"] == message
     assert model.requests == []
+
+
+async def test_h1_a_utf8_byte_order_mark_is_ignored() -> None:
+    _, app = api(chat_flow())
+    async with client_for(app) as client:
+        reply = await client.post("/ai/run", content=b'\xef\xbb\xbf{"flowName": "ChatFlow"}')
+    assert reply.status_code == 200
 
 
 async def test_h1_a_surrogate_pair_and_a_64_bit_int_are_fine() -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from typing import Any
 
+import httpx
 import pytest
 from langchain_core.messages import BaseMessage
-from server_flows import api, chat_flow, client_for, last_human, sse
+from server_flows import api, chat_flow, client_for, last_human, live_server, sse
 from test_api_errors import FailingSaveStore, error_body, failure
 
 from picoflow.server import api_key_auth
@@ -181,3 +183,27 @@ async def test_h5_keys_belong_to_their_principal() -> None:
         ]
     assert replies[0].json()["session"] != replies[1].json()["session"]
     assert len(model.requests) == 2
+
+
+async def test_h5_a_stream_whose_client_left_still_answers_its_retry() -> None:
+    """The first client hangs up mid-turn; its retry gets the turn's result, run once."""
+    client_gone = threading.Event()
+
+    async def policy(messages: list[BaseMessage], tools: list[str]) -> str:
+        assert await asyncio.to_thread(client_gone.wait, 10)  # answers after the hang-up
+        return f"echo: {last_human(messages)}"
+
+    model = ScriptedChatModel(policy=policy)
+    engine, app = api(chat_flow(model), store=CountingStore())
+    headers = {"Idempotency-Key": "stream-1"}
+    with live_server(app) as live:
+        async with httpx.AsyncClient(base_url=live.url) as client:
+            async with client.stream("POST", "/ai/stream", json=HELLO, headers=headers) as first:
+                assert first.status_code == 200
+            client_gone.set()  # the first connection is closed before any event
+            retry = await client.post("/ai/stream", json=HELLO, headers=headers, timeout=10)
+    done = sse(retry.text)
+    assert [kind for kind, _ in done] == ["done"]
+    assert done[0][1]["message"] == "echo: hello"
+    assert len(model.requests) == 1
+    assert engine.store.created == [done[0][1]["session"]]

@@ -41,6 +41,24 @@
     sessionStorage.setItem(storageKey(flow), JSON.stringify(chat));
   }
 
+  // -- the API: with `authorize` set on the server, a 401 asks for an API key once -----------
+
+  const KEY_STORE = "picoflow.apiKey";
+
+  // fetch(), plus `Authorization: Bearer <key>` once the user has given a key for this tab.
+  async function api(path, options) {
+    for (let attempt = 0; ; attempt += 1) {
+      const headers = Object.assign({}, (options || {}).headers);
+      const key = sessionStorage.getItem(KEY_STORE);
+      if (key) headers.Authorization = "Bearer " + key;
+      const response = await fetch(path, Object.assign({}, options, { headers: headers }));
+      if (response.status !== 401 || attempt > 0) return response;
+      const entered = window.prompt("This server needs an API key. Enter yours:");
+      if (!entered || !entered.trim()) return response;
+      sessionStorage.setItem(KEY_STORE, entered.trim());
+    }
+  }
+
   // -- markdown subset: tables, lists, headings, paragraphs, **bold**, *italic*, `code` --------
 
   function escapeHtml(text) {
@@ -258,7 +276,7 @@
     try {
       const headers = { "Content-Type": "application/json" };
       if (chat.session) headers[SESSION_HEADER] = chat.session;
-      const response = await fetch("ai/stream", {
+      const response = await api("ai/stream", {
         method: "POST", headers: headers, body: JSON.stringify({ flowName: flow, message: text }),
       });
       if (!response.ok) {
@@ -292,7 +310,7 @@
       const headers = {};
       headers[SESSION_HEADER] = chat.session;
       try {
-        await fetch("ai/end", { method: "POST", headers: headers });
+        await api("ai/end", { method: "POST", headers: headers });
       } catch (error) {
         // Ending is a courtesy to the server; the next message starts a new session anyway.
       }
@@ -313,7 +331,12 @@
   }
 
   async function start() {
-    const response = await fetch("ai/flows");
+    const response = await api("ai/flows");
+    if (!response.ok) {
+      addNote((await response.json()).message);
+      setBusy(true);
+      return;
+    }
     const names = await response.json();
     names.forEach((name) => ui.flow.add(new Option(name, name)));
     const wanted = new URLSearchParams(window.location.search).get("flow");
