@@ -20,8 +20,8 @@ Targets:
                     It must stay far above `bare`, or the client is the limit.
 
 The client is minimal on purpose: one keep-alive connection per user, `TCP_NODELAY`, each request
-sent with one `write`, replies read by `Content-Length`. One pooled `httpx.AsyncClient` topped out
-near 500 requests/s on these machines, below what `bare` serves.
+sent with one `write`, replies read by `Content-Length` (issue 11 found one pooled
+`httpx.AsyncClient` topping out near 500 requests/s on these machines, below what `bare` serves).
 
 Columns: turns/s in the measured window; ratio to `bare` in the same round; latency p50/p99;
 the server's CPU time per request (from /proc, whatever else the host runs) and the ratio of
