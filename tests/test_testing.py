@@ -442,6 +442,21 @@ async def test_a_long_conversation_is_not_copied_again_on_every_call():
     assert [len(request.messages) for request in model.requests] == list(range(2, 61, 2))
 
 
+async def test_past_its_limit_the_copy_cache_keeps_only_the_latest_call():
+    """A long-lived model holds at most `limit` remembered copies; results stay the same."""
+    model = ScriptedChatModel(policy=lambda messages, tools: "ok")
+    model._record.snapshots = testing._Snapshots(limit=2)
+    first = [SystemMessage("You help."), HumanMessage("one")]
+    second = [HumanMessage("two"), HumanMessage("three")]
+    for sent in (first, second, first):
+        reply = await model.ainvoke(sent)
+        assert reply.usage_metadata is not None
+        assert reply.usage_metadata["input_tokens"] == count_tokens_approximately(sent)
+    assert [request.messages for request in model.requests] == [first, second, first]
+    assert len(model._record.snapshots._seen) == 2
+    assert model.requests[2].messages[0] is not model.requests[0].messages[0]  # forgotten
+
+
 @pytest.mark.parametrize("way", ["invoke", "stream", "ainvoke", "astream", "astream_events"])
 async def test_metadata_is_recorded_on_every_path(way):
     model = ScriptedChatModel(script=[tool_call("search_hotels", city="Rome")])
