@@ -261,8 +261,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def load_flow(target: str) -> type[Flow]:
     """The Flow class `module:Class` names (`module:outer.Class` reaches a nested one)."""
-    from .flow import Flow  # flow.py imports this module lazily; the cycle stays one-way
-
     module_name, _, path = target.partition(":")
     if not module_name or not path:
         raise ValueError(f"{target!r} is not MODULE:FLOW; write e.g. myapp.flows:ShopFlow.")
@@ -273,13 +271,21 @@ def load_flow(target: str) -> type[Flow]:
                           "that contains it, or put it on PYTHONPATH.") from exc  # fmt: skip
     for part in path.split("."):
         found = getattr(found, part, None)
-    if not (isinstance(found, type) and issubclass(found, Flow)):
+    if not (isinstance(found, type) and _is_flow_class(found)):
         raise ValueError(f"{target} is not a Flow subclass (found {found!r}).")
     return found
 
 
+def _is_flow_class(found: type) -> bool:
+    """Whether `found` subclasses `picoflow.flow.Flow`, told by its bases.
+
+    `Flow.graph()` imports this module, so importing flow.py here would close a cycle.
+    """
+    return any(c.__module__ == "picoflow.flow" and c.__name__ == "Flow" for c in found.__mro__)
+
+
 def _stored(session_id: str, url: str | None) -> dict[str, Any]:
-    from .session import is_session_id
+    from ._state import is_session_id
     from .stores import from_url
 
     url = url or os.environ.get("PICOFLOW_STORE")
