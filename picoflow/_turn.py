@@ -88,6 +88,8 @@ class TurnContext:
 class RunFrame:
     """One step loop: the turn itself (depth 0) or a nested run of a child step (V2).
 
+    A nested run (depth > 0) must not move the cursor or end the session.
+
     `scratch` holds what only the next request of this step sees and the session never keeps:
     a reply that was not accepted (V4 validation, V5 `stay`) and the feedback on it.
     """
@@ -96,11 +98,6 @@ class RunFrame:
     depth: int = 0
     parent: str | None = None
     scratch: list[BaseMessage] = field(default_factory=list)
-
-    @property
-    def nested(self) -> bool:
-        """Whether this is a child's run, which must not move the cursor (V2)."""
-        return self.depth > 0
 
 
 @dataclass(slots=True)
@@ -188,7 +185,7 @@ async def call_model(
     if run.scratch:
         messages = [*messages, *run.scratch]
     config = model_config(flow, step, "reply", run.parent)
-    emit = ctx.emit if not run.nested else None  # a child's text is not the turn's reply
+    emit = ctx.emit if not run.depth else None  # a nested child's text is not the turn's reply
     result = await _call_once(spec, runnable, messages, config, ctx, step, emit)
     if _is_empty(result):  # V9: an empty reply is asked for once more, with a nudge
         messages = [*messages, HumanMessage(EMPTY_REPLY_NUDGE)]  # providers refuse empty AI turns
@@ -425,7 +422,7 @@ async def apply_transition(
 
     `incoming` is what a logic step received: a `go` without a message of its own forwards it.
     """
-    if run.nested and transition.kind in ("go", "finish"):
+    if run.depth and transition.kind in ("go", "finish"):  # a nested run never moves (V2)
         raise fail_turn(FlowDefinitionError(_nested_move(source, transition, run)))
     if transition.kind == "stay":
         extend(source, exchange)
