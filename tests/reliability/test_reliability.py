@@ -298,9 +298,9 @@ async def test_p3_store_outage_fails_turns_cleanly_and_the_conversation_resumes(
     acknowledged turn in place, none twice, none torn."""
     server = LocalMongo(tmp_path)
     server.start()
+    store = MongoStore(server.uri, "outage", server_selection_timeout=2.0)
+    engine = FlowEngine(flows=[ChatFlow], store=store)
     try:
-        store = MongoStore(server.uri, "outage", server_selection_timeout=0.5)
-        engine = FlowEngine(flows=[ChatFlow], store=store)
         session_id = await new_session(engine)
         acked: list[str] = []
         attempted: list[str] = []
@@ -320,12 +320,15 @@ async def test_p3_store_outage_fails_turns_cleanly_and_the_conversation_resumes(
         for n in range(3):
             assert not await turn(f"during-{n}")
         server.start()
+        # As a client does on a 503: send again until the driver has found the server (its
+        # monitor checks every half second; each failed try must leave nothing behind).
+        assert any([await turn(f"back-{n}") for n in range(5)])
         for n in range(sizes.outage_turns):
             assert await turn(f"after-{n}")
         stored = check_session(await store.load(session_id), acked, attempted)
         assert stored == acked  # the failed turns left nothing, the order is the client's
-        await engine.aclose()
     finally:
+        await engine.aclose()
         server.stop()
 
 
