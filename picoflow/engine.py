@@ -39,6 +39,7 @@ from .session import (
 )
 from .step import now_iso
 from .stores import Store
+from .stores._limits import DocumentChecker
 from .stores.base import JSONDict
 
 __all__ = ["FlowEngine", "TurnResult", "StreamEvent"]
@@ -109,6 +110,7 @@ class FlowEngine:
         self._ttl = _as_ttl(session_ttl)
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         self._hot = HotSessions()
+        self._limits = DocumentChecker()  # H7: what no store keeps never reaches one
         self._housekeeping = Housekeeping(
             self._store,
             self._registry,
@@ -364,6 +366,7 @@ class FlowEngine:
         for kind, counters in context.usage.items():
             for key, value in counters.items():
                 totals[kind][key] = totals[kind].get(key, 0) + value
+        self._limits.check(out, out["id"])
         if fresh:
             await self._store.create(out)
         else:

@@ -1,12 +1,23 @@
 """SQLiteStore: the embedded default store, one file, no server (P6).
 
 Each session is one row of the `sessions` table, its document kept as JSON text (readable with
-SQLite's `json_extract`); evicted messages live in the `archive` table. The file uses WAL mode,
-so readers never block the writer, and several processes (or several stores) may share it: every
-write is one transaction (a save or a create is a single statement; deletes and archive
-writes are `BEGIN IMMEDIATE` blocks) and `save` is a compare-and-set on the revision, so of
-two writers holding the same revision exactly one wins (P4). Saves reuse the JSON text of
-messages saved before (`_codec`), so encoding costs what a turn added.
+SQLite's `json_extract`); evicted messages live in the `archive` table. The file uses WAL mode, and
+the store keeps one writer connection and a few reader connections, each on a thread of its own
+(`_sqlite_worker`): a write waiting for the file's write lock (another process holds it) never
+holds up a read, and readers never wait for writers. Several processes (or several stores) may
+share the file: every write is one `BEGIN IMMEDIATE` transaction, run in one trip to the writer
+thread, and `save` is a compare-and-set on the revision inside it, so of two writers holding the
+same revision exactly one wins (P4). Saves reuse the JSON text of messages saved before
+(`_codec`), so encoding costs what a turn added.
+
+Durability: `synchronous=NORMAL` by default. In WAL mode a commit then survives the process being
+killed (`kill -9`) or crashing; a power cut or an operating-system crash may lose the last turns
+(never half a turn, never the file). `synchronous="FULL"` syncs the disk on every save as well, at
+about 2 ms a save on an ordinary SSD.
+
+The file is watched: before each call the store checks that its path still names the file it
+opened (device and inode). A file deleted or replaced under a running store raises StoreError
+instead of writing turns into a file nobody will ever read again.
 """
 
 from __future__ import annotations
@@ -14,16 +25,15 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager, closing
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import aiosqlite
+from typing import Any, Literal, TypeVar
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
 from picoflow.stores import _checks
 from picoflow.stores._codec import JSONCodec
+from picoflow.stores._limits import DocumentChecker
+from picoflow.stores._sqlite_worker import Gate, ReaderPool, Worker
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["SQLiteStore"]
@@ -31,6 +41,9 @@ __all__ = ["SQLiteStore"]
 # How long a write waits for another connection's write lock before giving up. Writes hold the
 # lock for milliseconds, so reaching this means something else holds the file.
 _BUSY_TIMEOUT_SECONDS = 10.0
+_READERS = 2
+_SYNCHRONOUS = ("NORMAL", "FULL")
+_T = TypeVar("_T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -54,23 +67,45 @@ _LIKE_CLAUSE = " AND text LIKE ? ESCAPE '\\'"
 
 
 class SQLiteStore:
-    """Keeps sessions in one SQLite file through aiosqlite; `":memory:"` keeps them in RAM.
+    """Keeps sessions in one SQLite file; `":memory:"` keeps them in RAM.
 
     The constructor only records the path: the engine may be built outside an event loop, so
-    the parent directory and the connection are created on first use. Calls on one store share
-    one connection and run one at a time, which keeps each call's transaction its own.
+    the parent directory, the tables and the connections are created on first use.
 
     Args:
         path: The database file. A missing parent directory is created.
+        synchronous: "NORMAL" (default: a commit survives the process dying, see the module
+            docstring) or "FULL" (a commit also survives a power cut; each save syncs the disk).
+
+    Raises:
+        ValueError: `synchronous` is neither "NORMAL" nor "FULL".
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+    ) -> None:
         """Record the path; nothing touches the file system until the first call."""
+        if synchronous not in _SYNCHRONOUS:
+            raise ValueError(
+                f"SQLiteStore synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}."
+            )
         self._path = os.fspath(path)
-        self._connection: aiosqlite.Connection | None = None
-        self._lock = asyncio.Lock()
+        self._synchronous = synchronous
+        self._identity: tuple[int, int] | None = None  # (device, inode) of the file opened
+        self._open_lock = asyncio.Lock()
         self._closed = False
         self._codec = JSONCodec()
+        self._limits = DocumentChecker()
+        self._writer = Worker(self._connect, "picoflow-sqlite-writer")
+        # ":memory:" is one database per connection: reads must use the writer's.
+        self._readers: ReaderPool | Worker = (
+            self._writer
+            if self._path == ":memory:"
+            else ReaderPool(self._connect, _READERS, "picoflow-sqlite")
+        )
 
     def __repr__(self) -> str:
         """Show the file path, the first thing to check when a store fails."""
@@ -81,45 +116,56 @@ class SQLiteStore:
 
         Raises:
             ValueError: `doc["id"]` is not a non-empty string or `doc["revision"]` is not 0.
+            TypeError: the document is not plain JSON.
+            DocumentLimitError: the document breaks a limit every store keeps (H7).
             SessionConflictError: a session with this id already exists.
             StoreError: the database could not be opened or written.
         """
         session_id = _checks.check_new_doc(doc)
+        self._limits.check(doc, session_id)
         text = self._codec.text(doc, session_id)
         insert = (
             "INSERT OR IGNORE INTO sessions (id, revision, doc, expires_at) VALUES (?, 0, ?, ?)"
         )
         params = (session_id, text, _expires_at(doc))
-        async with self._connected(f"create session '{session_id}'") as connection:
-            actual = await _write(connection, insert, params, session_id)
+        actual = await self._write(
+            f"create session '{session_id}'",
+            lambda db, gate: _write_row(db, gate, insert, params, session_id),
+        )
         if actual is not None:  # the id is taken
             message = _checks.conflict_on_create_message(session_id, actual)
             raise SessionConflictError(session_id, 0, actual, message)
 
     async def load(self, session_id: str) -> JSONDict | None:
         """Return a fresh copy of the stored document, or None if there is none."""
-        async with self._connected(f"load session '{session_id}'") as connection:
-            async with connection.execute(
+        rows = await self._read(
+            f"load session '{session_id}'",
+            lambda db: db.execute(
                 "SELECT doc FROM sessions WHERE id = ?", (session_id,)
-            ) as cursor:
-                row = await cursor.fetchone()
-        return None if row is None else _checks.decode(row[0])
+            ).fetchall(),
+        )
+        return _checks.decode(rows[0][0]) if rows else None
 
     async def revision(self, session_id: str) -> int | None:
         """The stored revision, or None, without reading the document."""
-        async with self._connected(f"read the revision of session '{session_id}'") as connection:
-            return await _revision_of(connection, session_id)
+        return await self._read(
+            f"read the revision of session '{session_id}'",
+            lambda db: _revision_of(db, session_id),
+        )
 
     async def save(self, doc: JSONDict, expected_revision: int) -> int:
         """Replace the session if its revision is still `expected_revision`; return the new one.
 
         Raises:
             ValueError: `doc["id"]` is not a string or `expected_revision` is not an int >= 0.
+            TypeError: the document is not plain JSON.
+            DocumentLimitError: the document breaks a limit every store keeps (H7).
             SessionNotFoundError: no session has this id.
             SessionConflictError: another writer saved first; nothing was written.
             StoreError: the database could not be opened or written.
         """
         session_id = _checks.check_saved_doc(doc, expected_revision)
+        self._limits.check(doc, session_id)
         revision = expected_revision + 1
         text = self._codec.text({**doc, "revision": revision}, session_id)
         update = (
@@ -127,9 +173,11 @@ class SQLiteStore:
             "WHERE id = ? AND revision = ?"
         )
         params = (revision, text, _expires_at(doc), session_id, expected_revision)
-        async with self._connected(f"save session '{session_id}'") as connection:
-            # P2/P4: the WHERE clause is the compare-and-set (see `_write`).
-            actual = await _write(connection, update, params, session_id)
+        # P2/P4: the WHERE clause is the compare-and-set, judged holding the write lock.
+        actual = await self._write(
+            f"save session '{session_id}'",
+            lambda db, gate: _write_row(db, gate, update, params, session_id),
+        )
         if actual is None:
             return revision
         if actual == _MISSING:
@@ -139,12 +187,15 @@ class SQLiteStore:
     async def delete(self, session_id: str) -> bool:
         """Remove the session and its whole archive; True if a session document existed."""
         self._codec.forget(session_id)
-        async with self._transaction(f"delete session '{session_id}'") as connection:
-            deleted = await _rowcount(
-                connection, "DELETE FROM sessions WHERE id = ?", (session_id,)
-            )
-            await _rowcount(connection, "DELETE FROM archive WHERE session_id = ?", (session_id,))
-        return deleted > 0
+        self._limits.forget(session_id)
+
+        def delete(db: sqlite3.Connection, gate: Gate) -> bool:
+            with _immediate(db, gate):
+                deleted = db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+                db.execute("DELETE FROM archive WHERE session_id = ?", (session_id,))
+                return deleted.rowcount > 0
+
+        return await self._write(f"delete session '{session_id}'", delete)
 
     async def archive(self, session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
         """Keep evicted messages by position; a position already archived keeps its first entry.
@@ -163,13 +214,16 @@ class SQLiteStore:
             )
             for entry in entries
         ]
-        action = f"archive messages of session '{session_id}'"
-        async with self._transaction(action) as connection:
-            await connection.executemany(
-                "INSERT OR IGNORE INTO archive (session_id, namespace, position, message, text) "
-                "VALUES (?, ?, ?, ?, ?)",
-                rows,
-            )
+
+        def archive(db: sqlite3.Connection, gate: Gate) -> None:
+            with _immediate(db, gate):
+                db.executemany(
+                    "INSERT OR IGNORE INTO archive "
+                    "(session_id, namespace, position, message, text) VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+
+        await self._write(f"archive messages of session '{session_id}'", archive)
 
     async def search_archive(
         self,
@@ -194,34 +248,51 @@ class SQLiteStore:
         )
         params: list[Any] = [session_id, namespace, *map(_like_pattern, words)]
         params += [page_size, (page - 1) * page_size]
-        action = f"search the archive of session '{session_id}'"
-        async with self._connected(action) as connection:
-            rows = await connection.execute_fetchall(sql, params)
+        rows = await self._read(
+            f"search the archive of session '{session_id}'",
+            lambda db: db.execute(sql, params).fetchall(),
+        )
         return [{"position": row[0], "message": _checks.decode(row[1])} for row in rows]
 
     async def aclose(self) -> None:
-        """Close the connection; the store refuses further calls with StoreError."""
-        async with self._lock:
-            self._closed = True
-            self._codec.clear()
-            connection, self._connection = self._connection, None
-            if connection is not None:
-                await connection.close()
+        """Close the connections; the store refuses further calls with StoreError."""
+        self._closed = True
+        self._codec.clear()
+        self._limits.clear()
+        await self._writer.stop()
+        await self._readers.stop()
 
-    @asynccontextmanager
-    async def _connected(self, action: str) -> AsyncIterator[aiosqlite.Connection]:
-        """Hold the store's connection for one call, opening it on first use.
+    async def _read(self, action: str, job: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run a read on a reader connection (one trip); sqlite3 errors become StoreError."""
+        await self._opened()
+        return await self._readers.run(self._guarded(action, job), self._file_check(action))
 
-        The lock keeps calls from interleaving statements on the shared connection (one call's
-        transaction must not swallow another's). sqlite3 errors become StoreError here, at the
-        store boundary, and nowhere else.
+    async def _write(self, action: str, job: Callable[[sqlite3.Connection, Gate], _T]) -> _T:
+        """Run a write transaction on the writer connection, in one trip.
+
+        If the caller is cancelled meanwhile, the job is told (it rolls back instead of
+        committing) and a wait for the write lock is cut short.
         """
-        async with self._lock:
-            _checks.check_open(self, self._closed)
-            if self._connection is None:
-                self._connection = await self._open()
+        await self._opened()
+        gate = Gate()
+        try:
+            return await self._writer.run(
+                self._guarded(action, lambda db: job(db, gate)), self._file_check(action)
+            )
+        except asyncio.CancelledError:
+            gate.cancelled = True
+            self._writer.interrupt()
+            raise
+
+    def _guarded(
+        self, action: str, job: Callable[[sqlite3.Connection], _T]
+    ) -> Callable[[sqlite3.Connection], _T]:
+        """`job` with sqlite3 errors as StoreError: here, at the store boundary, and nowhere
+        else."""
+
+        def guarded(db: sqlite3.Connection) -> _T:
             try:
-                yield self._connection
+                return job(db)
             except sqlite3.Error as exc:
                 raise StoreError(
                     f"SQLiteStore could not {action} in SQLite file '{self._path}': {exc}. "
@@ -229,32 +300,59 @@ class SQLiteStore:
                     "locked, and that its tables were not changed by hand."
                 ) from exc
 
-    @asynccontextmanager
-    async def _transaction(self, action: str) -> AsyncIterator[aiosqlite.Connection]:
-        """Run a write of several statements as one transaction (see `_immediate`)."""
-        async with self._connected(action) as connection, _immediate(connection):
-            yield connection
+        return guarded
 
-    async def _open(self) -> aiosqlite.Connection:
-        """Create the parent directory and the tables, switch to WAL, then connect."""
+    def _file_check(self, action: str) -> Callable[[], None]:
+        """What a job runs first, before even a connection is opened (on its thread): refuse
+        to go on if the file was deleted or replaced since the store opened it. A connection
+        opened on a replacement would share the old file's WAL and corrupt both."""
+        if self._identity is None:
+            return _no_check  # ":memory:"
+        return lambda: self._check_file(action)
+
+    def _check_file(self, action: str) -> None:
         try:
-            if self._path != ":memory:":
-                # With plain sqlite3 first: a failed aiosqlite.connect leaves its worker thread
-                # to report to an event loop that may be gone, so only a file that is known to
-                # open is handed to aiosqlite.
-                await asyncio.to_thread(_prepare_file, self._path)
-            # isolation_level=None: no implicit transactions; writes open theirs explicitly.
-            connection = await aiosqlite.connect(
-                self._path, isolation_level=None, timeout=_BUSY_TIMEOUT_SECONDS
+            stat = os.stat(self._path)
+            found: tuple[int, int] | None = (stat.st_dev, stat.st_ino)
+        except FileNotFoundError:
+            found = None
+        if found != self._identity:
+            what = "deleted" if found is None else "replaced by another file"
+            raise StoreError(
+                f"SQLiteStore could not {action}: its SQLite file '{self._path}' was {what} "
+                "while the store had it open, so nothing was read or written. Restore the "
+                "file, or restart the application so that it opens the file now at that path."
             )
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(self._open_failure(exc)) from exc
+
+    async def _opened(self) -> None:
+        """Create the parent directory and the tables, switch to WAL, once (first call)."""
+        _checks.check_open(self, self._closed)
+        if self._identity is not None or self._path == ":memory:":
+            return
+        async with self._open_lock:
+            if self._identity is None:
+                try:
+                    self._identity = await asyncio.to_thread(_prepare_file, self._path)
+                except (OSError, sqlite3.Error) as exc:
+                    raise StoreError(self._open_failure(exc)) from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        """Open one connection (on its worker's thread); ":memory:" gets its tables here."""
         try:
-            await connection.executescript(_SCHEMA)  # again, for ":memory:"
+            # isolation_level=None: no implicit transactions; writes open theirs explicitly.
+            # check_same_thread=False: `interrupt()` comes from the event loop's thread.
+            db = sqlite3.connect(
+                self._path,
+                isolation_level=None,
+                timeout=_BUSY_TIMEOUT_SECONDS,
+                check_same_thread=False,
+            )
+            db.execute(f"PRAGMA synchronous={self._synchronous}")
+            if self._path == ":memory:":
+                db.executescript(_SCHEMA)
         except sqlite3.Error as exc:
-            await connection.close()
             raise StoreError(self._open_failure(exc)) from exc
-        return connection
+        return db
 
     def _open_failure(self, exc: Exception) -> str:
         return (
@@ -263,77 +361,65 @@ class SQLiteStore:
         )
 
 
-def _prepare_file(path: str) -> None:
+def _no_check() -> None:
+    pass
+
+
+def _prepare_file(path: str) -> tuple[int, int]:
+    """Create the file's directory and tables, switch it to WAL; return (device, inode)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with closing(sqlite3.connect(path, timeout=_BUSY_TIMEOUT_SECONDS)) as db:
+    db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_SECONDS)
+    try:
         db.execute("PRAGMA journal_mode=WAL")  # persists in the file for every later connection
         db.executescript(_SCHEMA)
+    finally:
+        db.close()
+    stat = os.stat(path)
+    return stat.st_dev, stat.st_ino
 
 
-@asynccontextmanager
-async def _immediate(connection: aiosqlite.Connection) -> AsyncIterator[None]:
-    """One transaction that takes the file's write lock up front.
+class _immediate:  # noqa: N801 - used as a statement: `with _immediate(db, gate):`
+    """One transaction that takes the file's write lock up front, and commits unless the
+    caller was cancelled meanwhile (then, or on any error, it rolls back).
 
     IMMEDIATE (not the default DEFERRED) so two connections never both read, then both try to
     upgrade to a write: the second waits for the lock and then sees the first's commit.
     """
-    try:
-        await connection.execute("BEGIN IMMEDIATE")
-        yield
-    except BaseException:
-        # Also when the caller was cancelled while BEGIN waited for the lock: aiosqlite's thread
-        # still runs a queued BEGIN, so the ROLLBACK is queued behind it unconditionally (and
-        # shielded from a second cancellation) instead of trusting `in_transaction` now.
-        await asyncio.shield(_rollback(connection))
-        raise
-    await connection.execute("COMMIT")
+
+    def __init__(self, db: sqlite3.Connection, gate: Gate) -> None:
+        self._db = db
+        self._gate = gate
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        try:
+            if kind is None and not self._gate.cancelled:
+                self._db.execute("COMMIT")
+        finally:
+            if self._db.in_transaction:  # an error, a cancelled caller, or a failed COMMIT
+                self._db.execute("ROLLBACK")
 
 
-async def _rollback(connection: aiosqlite.Connection) -> None:
-    try:
-        await connection.execute("ROLLBACK")
-    except sqlite3.OperationalError as exc:
-        if "no transaction is active" not in str(exc):  # BEGIN itself failed: nothing to undo
-            raise
+_MISSING = -1  # what `_write_row` reports for a session that is not stored
 
 
-_MISSING = -1  # what `_write` reports for a session that is not stored
-
-
-async def _write(
-    connection: aiosqlite.Connection, sql: str, params: Iterable[Any], session_id: str
+def _write_row(
+    db: sqlite3.Connection, gate: Gate, sql: str, params: tuple[Any, ...], session_id: str
 ) -> int | None:
-    """Run a one-row write; None if it matched, else the stored revision (`_MISSING`: none).
-
-    One statement is one implicit transaction, which takes the write lock before it reads the
-    row: the fast path, a single trip to aiosqlite's thread. A write that matches nothing is
-    tried once more holding the lock, so that what is reported is what is stored then, even if
-    another process created or deleted the session in between.
-    """
-    if await _rowcount(connection, sql, params):
-        return None
-    async with _immediate(connection):
-        if await _rowcount(connection, sql, params):
+    """Run a one-row write holding the lock; None if it matched, else the stored revision
+    (`_MISSING`: none), read under the same lock, so it is what is stored."""
+    with _immediate(db, gate):
+        if db.execute(sql, params).rowcount:
             return None
-        actual = await _revision_of(connection, session_id)
+        actual = _revision_of(db, session_id)
         return _MISSING if actual is None else actual
 
 
-async def _rowcount(connection: aiosqlite.Connection, sql: str, params: Iterable[Any]) -> int:
-    # The cursor is not closed: closing is one more trip to aiosqlite's thread, and a cursor of
-    # a write holds no rows; sqlite3 closes it when it is collected.
-    cursor = await connection.execute(sql, params)
-    return cursor.rowcount
-
-
-async def _revision_of(connection: aiosqlite.Connection, session_id: str) -> int | None:
-    # execute_fetchall is one trip to aiosqlite's thread; execute, fetchone, close are three.
-    rows = list(
-        await connection.execute_fetchall(
-            "SELECT revision FROM sessions WHERE id = ?", (session_id,)
-        )
-    )
-    return int(rows[0][0]) if rows else None
+def _revision_of(db: sqlite3.Connection, session_id: str) -> int | None:
+    row = db.execute("SELECT revision FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return int(row[0]) if row else None
 
 
 def _expires_at(doc: JSONDict) -> str | None:

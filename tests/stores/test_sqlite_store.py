@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, closing
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,6 @@ import pytest
 from langchain_core.messages import HumanMessage, message_to_dict
 from two_writers import check_two_processes_never_lose_an_update
 
-import picoflow.stores.sqlite as sqlite_module
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
 from picoflow.stores import SQLiteStore
 
@@ -38,12 +38,16 @@ def human(position: int, text: str) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def opened(path: str | Path) -> AsyncIterator[SQLiteStore]:
-    store = SQLiteStore(path)
+async def opened_with(path: str | Path, **options: Any) -> AsyncIterator[SQLiteStore]:
+    store = SQLiteStore(path, **options)
     try:
         yield store
     finally:
         await store.aclose()
+
+
+def opened(path: str | Path) -> Any:
+    return opened_with(path)
 
 
 def open_failure(path: Path, reason: str) -> str:
@@ -213,86 +217,176 @@ async def test_p4_two_processes_on_one_sqlite_session_never_lose_an_update(
         await check_two_processes_never_lose_an_update(store, f"sqlite:///{path}", "-")
 
 
-def interfering(monkeypatch: pytest.MonkeyPatch, action: Callable[[], Awaitable[Any]]) -> None:
-    """Run `action` (another process, say) between a write's fast path and its locked retry.
-
-    Only the first locked block waits for it: the action's own writes take that path too.
-    """
-    real = sqlite_module._immediate
-    pending = [action]
-
-    @asynccontextmanager
-    async def after_action(connection: Any) -> AsyncIterator[None]:
-        if pending:
-            await pending.pop()()
-        async with real(connection):
-            yield
-
-    monkeypatch.setattr(sqlite_module, "_immediate", after_action)
+@contextmanager
+def write_lock_held(path: Path) -> Iterator[sqlite3.Connection]:
+    """Another connection (another process, say) holds the file's write lock meanwhile."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as other:
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            yield other
+        finally:
+            if other.in_transaction:
+                other.execute("ROLLBACK")
 
 
-async def test_p4_sqlite_a_missed_save_is_judged_again_under_the_write_lock(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def still_waiting(task: asyncio.Future[Any]) -> bool:
+    """True if `task` is not done after a moment: it waits for something (not a sync point)."""
+    done, _ = await asyncio.wait({task}, timeout=0.2)
+    return not done
+
+
+async def test_p4_sqlite_a_save_is_judged_under_the_write_lock_after_the_other_writer(
+    tmp_path: Path,
 ) -> None:
-    """P4: a save whose row was missing, then re-created at the expected revision before the
-    locked retry, succeeds; it is never reported as a conflict with equal revisions."""
+    """P4: a save that waits for another connection's lock compares against what that
+    connection committed, never against what was stored before it waited."""
     path = tmp_path / "sessions.db"
     async with opened(path) as a, opened(path) as b:
         await a.create(doc())
-        await a.delete("s-1")
-        interfering(monkeypatch, lambda: b.create(doc()))
+        with write_lock_held(path) as other:
+            other.execute("UPDATE sessions SET revision = 1 WHERE id = 's-1'")
+            stale = asyncio.ensure_future(a.save(doc(writer="a"), 0))
+            assert await still_waiting(stale)
+            other.execute("COMMIT")
 
-        assert await a.save(doc(writer="a"), 0) == 1
-        assert await b.load("s-1") == doc(writer="a", revision=1)
+        with pytest.raises(SessionConflictError) as caught:
+            await stale
+        assert (caught.value.expected_revision, caught.value.actual_revision) == (0, 1)
+        assert await b.load("s-1") == doc()
 
 
 async def test_p4_sqlite_a_conflicting_save_names_what_is_stored_under_the_lock(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    """P4: a stale save whose session is deleted before the locked check is not found."""
+    """P4: a stale save whose session is deleted while it waits for the lock is not found."""
     path = tmp_path / "sessions.db"
-    async with opened(path) as a, opened(path) as b:
+    async with opened(path) as a:
         await a.create(doc())
         await a.save(doc(), 0)
-        interfering(monkeypatch, lambda: b.delete("s-1"))
+        with write_lock_held(path) as other:
+            other.execute("DELETE FROM sessions WHERE id = 's-1'")
+            stale = asyncio.ensure_future(a.save(doc(writer="a"), 0))
+            assert await still_waiting(stale)
+            other.execute("COMMIT")
 
         with pytest.raises(SessionNotFoundError):
-            await a.save(doc(writer="a"), 0)
+            await stale
 
 
-async def test_p2_sqlite_a_create_whose_id_is_freed_meanwhile_creates(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """P2: a create that found its id taken tries once more holding the lock; a session
-    deleted meanwhile is not reported as existing."""
+async def test_p2_sqlite_a_create_whose_id_is_freed_meanwhile_creates(tmp_path: Path) -> None:
+    """P2: a create that waits for the lock while another connection deletes the session
+    creates it; a session deleted meanwhile is not reported as existing."""
     path = tmp_path / "sessions.db"
     async with opened(path) as a, opened(path) as b:
         await a.create(doc(writer="old"))
-        interfering(monkeypatch, lambda: b.delete("s-1"))
+        with write_lock_held(path) as other:
+            other.execute("DELETE FROM sessions WHERE id = 's-1'")
+            create = asyncio.ensure_future(a.create(doc(writer="new")))
+            assert await still_waiting(create)
+            other.execute("COMMIT")
 
-        await a.create(doc(writer="new"))
+        await create
         assert await b.load("s-1") == doc(writer="new")
 
 
-async def test_p3_sqlite_a_write_cancelled_at_its_begin_leaves_no_transaction_open(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_p3_sqlite_a_write_cancelled_while_waiting_for_the_lock_writes_nothing(
+    tmp_path: Path,
 ) -> None:
-    """P3: a save cancelled while its BEGIN IMMEDIATE is queued does not leave the connection
-    inside a transaction that would swallow every later save of the store."""
+    """P3: a save cancelled while it waits for the write lock neither commits later nor leaves
+    the connection inside a transaction that would swallow every later save of the store."""
     path = tmp_path / "sessions.db"
     async with opened(path) as a, opened(path) as b:
         await a.create(doc())
         await a.save(doc(), 0)
-
-        async def cancel_the_save() -> None:
-            task = asyncio.current_task()
-            assert task is not None
-            task.cancel()  # lands on the next await: the queued BEGIN of the locked retry
-
-        interfering(monkeypatch, cancel_the_save)
-        stale = asyncio.ensure_future(a.save(doc(writer="stale"), 0))
-        with pytest.raises(asyncio.CancelledError):
-            await stale
+        with write_lock_held(path):
+            stale = asyncio.ensure_future(a.save(doc(writer="stale"), 1))
+            assert await still_waiting(stale)
+            stale.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await stale
 
         assert await a.save(doc(writer="late"), 1) == 2
         assert await b.load("s-1") == doc(writer="late", revision=2)  # committed, not pending
+
+
+async def test_p6_sqlite_a_read_never_waits_for_a_write_lock_held_elsewhere(
+    tmp_path: Path,
+) -> None:
+    """Issue 11: while another process holds the write lock and a save of one session waits
+    for it, reads of other sessions (and of that one) complete at once (WAL, reader threads)."""
+    path = tmp_path / "sessions.db"
+    async with opened(path) as store:
+        await store.create(doc("s-1"))
+        await store.create(doc("s-2", flow="Other"))
+        with write_lock_held(path):
+            waiting = asyncio.ensure_future(store.save(doc("s-1", writer="w"), 0))
+            assert await still_waiting(waiting)
+
+            reads = asyncio.gather(store.load("s-2"), store.revision("s-1"), store.load("s-1"))
+            assert await asyncio.wait_for(reads, timeout=2.0) == [
+                doc("s-2", flow="Other"),
+                0,
+                doc("s-1"),
+            ]
+            assert not waiting.done()
+        assert await waiting == 1
+
+
+async def test_p6_sqlite_a_deleted_file_raises_store_error_instead_of_writing_into_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 11: turns written into an unlinked file would be lost: the store refuses."""
+    path = tmp_path / "sessions.db"
+    async with opened(path) as store:
+        await store.create(doc())
+        for leftover in tmp_path.iterdir():
+            leftover.unlink()
+
+        with pytest.raises(StoreError) as caught:
+            await store.save(doc(writer="lost"), 0)
+        assert str(caught.value) == (
+            f"SQLiteStore could not save session 's-1': its SQLite file '{path}' was deleted "
+            "while the store had it open, so nothing was read or written. Restore the file, "
+            "or restart the application so that it opens the file now at that path."
+        )
+        with pytest.raises(StoreError, match="was deleted while the store had it open"):
+            await store.load("s-1")
+
+
+async def test_p6_sqlite_a_replaced_file_raises_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with opened(path) as store:
+        await store.create(doc())
+        async with opened(tmp_path / "backup.db") as backup:
+            await backup.create(doc(writer="backup"))
+        os.replace(tmp_path / "backup.db", path)
+
+        with pytest.raises(StoreError) as caught:
+            await store.revision("s-1")
+        assert str(caught.value) == (
+            "SQLiteStore could not read the revision of session 's-1': its SQLite file "
+            f"'{path}' was replaced by another file while the store had it open, so nothing "
+            "was read or written. Restore the file, or restart the application so that it "
+            "opens the file now at that path."
+        )
+
+
+def test_p6_sqlite_synchronous_must_be_normal_or_full(tmp_path: Path) -> None:
+    with pytest.raises(ValueError) as caught:
+        SQLiteStore(tmp_path / "s.db", synchronous="OFF")  # type: ignore[arg-type]
+    assert str(caught.value) == "SQLiteStore synchronous must be 'NORMAL' or 'FULL', got 'OFF'."
+
+
+@pytest.mark.parametrize(("synchronous", "level"), [("NORMAL", 1), ("FULL", 2)])
+async def test_p6_sqlite_synchronous_is_set_on_every_connection(
+    tmp_path: Path, synchronous: Any, level: int
+) -> None:
+    async with opened_with(tmp_path / "s.db", synchronous=synchronous) as store:
+        await store.create(doc())
+        levels = {
+            await store._read("read", lambda db: db.execute("PRAGMA synchronous").fetchone()[0]),
+            await store._write(
+                "write", lambda db, gate: db.execute("PRAGMA synchronous").fetchone()[0]
+            ),
+        }
+    assert levels == {level}
