@@ -8,7 +8,7 @@ anything is written: a refused call never leaves a partial write behind.
 from __future__ import annotations
 
 import json
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from picoflow.errors import StoreError
 from picoflow.stores._limits import check_archived_message
@@ -112,7 +112,7 @@ def check_open(store: object, closed: bool) -> None:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def encode(doc: JSONDict, session_id: str) -> str:
+def encode(doc: Any, session_id: str) -> str:
     """Serialise to strict JSON text, the one form every store keeps.
 
     Strict (no NaN/Infinity) because people query stored sessions with other tools, which

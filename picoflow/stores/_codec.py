@@ -11,7 +11,7 @@ full. `MemoryStore` keeps the parts, `SQLiteStore` the whole text; both are exac
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from picoflow.stores import _checks
 from picoflow.stores.base import REMEMBERED_SESSIONS, JSONDict, MessageEncodings
@@ -89,7 +89,7 @@ class JSONCodec:
         }
 
 
-def _splittable(memory: Any) -> bool:
+def _splittable(memory: Any) -> TypeGuard[dict[str, dict[str, Any]]]:
     """Whether `memory` has the engine's layout: namespace -> {"messages": [...], ...}."""
     return type(memory) is dict and all(
         type(namespace) is str and type(entry) is dict and isinstance(entry.get("messages"), list)

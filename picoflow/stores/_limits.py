@@ -23,7 +23,7 @@ turn added, not what the conversation holds.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 from picoflow.errors import PicoflowError
 from picoflow.stores.base import REMEMBERED_SESSIONS, JSONDict, MessageEncodings, message_text
@@ -318,7 +318,7 @@ def _list_size(sizes: list[int]) -> int:
     return 5 + 2 * count + digits + sum(sizes)
 
 
-def _splittable(memory: Any) -> bool:
+def _splittable(memory: Any) -> TypeGuard[dict[str, dict[str, Any]]]:
     return type(memory) is dict and all(
         type(namespace) is str and type(entry) is dict and isinstance(entry.get("messages"), list)
         for namespace, entry in memory.items()
