@@ -302,7 +302,7 @@ def _utf8_len(text: str) -> int:
 
 
 def _segment(key: Any) -> str:
-    if isinstance(key, str) and key.isprintable() and "." not in key and key.isascii():
+    if isinstance(key, str) and key and key.isprintable() and "." not in key and key.isascii():
         return f".{key}"
     return f"[{key!r}]"
 
