@@ -160,7 +160,7 @@ class DocumentChecker:
                 index = next(i for i, m in enumerate(messages) if m is exc.item)
                 exc.path.append(f"memory.{namespace}.messages[{index}]")
                 raise
-            size += _list_size(sizes) - 5  # the skeleton counted an empty list
+            size += _list_size(len(sizes), sum(sizes)) - 5  # the skeleton counted []
         return size
 
 
@@ -260,6 +260,10 @@ def _container_size(value: Any, level: int) -> int:
                 exc.path.append(_segment(key))
                 raise
         return total
+    if value and set(map(type, value)) == {str}:  # e.g. `sequence`, one pass in C
+        joined = "".join(value)
+        if joined.isascii():
+            return _list_size(len(value), 5 * len(value) + len(joined))
     for index, item in enumerate(value):
         try:
             total += 2 + len(str(index)) + _size(item, inner)
@@ -307,15 +311,15 @@ def _segment(key: Any) -> str:
     return f"[{key!r}]"
 
 
-def _list_size(sizes: list[int]) -> int:
-    """The BSON size of a list whose items have these payload sizes (keys "0", "1", ...)."""
-    count = len(sizes)
+def _list_size(count: int, payload: int) -> int:
+    """The BSON size of a list of `count` items whose payloads sum to `payload` bytes (each
+    item also has a type byte and its index as a key: "0", "1", ...)."""
     digits, start, width = 0, 0, 1
     while start < count:  # the digits of 0..9, then 10..99, ...
         end = min(count, 10**width)
         digits += (end - start) * width
         start, width = end, width + 1
-    return 5 + 2 * count + digits + sum(sizes)
+    return 5 + 2 * count + digits + payload
 
 
 def _splittable(memory: Any) -> TypeGuard[dict[str, dict[str, Any]]]:

@@ -42,6 +42,7 @@ __all__ = ["SQLiteStore"]
 # lock for milliseconds, so reaching this means something else holds the file.
 _BUSY_TIMEOUT_SECONDS = 10.0
 _READERS = 2
+_WOULD_WAIT = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _SYNCHRONOUS = ("NORMAL", "FULL")
 _T = TypeVar("_T")
 
@@ -95,6 +96,7 @@ class SQLiteStore:
         self._path = os.fspath(path)
         self._synchronous = synchronous
         self._identity: tuple[int, int] | None = None  # (device, inode) of the file opened
+        self._probe: sqlite3.Connection | None = None  # see `revision`
         self._open_lock = asyncio.Lock()
         self._closed = False
         self._codec = JSONCodec()
@@ -147,11 +149,25 @@ class SQLiteStore:
         return _checks.decode(rows[0][0]) if rows else None
 
     async def revision(self, session_id: str) -> int | None:
-        """The stored revision, or None, without reading the document."""
-        return await self._read(
-            f"read the revision of session '{session_id}'",
-            lambda db: _revision_of(db, session_id),
-        )
+        """The stored revision, or None, without reading the document.
+
+        The engine asks this before every turn of a session it holds in memory, so it is read
+        right here, on the event loop, by a connection of its own that never waits: one lookup
+        of a row on a cached page costs microseconds, while a trip to a thread costs a context
+        switch, on a busy machine a scheduler time slice (milliseconds). That connection has
+        no busy timeout; in the rare case where a read would have to wait (a crashed writer's
+        WAL being recovered), the read goes to a reader thread instead.
+        """
+        action = f"read the revision of session '{session_id}'"
+        await self._opened()
+        probe = self._probe_connection(action)
+        if probe is not None:
+            try:
+                return _revision_of(probe, session_id)
+            except sqlite3.OperationalError as exc:
+                if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in _WOULD_WAIT:
+                    raise self._failure(action, exc) from exc
+        return await self._read(action, lambda db: _revision_of(db, session_id))
 
     async def save(self, doc: JSONDict, expected_revision: int) -> int:
         """Replace the session if its revision is still `expected_revision`; return the new one.
@@ -261,6 +277,9 @@ class SQLiteStore:
         self._limits.clear()
         await self._writer.stop()
         await self._readers.stop()
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            probe.close()
 
     async def _read(self, action: str, job: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run a read on a reader connection (one trip); sqlite3 errors become StoreError."""
@@ -294,13 +313,31 @@ class SQLiteStore:
             try:
                 return job(db)
             except sqlite3.Error as exc:
-                raise StoreError(
-                    f"SQLiteStore could not {action} in SQLite file '{self._path}': {exc}. "
-                    "Check that the disk is not full, that no other program keeps the file "
-                    "locked, and that its tables were not changed by hand."
-                ) from exc
+                raise self._failure(action, exc) from exc
 
         return guarded
+
+    def _failure(self, action: str, exc: sqlite3.Error) -> StoreError:
+        return StoreError(
+            f"SQLiteStore could not {action} in SQLite file '{self._path}': {exc}. "
+            "Check that the disk is not full, that no other program keeps the file "
+            "locked, and that its tables were not changed by hand."
+        )
+
+    def _probe_connection(self, action: str) -> sqlite3.Connection | None:
+        """The event loop's own read connection (see `revision`); None for ":memory:"."""
+        if self._identity is None:
+            return None
+        self._check_file(action)
+        if self._probe is None:
+            try:
+                self._probe = sqlite3.connect(
+                    self._path, isolation_level=None, timeout=0, check_same_thread=False
+                )
+                self._probe.execute("PRAGMA query_only=ON")
+            except sqlite3.Error as exc:
+                raise StoreError(self._open_failure(exc)) from exc
+        return self._probe
 
     def _file_check(self, action: str) -> Callable[[], None]:
         """What a job runs first, before even a connection is opened (on its thread): refuse

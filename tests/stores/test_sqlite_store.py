@@ -390,3 +390,51 @@ async def test_p6_sqlite_synchronous_is_set_on_every_connection(
             ),
         }
     assert levels == {level}
+
+
+async def test_p4_sqlite_revision_sees_another_connections_commit_at_once(tmp_path: Path) -> None:
+    """P4: the engine trusts its cached session only if `revision` is current: it must see a
+    save another process committed a moment ago."""
+    path = tmp_path / "sessions.db"
+    async with opened(path) as store:
+        await store.create(doc())
+        assert await store.revision("s-1") == 0
+        with closing(sqlite3.connect(path)) as other:
+            other.execute("UPDATE sessions SET revision = 7 WHERE id = 's-1'")
+            other.commit()
+        assert await store.revision("s-1") == 7
+        assert await store.revision("s-2") is None
+
+
+class WouldWait:
+    """A connection whose reads get SQLITE_BUSY, as during a crashed writer's WAL recovery."""
+
+    def execute(self, *args: Any) -> Any:
+        busy = sqlite3.OperationalError("database is locked")
+        busy.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
+        raise busy
+
+
+async def test_p6_sqlite_a_revision_read_that_would_wait_goes_to_a_reader_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with opened(tmp_path / "sessions.db") as store:
+        await store.create(doc())
+        monkeypatch.setattr(store, "_probe_connection", lambda action: WouldWait())
+        assert await store.revision("s-1") == 0
+
+
+async def test_p6_sqlite_a_failed_revision_read_raises_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with opened(path) as store:
+        await store.create(doc())
+        with closing(sqlite3.connect(path)) as db:
+            db.execute("ALTER TABLE sessions RENAME COLUMN revision TO rev")
+            db.commit()
+
+        with pytest.raises(StoreError) as caught:
+            await store.revision("s-1")
+        assert str(caught.value) == (
+            "SQLiteStore could not read the revision of session 's-1' in SQLite file "
+            f"'{path}': no such column: revision. {OPERATION_HINT}"
+        )
