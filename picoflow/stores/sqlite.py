@@ -33,6 +33,7 @@ from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreErr
 from picoflow.stores import _checks
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
+from picoflow.stores._sqlite_rows import MESSAGES_SCHEMA, Plan, RowMemory, apply, fill
 from picoflow.stores._sqlite_worker import Gate, ReaderPool, Worker
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
@@ -46,7 +47,8 @@ _WOULD_WAIT = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _SYNCHRONOUS = ("NORMAL", "FULL")
 _T = TypeVar("_T")
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
     revision INTEGER NOT NULL,
@@ -62,6 +64,8 @@ CREATE TABLE IF NOT EXISTS archive (
     PRIMARY KEY (session_id, namespace, position)
 );
 """
+    + MESSAGES_SCHEMA
+)
 
 # `\` escapes `%` and `_` in the LIKE patterns built by _like_pattern.
 _LIKE_CLAUSE = " AND text LIKE ? ESCAPE '\\'"
@@ -101,6 +105,7 @@ class SQLiteStore:
         self._closed = False
         self._codec = JSONCodec()
         self._limits = DocumentChecker()
+        self._rows = RowMemory()
         self._writer = Worker(self._connect, "picoflow-sqlite-writer")
         # ":memory:" is one database per connection: reads must use the writer's.
         self._readers: ReaderPool | Worker = (
@@ -125,14 +130,14 @@ class SQLiteStore:
         """
         session_id = _checks.check_new_doc(doc)
         self._limits.check(doc, session_id)
-        text = self._codec.text(doc, session_id)
+        text, texts = self._codec.parts(doc, session_id)
+        plan = self._rows.plan(session_id, None, doc.get("memory"), texts)
         insert = (
             "INSERT OR IGNORE INTO sessions (id, revision, doc, expires_at) VALUES (?, 0, ?, ?)"
         )
         params = (session_id, text, _expires_at(doc))
-        actual = await self._write(
-            f"create session '{session_id}'",
-            lambda db, gate: _write_row(db, gate, insert, params, session_id),
+        actual = await self._write_session(
+            f"create session '{session_id}'", (insert, params), plan, doc, 0
         )
         if actual is not None:  # the id is taken
             message = _checks.conflict_on_create_message(session_id, actual)
@@ -140,13 +145,8 @@ class SQLiteStore:
 
     async def load(self, session_id: str) -> JSONDict | None:
         """Return a fresh copy of the stored document, or None if there is none."""
-        rows = await self._read(
-            f"load session '{session_id}'",
-            lambda db: db.execute(
-                "SELECT doc FROM sessions WHERE id = ?", (session_id,)
-            ).fetchall(),
-        )
-        return _checks.decode(rows[0][0]) if rows else None
+        stored = await self._read(f"load session '{session_id}'", lambda db: _load(db, session_id))
+        return None if stored is None else fill(_checks.decode(stored[0]), stored[1])
 
     async def revision(self, session_id: str) -> int | None:
         """The stored revision, or None, without reading the document.
@@ -183,16 +183,16 @@ class SQLiteStore:
         session_id = _checks.check_saved_doc(doc, expected_revision)
         self._limits.check(doc, session_id)
         revision = expected_revision + 1
-        text = self._codec.text({**doc, "revision": revision}, session_id)
+        text, texts = self._codec.parts({**doc, "revision": revision}, session_id)
+        plan = self._rows.plan(session_id, expected_revision, doc.get("memory"), texts)
         update = (
             "UPDATE sessions SET revision = ?, doc = ?, expires_at = ? "
             "WHERE id = ? AND revision = ?"
         )
         params = (revision, text, _expires_at(doc), session_id, expected_revision)
         # P2/P4: the WHERE clause is the compare-and-set, judged holding the write lock.
-        actual = await self._write(
-            f"save session '{session_id}'",
-            lambda db, gate: _write_row(db, gate, update, params, session_id),
+        actual = await self._write_session(
+            f"save session '{session_id}'", (update, params), plan, doc, revision
         )
         if actual is None:
             return revision
@@ -204,10 +204,12 @@ class SQLiteStore:
         """Remove the session and its whole archive; True if a session document existed."""
         self._codec.forget(session_id)
         self._limits.forget(session_id)
+        self._rows.forget(session_id)
 
         def delete(db: sqlite3.Connection, gate: Gate) -> bool:
             with _immediate(db, gate):
                 deleted = db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+                db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
                 db.execute("DELETE FROM archive WHERE session_id = ?", (session_id,))
                 return deleted.rowcount > 0
 
@@ -275,11 +277,37 @@ class SQLiteStore:
         self._closed = True
         self._codec.clear()
         self._limits.clear()
+        self._rows.clear()
         await self._writer.stop()
         await self._readers.stop()
         probe, self._probe = self._probe, None
         if probe is not None:
             probe.close()
+
+    async def _write_session(
+        self,
+        action: str,
+        statement: tuple[str, tuple[Any, ...]],
+        plan: Plan,
+        doc: JSONDict,
+        revision: int,
+    ) -> int | None:
+        """Write a session row and, if it matched, its message rows; remember what was written.
+
+        Returns None on success, else what `_write_row` found stored.
+        """
+        session_id, (sql, params) = doc["id"], statement
+        try:
+            actual = await self._write(
+                action, lambda db, gate: _write_row(db, gate, sql, params, session_id, plan)
+            )
+        except BaseException:
+            self._rows.forget(session_id)  # the outcome is not known: rewrite in full next time
+            raise
+        memory = doc.get("memory")
+        if actual is None and type(memory) is dict and _all_lists(memory):
+            self._rows.written(session_id, revision, memory)
+        return actual
 
     async def _read(self, action: str, job: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run a read on a reader connection (one trip); sqlite3 errors become StoreError."""
@@ -443,15 +471,45 @@ _MISSING = -1  # what `_write_row` reports for a session that is not stored
 
 
 def _write_row(
-    db: sqlite3.Connection, gate: Gate, sql: str, params: tuple[Any, ...], session_id: str
+    db: sqlite3.Connection,
+    gate: Gate,
+    sql: str,
+    params: tuple[Any, ...],
+    session_id: str,
+    plan: Plan,
 ) -> int | None:
-    """Run a one-row write holding the lock; None if it matched, else the stored revision
-    (`_MISSING`: none), read under the same lock, so it is what is stored."""
+    """Write the session row holding the lock, and its message rows if it matched; None if it
+    did, else the stored revision (`_MISSING`: none), read under the same lock."""
     with _immediate(db, gate):
         if db.execute(sql, params).rowcount:
+            apply(db, session_id, plan)
             return None
         actual = _revision_of(db, session_id)
         return _MISSING if actual is None else actual
+
+
+def _load(db: sqlite3.Connection, session_id: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """The session row's text and its message rows, read in one snapshot (a read transaction:
+    WAL readers see one commit, whatever writers do meanwhile)."""
+    db.execute("BEGIN")
+    try:
+        row = db.execute("SELECT doc FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            return None
+        messages = db.execute(
+            "SELECT namespace, message FROM messages WHERE session_id = ? "
+            "ORDER BY namespace, position",
+            (session_id,),
+        ).fetchall()
+        return row[0], messages
+    finally:
+        db.execute("ROLLBACK")
+
+
+def _all_lists(memory: dict[Any, Any]) -> bool:
+    return all(
+        type(entry) is dict and isinstance(entry.get("messages"), list) for entry in memory.values()
+    )
 
 
 def _revision_of(db: sqlite3.Connection, session_id: str) -> int | None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import random
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, closing, contextmanager
@@ -16,6 +18,7 @@ from two_writers import check_two_processes_never_lose_an_update
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
 from picoflow.stores import SQLiteStore
+from picoflow.stores.base import SavedMessages
 
 OPERATION_HINT = (
     "Check that the disk is not full, that no other program keeps the file locked, and that "
@@ -438,3 +441,117 @@ async def test_p6_sqlite_a_failed_revision_read_raises_store_error(tmp_path: Pat
             "SQLiteStore could not read the revision of session 's-1' in SQLite file "
             f"'{path}': no such column: revision. {OPERATION_HINT}"
         )
+
+
+# --- message rows: a save writes what the turn added ------------------------------------
+
+
+def message(text: str) -> dict[str, Any]:
+    return message_to_dict(HumanMessage(text))
+
+
+def session(memory: dict[str, list[dict[str, Any]]], **fields: Any) -> dict[str, Any]:
+    spaces = {ns: {"messages": SavedMessages(m), "summary": None} for ns, m in memory.items()}
+    return doc(memory=spaces, **fields)
+
+
+def stored_rows(path: Path) -> list[tuple[str, int, str]]:
+    with closing(sqlite3.connect(path)) as db:
+        rows = db.execute(
+            "SELECT namespace, position, json_extract(message, '$.data.content') FROM messages "
+            "ORDER BY namespace, position"
+        ).fetchall()
+    return [tuple(row) for row in rows]
+
+
+async def test_p6_sqlite_a_save_writes_only_the_messages_a_turn_added(tmp_path: Path) -> None:
+    """Issue 11: the cost of a save does not grow with the conversation: rows written before
+    are left alone (an edit made to one behind the store's back survives the next save)."""
+    path = tmp_path / "sessions.db"
+    history = [message("system"), message("hi")]
+    async with opened(path) as store:
+        await store.create(session({"explore": history}))
+        with closing(sqlite3.connect(path)) as db:
+            db.execute(
+                "UPDATE messages SET message = json_set(message, '$.data.content', 'untouched') "
+                "WHERE position = 1"
+            )
+            db.commit()
+        history = [*history, message("Lisbon")]
+        assert await store.save(session({"explore": history}), 0) == 1
+
+    assert stored_rows(path) == [
+        ("explore", 0, "system"),
+        ("explore", 1, "untouched"),
+        ("explore", 2, "Lisbon"),
+    ]
+    with closing(sqlite3.connect(path)) as db:
+        skeleton = db.execute("SELECT json_extract(doc, '$.memory.explore.messages') FROM sessions")
+        assert skeleton.fetchall() == [("[]",)]
+
+
+async def test_p2_sqlite_message_rows_always_load_as_saved(tmp_path: Path) -> None:
+    """P2: whatever happens to a history between saves (appends, a new system prompt, a
+    compaction that drops and shifts messages, a namespace gone, a plain list, another
+    process saving), a fresh store loads exactly the document that was saved."""
+    rng = random.Random(7)
+    path = tmp_path / "sessions.db"
+    spaces: dict[str, list[dict[str, Any]]] = {"a": [message("sys a")], "b": [message("sys b")]}
+    async with opened(path) as store, opened(path) as other:
+        await store.create(session(spaces))
+        revision = 0
+        for step in range(120):
+            action = rng.choice(["append", "append", "prompt", "compact", "drop", "plain", "other"])
+            name = rng.choice(sorted(spaces) or ["a"])
+            history = list(spaces.get(name, [message(f"sys {name}")]))
+            if action == "append":
+                history += [message(f"{name} {step} {i}") for i in range(rng.randint(1, 4))]
+            elif action == "prompt":
+                history[0] = message(f"new prompt {step}")
+            elif action == "compact" and len(history) > 3:
+                history = [history[0], message(f"summary {step}"), *history[-2:]]
+            if action == "drop" and len(spaces) > 1:
+                spaces.pop(name)
+            else:
+                spaces[name] = history
+            current = session(spaces, step=step)
+            if action == "plain":
+                current["memory"][name]["messages"] = list(history)
+            writer = other if action == "other" else store
+            revision = await writer.save(current, revision)
+
+            async with opened(path) as fresh:
+                assert await fresh.load("s-1") == session(spaces, step=step, revision=revision)
+
+
+async def test_p6_sqlite_a_document_from_before_message_rows_loads_and_moves_to_rows(
+    tmp_path: Path,
+) -> None:
+    """Files written before the `messages` table keep whole documents in the session row;
+    they load as they are, and their next save moves the messages to rows."""
+    path = tmp_path / "sessions.db"
+    old = doc(memory={"explore": {"messages": [message("sys"), message("hi")], "summary": None}})
+    with closing(sqlite3.connect(path)) as db:
+        db.execute(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY, revision INTEGER NOT NULL, "
+            "doc TEXT NOT NULL, expires_at TEXT)"
+        )
+        db.execute("INSERT INTO sessions VALUES ('s-1', 0, ?, NULL)", (json.dumps(old),))
+        db.commit()
+
+    async with opened(path) as store:
+        loaded = await store.load("s-1")
+        assert loaded == old
+        loaded["memory"]["explore"]["messages"].append(message("more"))
+        assert await store.save(loaded, 0) == 1
+        assert await store.load("s-1") == {**loaded, "revision": 1}
+    assert [row[2] for row in stored_rows(path)] == ["sys", "hi", "more"]
+
+
+async def test_p2_sqlite_delete_removes_the_message_rows(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with opened(path) as store:
+        await store.create(session({"explore": [message("sys")]}))
+        await store.create(session({"explore": [message("other")]}, id="s-2"))
+        assert await store.delete("s-1")
+    assert stored_rows(path) == [("explore", 0, "other")]
