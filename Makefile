@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test serve bench clean
+.PHONY: demo lint test serve bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,11 +18,16 @@ demo: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/python -m demo --serve $(ARGS)
 
-test: $(STAMP)
+# Lint and strict typing run first, so `make test` (and CI, which runs it) fails on them too.
+lint: $(STAMP)
+	$(BIN)/python -m ruff check picoflow tests demo bench
+	$(BIN)/python -m mypy
+
+test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/turn_overhead.py
 
 clean:
-	rm -rf $(VENV) .picoflow .pytest_cache
+	rm -rf $(VENV) .picoflow .pytest_cache .mypy_cache .ruff_cache

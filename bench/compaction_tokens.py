@@ -10,9 +10,13 @@ Two summarisers are measured. `latest` keeps the newest value of each fact, whic
 the summary prompt asks for (M6) and what a good model does on a conversation that keeps
 revising the same few facts; its summary stays bounded. `growing` adds one line per evicted user
 message and never drops one: a stress case that shows what an ever-growing summary costs.
+Both run with `max_summary_tokens=SUMMARY_BUDGET`. Asked to condense, `latest` keeps the newest
+value of each stop; `growing` hands the summary back unchanged (the worst a model can do), so
+its summary is bounded only by picoflow cutting it to fit.
 
 Budgets (issue 3), checked on the `latest` run:
-- the largest prompt at turns 181-200 is at most 1.5x the largest at turns 11-20;
+- the largest prompt at turns 181-200 is at most 1.5x the largest at turns 11-20, with either
+  summariser (issue 11: the growing one too, through the summary budget);
 - total prompt tokens are at most 30% of the uncompacted run;
 - the live session document is at most 64 KB at turn 200.
 
@@ -39,6 +43,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from picoflow import Flow, FlowEngine, Step, SummaryConfig, tool
+from picoflow.memory import CONDENSE_PROMPT
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call
 
@@ -46,6 +51,7 @@ TURNS = 200
 NAMESPACE = "trip"
 CITIES = ["Lyon", "Porto", "Ghent", "Turin", "Krakow", "Bilbao", "Leipzig"]
 SUMMARY_PROMPT = SummaryConfig().prompt
+SUMMARY_BUDGET = 200  # tokens; the `latest` summary of seven stops takes about 120
 _USER = re.compile(r"^User: Turn (\d+): for stop (\d+), budget (\d+) EUR, stay in (\w+)")
 
 
@@ -117,7 +123,20 @@ def growing_summary(messages: list[BaseMessage]) -> str:
     return "\n".join(lines)
 
 
+def latest_condensed(text: str) -> str:
+    """Condense as `latest` summarises: one line per stop, its newest value."""
+    facts = dict(line.split(": ", 1) for line in text.splitlines() if line.startswith("Stop "))
+    return "\n".join(f"{key}: {facts[key]}" for key in sorted(facts)) or text
+
+
+def unchanged(text: str) -> str:
+    """A condenser that does nothing: the worst case, left to picoflow's cut."""
+    return text
+
+
 SUMMARISERS = {"latest": latest_summary, "growing": growing_summary}
+CONDENSERS = {"latest": latest_condensed, "growing": unchanged}
+CONDENSE_START = CONDENSE_PROMPT.split("{budget}")[0]
 
 
 @dataclass
@@ -139,8 +158,12 @@ def make_engine(
     summariser: str | None, *, background: bool = False, latency: float = 0.0
 ) -> tuple[FlowEngine, ScriptedChatModel]:
     summarise = SUMMARISERS[summariser] if summariser else None
+    condense = CONDENSERS[summariser] if summariser else None
 
     async def policy(messages: list[BaseMessage], tools: list[str]) -> Any:
+        if messages[0].text.startswith(CONDENSE_START):
+            assert condense is not None
+            return condense(str(messages[1].text).removeprefix("Summary to shorten:\n"))
         if messages[0].text == SUMMARY_PROMPT:
             assert summarise is not None
             if latency:
@@ -155,7 +178,9 @@ def make_engine(
             super().__init__()
             if summarise is not None:
                 memory = self.get_memory().set_summary_model(model)
-                memory.set_summary_config(16, 8, background=background).enable_summary(NAMESPACE)
+                memory.set_summary_config(
+                    16, 8, background=background, max_summary_tokens=SUMMARY_BUDGET
+                ).enable_summary(NAMESPACE)
 
         def config_model(self) -> Any:
             return model

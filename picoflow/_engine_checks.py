@@ -19,7 +19,7 @@ from .tools import collect_tools
 
 __all__ = ["check_flow", "turn_input_problem"]
 
-logger = logging.getLogger("picoflow.engine")
+logger = logging.getLogger(__name__)
 
 
 def check_flow(flow_class: Any, registry: ProviderRegistry, known: dict[str, type[Flow]]) -> None:

@@ -41,9 +41,12 @@ class HotSessions:
         revision_of = getattr(store, "revision", None)
         if entry is not None and revision_of is not None:
             if await revision_of(session_id) == entry.doc["revision"]:
+                # Other sessions' saves may have pushed the entry out during that read; it is
+                # still current (this session's turns are serialised), so it goes back in.
+                self._entries[session_id] = entry
                 self._entries.move_to_end(session_id)
                 return entry.doc, entry.spaces
-            del self._entries[session_id]
+            self._entries.pop(session_id, None)
         return await store.load(session_id), None
 
     def keep(self, doc: JSONDict, spaces: dict[str, Namespace]) -> None:

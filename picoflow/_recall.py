@@ -41,7 +41,8 @@ class _Recall:
         Use it when the user refers to something said before that you cannot see. Returns
         matching messages, newest first, ten per page.
         """
-        ...  # a declaration only: recall_tools() binds the handler that runs
+        # A declaration only: recall_tools() binds the handler that runs.
+        raise NotImplementedError("recall_tools() binds conversation_search to a store")
 
 
 _SPEC: ToolSpec = collect_tools(_Recall)[0]

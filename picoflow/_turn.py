@@ -18,13 +18,17 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    InvalidToolCall,
     SystemMessage,
+    ToolCall,
     ToolMessage,
     message_chunk_to_message,
 )
-from langchain_core.runnables import RunnableBinding, ensure_config
+from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
 
+from ._invoke import invoke
+from ._tracing import run_metadata
 from .errors import ToolLoopError
 from .flow import Flow
 from .memory import count_call, request_messages
@@ -41,7 +45,7 @@ __all__ = [
     "append_message",
 ]
 
-logger = logging.getLogger("picoflow.turn")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -99,11 +103,16 @@ async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
         append_message(step, HumanMessage(message, id=step.gen_message_id()))
     for _ in range(flow.max_tool_rounds):
         tools = tools_of(step, ctx)  # what the model is offered is what its calls may use
-        reply = await _call_model(step, tools, ctx)
+        reply, malformed = await _call_model(step, tools, ctx)
         if not reply.tool_calls:
             append_message(step, reply)
             return message_text(reply)
-        outcomes = [await _run_tool_call(step, tools, call, ctx) for call in reply.tool_calls]
+        outcomes = [
+            _malformed_outcome(step, malformed[call["id"]])
+            if call["id"] in malformed
+            else await _run_tool_call(step, tools, call, ctx)
+            for call in reply.tool_calls
+        ]
         source = step
         step, text = await _apply(flow, step, reply, outcomes)
         if ctx.emit is not None and step is not source:
@@ -113,20 +122,16 @@ async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
     raise ToolLoopError(flow.name, step.name, flow.max_tool_rounds)
 
 
-def model_config(flow: Flow, step: Step, purpose: str) -> dict[str, Any]:
+def model_config(flow: Flow, step: Step, purpose: str) -> RunnableConfig:
     """LangChain run metadata and tags, so any callback handler can attribute the call (E3)."""
-    metadata = {
-        "picoflow_session_id": flow.get_session_id(),
-        "picoflow_flow": flow.name,
-        "picoflow_step": step.name,
-        "picoflow_namespace": step.namespace,
-        "picoflow_purpose": purpose,
-    }
+    metadata = run_metadata(flow, step.name, step.namespace, purpose)
     tags = ["picoflow", f"picoflow:{purpose}", f"picoflow:step:{step.name}"]
     return {"metadata": metadata, "tags": tags, "run_name": f"{flow.name}.{step.name}"}
 
 
-async def _call_model(step: Step, tools: _Tools, ctx: TurnContext) -> AIMessage:
+async def _call_model(
+    step: Step, tools: _Tools, ctx: TurnContext
+) -> tuple[AIMessage, dict[str, InvalidToolCall]]:
     flow = step.flow
     record = flow.get_memory().space(step.namespace)
     system = _system_slot(step, record.messages[0] if record.messages else None)
@@ -149,7 +154,7 @@ async def _call_model(step: Step, tools: _Tools, ctx: TurnContext) -> AIMessage:
     messages = request_messages(record, system)
     config = model_config(flow, step, "reply")
     if ctx.emit is None:
-        result = await _invoke(runnable, messages, config)
+        result = await invoke(runnable, messages, config)
     else:
         result = await _stream_reply(runnable, messages, config, ctx.emit, step.name)
     count_call(ctx.usage["model"], result)
@@ -173,51 +178,10 @@ def _system_slot(step: Step, current: BaseMessage | None) -> SystemMessage:
     return SystemMessage(prompt, id=step.gen_message_id())
 
 
-async def _invoke(runnable: Any, messages: list[BaseMessage], config: dict[str, Any]) -> Any:
-    """`runnable.ainvoke(messages, config)`, minus work LangChain would do only to undo it.
-
-    For a chat model with bound tools, `ainvoke` merges the binding's (empty) config, converts
-    our messages into a prompt value and back again (a pass over the whole history each time),
-    then calls `agenerate`. Where nobody has overridden those layers, calling `agenerate` with
-    the same callbacks, tags, metadata and arguments is the same call: callbacks, tracing,
-    caching and rate limiting all live in `agenerate` and below. Anything else goes the long way.
-    """
-    if (
-        isinstance(runnable, RunnableBinding)
-        and type(runnable).ainvoke is RunnableBinding.ainvoke
-        and not runnable.config
-        and not runnable.config_factories
-    ):
-        model, kwargs = runnable.bound, runnable.kwargs
-    else:
-        model, kwargs = runnable, {}
-    if not isinstance(model, BaseChatModel) or not _plain_invoke(type(model)):
-        return await runnable.ainvoke(messages, config=config)
-    merged = ensure_config(config)  # picks up a caller's callbacks from the running context
-    result = await model.agenerate(
-        [messages],
-        callbacks=merged.get("callbacks"),
-        tags=merged.get("tags"),
-        metadata=merged.get("metadata"),
-        run_name=merged.get("run_name"),
-        run_id=merged.pop("run_id", None),
-        **kwargs,
-    )
-    return result.generations[0][0].message
-
-
-def _plain_invoke(model_class: type[BaseChatModel]) -> bool:
-    return (
-        model_class.ainvoke is BaseChatModel.ainvoke
-        and model_class.agenerate_prompt is BaseChatModel.agenerate_prompt
-        and model_class._convert_input is BaseChatModel._convert_input
-    )
-
-
 async def _stream_reply(
     runnable: Any,
     messages: list[BaseMessage],
-    config: dict[str, Any],
+    config: RunnableConfig,
     emit: Callable[[str, dict[str, Any]], None],
     step_name: str,
 ) -> BaseMessage:
@@ -239,26 +203,67 @@ def _require(model: ModelSpec | BaseChatModel | None, flow: Flow, step: Step) ->
     return model
 
 
-def _restamp(step: Step, result: BaseMessage) -> AIMessage:
-    """Attribute the reply to the step (T5) and give every tool call an id (R6 needs one)."""
+def _restamp(step: Step, result: BaseMessage) -> tuple[AIMessage, dict[str, InvalidToolCall]]:
+    """Attribute the reply to the step (T5) and make every tool call one the turn can answer.
+
+    A call whose arguments were not valid JSON arrives in `invalid_tool_calls`, which providers
+    still send back as a call. Left there it would be stored without a result and every later
+    request would be refused (V8), so it joins `tool_calls` with empty arguments and is returned
+    beside the reply, keyed by id, to be answered with an error. Every call gets an id of its
+    own, since its result is matched to it by id (R6).
+    """
     if not isinstance(result, AIMessage):
-        return AIMessage(message_text(result), id=step.gen_message_id())
+        return AIMessage(message_text(result), id=step.gen_message_id()), {}
     update: dict[str, Any] = {"id": step.gen_message_id()}
-    if any(not call.get("id") for call in result.tool_calls):
-        update["tool_calls"] = [
-            call if call.get("id") else {**call, "id": f"call_{secrets.token_hex(6)}"}
-            for call in result.tool_calls
-        ]
+    seen: set[str] = set()
+    calls = [_with_unique_id(call, seen) for call in result.tool_calls]
+    malformed: dict[str, InvalidToolCall] = {}
+    for bad in result.invalid_tool_calls:
+        call = _with_unique_id(
+            ToolCall(name=bad.get("name") or "", args={}, id=bad.get("id"), type="tool_call"),
+            seen,
+        )
+        malformed[str(call["id"])] = bad
+        calls.append(call)
+    if calls != result.tool_calls or result.invalid_tool_calls:
+        update["tool_calls"] = calls
+        update["invalid_tool_calls"] = []
     if "tool_calls" in result.additional_kwargs:  # the raw provider copy duplicates tool_calls
         update["additional_kwargs"] = {
             k: v for k, v in result.additional_kwargs.items() if k != "tool_calls"
         }
-    return result.model_copy(update=update)
+    return result.model_copy(update=update), malformed
 
 
-async def _run_tool_call(
-    step: Step, tools: _Tools, call: dict[str, Any], ctx: TurnContext
-) -> _Outcome:
+def _with_unique_id(call: ToolCall, seen: set[str]) -> ToolCall:
+    call_id = call.get("id")
+    if not call_id or call_id in seen:
+        call = {**call, "id": f"call_{secrets.token_hex(6)}"}
+    seen.add(str(call["id"]))
+    return call
+
+
+_RAW_ARGS_SHOWN = 200  # enough for the model to see its mistake, not a whole runaway reply
+
+
+def _malformed_outcome(step: Step, bad: InvalidToolCall) -> _Outcome:
+    """Answer a call whose arguments could not be parsed, and warn the session (V8)."""
+    name = bad.get("name") or ""
+    raw = bad.get("args") or ""
+    shown = raw if len(raw) <= _RAW_ARGS_SHOWN else raw[:_RAW_ARGS_SHOWN] + "..."
+    step.flow.add_warning(
+        f"The model called tool '{name}' in {step.name} with arguments that are not valid "
+        "JSON; it was sent an error result and asked to call the tool again."
+    )
+    return _Outcome(
+        f"Error: the arguments of your call to tool '{name}' are not valid JSON: {shown!r}. "
+        "Call it again with the arguments as one JSON object.",
+        "error",
+        None,
+    )
+
+
+async def _run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnContext) -> _Outcome:
     """Answer one tool call; whatever happens, the model gets exactly one result (R6)."""
     name = call.get("name", "")
     extra = {"session_id": step.flow.get_session_id(), "step": step.name, "tool": name}
@@ -267,6 +272,10 @@ async def _run_tool_call(
         ctx.emit("tool_call", {"name": name, "args": call.get("args") or {}, "step": step.name})
     if name not in tools:
         known = ", ".join(tools) or "none"
+        step.flow.add_warning(
+            f"The model called tool '{name}', which {step.name} does not offer; it was sent an "
+            "error result listing the tools it has."
+        )
         return _Outcome(f"Error: no such tool '{name}'. Available tools: {known}.", "error", None)
     spec, handler = tools[name]
     try:
@@ -335,7 +344,7 @@ async def _apply(
     if transition.state:
         destination.save_state(transition.state)
     if transition.content_type:
-        flow._content_type = transition.content_type
+        flow._session.content_type = transition.content_type
     _extend(source, [reply, *results])
     return destination, await _deliver(flow, source, destination, transition, moved)
 
@@ -344,7 +353,7 @@ def _direct(flow: Flow, step: Step, exchange: list[BaseMessage], transition: Too
     text = transition.text or ""
     _extend(step, [*exchange, AIMessage(text, additional_kwargs={"direct": True})])
     if transition.content_type:
-        flow._content_type = transition.content_type
+        flow._session.content_type = transition.content_type
     return text
 
 
@@ -367,11 +376,11 @@ async def _deliver(
 
 def append_message(step: Step, message: BaseMessage) -> None:
     """Append to the step's namespace, attributed to the step (T5)."""
-    step.get_memory().append(_owned(step, message))
+    step.get_messages().append(_owned(step, message))
 
 
 def _extend(step: Step, messages: list[BaseMessage]) -> None:
-    step.get_memory().extend(_owned(step, m) for m in messages)
+    step.get_messages().extend(_owned(step, m) for m in messages)
 
 
 def _owned(step: Step, message: BaseMessage) -> BaseMessage:

@@ -11,7 +11,6 @@ import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,27 +18,27 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from ._engine_checks import check_flow, turn_input_problem
-from ._hot import HotSessions
-from ._housekeeping import Housekeeping
+from ._housekeeping.scheduler import Housekeeping
+from ._mcp import MCPConnections
 from ._recall import recall_tools
+from ._sessions import Sessions
+from ._state import now_iso
+from ._tool_sources import check_tool_names, mcp_servers_of, step_tools
 from ._turn import TurnContext, append_message, run_turn
 from .errors import PicoflowError, SessionConflictError, SessionNotFoundError
 from .flow import Flow
+from .mcp import MCPServer
 from .memory import Namespace
 from .models import ProviderFactory, ProviderRegistry, parse_model
 from .session import (
-    check_schema,
-    dump_flow,
+    continuation,
     empty_usage,
-    is_expired,
     is_session_id,
     load_flow,
     new_document,
     new_session_id,
 )
-from .step import now_iso
 from .stores import Store
-from .stores._limits import DocumentChecker
 from .stores.base import JSONDict
 
 __all__ = ["FlowEngine", "TurnResult", "StreamEvent"]
@@ -49,10 +48,16 @@ logger = logging.getLogger(__name__)
 
 # TurnResult.error of a request refused before it ran (E2): the caller must change it.
 INVALID_REQUEST = "InvalidRequest"
+# TurnResult.error of a turn stopped at its deadline (H6): nothing was saved; send it again.
+TURN_TIMEOUT = "TurnTimeout"
 
 
 class _InvalidRequest(Exception):
     """Raised inside a turn for a request that cannot run as sent; never escapes `run`."""
+
+
+class _DeadlinePassed(Exception):
+    """Raised when a turn's deadline stopped it before its save; never escapes `run`."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,8 @@ class TurnResult:
     message: "InvalidRequest" for a request that cannot run as sent (E2: unknown flow, invalid
     session id, empty message on a running session, a session of another flow), otherwise the
     name of the error class (e.g. "SessionConflictError", "ToolLoopError", or "KeyError" for an
-    exception that escaped flow code).
+    exception that escaped flow code), or "TurnTimeout" for a turn stopped at the engine's
+    `turn_timeout` (nothing was saved; the same message may be sent again).
     """
 
     session_id: str | None
@@ -100,24 +106,28 @@ class FlowEngine:
         store: Store | None = None,
         providers: Mapping[str, ProviderFactory] | None = None,
         session_ttl: timedelta | float | None = None,
+        *,
+        turn_timeout: float | None = None,
     ) -> None:
+        """Check every flow now, so a mistake fails here rather than at a live turn (F5).
+
+        `turn_timeout` (seconds) bounds a whole turn before its save: a model or tool that
+        hangs fails the turn instead of holding the session's lock forever (H6).
+        """
         self._registry = ProviderRegistry(providers)
+        self._turn_timeout = _as_turn_timeout(turn_timeout)
         self._flows: dict[str, type[Flow]] = {}
         for flow_class in flows:
             check_flow(flow_class, self._registry, self._flows)
             self._flows[flow_class.name] = flow_class
+        built = [flow_class() for flow_class in self._flows.values()]
+        for flow in built:
+            for step in flow.steps.values():
+                check_tool_names(step)
+        self._mcp = MCPConnections(mcp_servers_of(built))
         self._store: Store = store if store is not None else _store_from_environment()
-        self._ttl = _as_ttl(session_ttl)
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
-        self._hot = HotSessions()
-        self._limits = DocumentChecker()  # H7: what no store keeps never reaches one
-        self._housekeeping = Housekeeping(
-            self._store,
-            self._registry,
-            self._ttl,
-            self._lock,
-            self._hot,
-        )
+        self._sessions = Sessions(self._store, _as_ttl(session_ttl))
+        self._housekeeping = Housekeeping(self._sessions, self._registry)
 
     def flow_names(self) -> list[str]:
         """The registered flow names."""
@@ -179,10 +189,22 @@ class FlowEngine:
         problem = turn_input_problem(self._flows, flow_name, message, session_id, config)
         if problem is not None:
             return _failure(session_id, problem, INVALID_REQUEST)
-        async with self._lock(session_id):
+        async with self._sessions.lock(session_id):
             try:
                 flow_class = self._flows[flow_name]
                 return await self._turn(flow_class, message, session_id, config, emit)
+            except _DeadlinePassed:
+                logger.warning(
+                    "turn stopped at its deadline of %ss",
+                    self._turn_timeout,
+                    extra={"session_id": session_id},
+                )
+                return _failure(
+                    session_id,
+                    f"The turn took longer than its deadline of {self._turn_timeout:g} s and was "
+                    "stopped; the session was not changed. Send the message again.",
+                    TURN_TIMEOUT,
+                )
             except _InvalidRequest as exc:
                 return _failure(session_id, str(exc), INVALID_REQUEST)
             except PicoflowError as exc:
@@ -206,14 +228,15 @@ class FlowEngine:
         """Delete a session and its archive; True if it existed."""
         if not is_session_id(session_id):
             return False
-        async with self._lock(session_id):
-            self._hot.forget(session_id)
+        async with self._sessions.lock(session_id):
+            self._sessions.forget(session_id)
             self._housekeeping.cancel(session_id)
             return await self._store.delete(session_id)
 
     async def aclose(self) -> None:
-        """Wait for background compactions, then close the store's connections."""
+        """Wait for background compactions, then close the store's and MCP connections."""
         await self._housekeeping.drain()
+        await self._mcp.aclose()
         await self._store.aclose()
 
     async def wait_for_background(self) -> None:
@@ -235,10 +258,7 @@ class FlowEngine:
         """
         doc = await self.get_session(session_id)
         flow_class = self._flows.get(doc["flow"]) if doc is not None else None
-        if doc is None or flow_class is None or doc.get("run_status") != "running":
-            return None
-        check_schema(doc)
-        if is_expired(doc, datetime.now(UTC)):
+        if doc is None or flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":
             return None
         flow = flow_class()
         load_flow(flow, doc)
@@ -256,6 +276,32 @@ class FlowEngine:
         config: dict[str, Any] | None,
         emit: Callable[[str, dict[str, Any]], None] | None,
     ) -> TurnResult:
+        """One turn under the engine's deadline (H6), which ends where the write begins.
+
+        The store write itself is never cut short: a turn stopped at its deadline was not
+        saved at all, and one that reached its write is saved whole.
+        """
+        deadline = asyncio.timeout(self._turn_timeout)
+        try:
+            async with deadline:
+                return await self._turn_within(
+                    flow_class, message, session_id, config, emit, deadline=deadline
+                )
+        except TimeoutError as exc:
+            if deadline.expired():
+                raise _DeadlinePassed from exc
+            raise
+
+    async def _turn_within(
+        self,
+        flow_class: type[Flow],
+        message: str,
+        session_id: str | None,
+        config: dict[str, Any] | None,
+        emit: Callable[[str, dict[str, Any]], None] | None,
+        *,
+        deadline: asyncio.Timeout,
+    ) -> TurnResult:
         doc, spaces = await self._load_usable(flow_class, session_id)
         if doc is not None and not message.strip():
             return _failure(
@@ -268,6 +314,8 @@ class FlowEngine:
         context = self._context_for(flow)
         context.emit = emit
         fresh = doc is None
+        for problem in await self._connect_tools(flow):
+            flow.add_warning(problem)
         if doc is None:
             doc = new_document(new_session_id(), flow_class.name, config)
             load_flow(flow, doc)
@@ -277,15 +325,15 @@ class FlowEngine:
             _warn_if_config_changed(flow, doc, config)
             await flow._call_hook(flow.current_step.on_restore)
         reply = await run_turn(flow, message, context)
-        saved = await self._save(flow, doc, context, fresh)
+        saved = await self._save(flow, doc, context, fresh, deadline)
         return TurnResult(
             session_id=saved["id"],
             message=reply,
             success=True,
             completed=saved["run_status"] == "completed",
             step=saved["current_step"],
-            content_type=flow._content_type,
-            warnings=list(flow._warnings),
+            content_type=flow._session.content_type,
+            warnings=list(flow._session.warnings),
             usage=context.usage,
         )
 
@@ -295,8 +343,18 @@ class FlowEngine:
             registry=self._registry,
             default_model=parse_model(default, flow.name) if default is not None else None,
             usage=empty_usage(),
-            extra_tools=recall_tools(self._store),
+            extra_tools=step_tools(recall_tools(self._store), self._mcp),
         )
+
+    async def _connect_tools(self, flow: Flow) -> list[str]:
+        """Connect MCP servers not yet connected and check the names of their tools."""
+        if not self._mcp:
+            return []
+        problems = await self._mcp.connect()
+        for step in flow.steps.values():
+            servers = [s for s in step._tool_sources if isinstance(s, MCPServer)]
+            check_tool_names(step, [t.name for s in servers for t in self._mcp.tools(s.name)])
+        return problems
 
     async def _start(self, flow: Flow, message: str) -> None:
         """A new session: the cursor enters the initial step and `on_start` runs (T3).
@@ -305,8 +363,8 @@ class FlowEngine:
         """
         initial = flow.initial_step()
         step = flow.get_step(initial) if initial is not None else next(iter(flow.steps.values()))
-        flow._current = step.name
-        flow._sequence.append(step.name)
+        flow._session.current = step.name
+        flow._session.sequence.append(step.name)
         await flow._call_hook(step.on_start)
         if not message:
             opener = await flow._call_hook(step.on_crossing, None, None)
@@ -319,12 +377,11 @@ class FlowEngine:
         """The stored session to continue (and its cached namespaces), or None (P5)."""
         if session_id is None:
             return None, None
-        doc, spaces = await self._hot.load(self._store, session_id)
-        if doc is None or doc.get("run_status") != "running":
-            return None, None
-        check_schema(doc)
-        if is_expired(doc, datetime.now(UTC)):
-            await self._forget_expired(doc)
+        doc, spaces = await self._sessions.load(session_id)
+        status = continuation(doc, datetime.now(UTC))
+        if doc is None or status != "continue":
+            if doc is not None and status == "expired":
+                await self._forget_expired(doc)
             return None, None
         if doc["flow"] != flow_class.name:
             raise _InvalidRequest(
@@ -345,7 +402,7 @@ class FlowEngine:
         session's lock, so a background compaction for it can only be dropped.
         """
         session_id = doc["id"]
-        self._hot.forget(session_id)
+        self._sessions.forget(session_id)
         self._housekeeping.cancel(session_id)
         closed = {**doc, "run_status": "aborted", "updated_at": now_iso()}
         try:
@@ -355,43 +412,26 @@ class FlowEngine:
         await self._store.delete(session_id)
         logger.info("expired session deleted", extra={"session_id": session_id})
 
-    async def _save(self, flow: Flow, doc: JSONDict, context: TurnContext, fresh: bool) -> JSONDict:
-        """Write the turn once (P3): create a new session, or save against its revision."""
-        # M4: compaction is the first part of saving (unless it runs in the background).
-        await self._housekeeping.compact_before_save(
-            flow, doc["memory"], context.usage, context.emit
-        )
-        out = dump_flow(flow, doc, self._ttl, datetime.now(UTC))
-        totals = out["usage"] = {k: dict(v) for k, v in doc["usage"].items()}
-        for kind, counters in context.usage.items():
-            for key, value in counters.items():
-                totals[kind][key] = totals[kind].get(key, 0) + value
-        self._limits.check(out, out["id"])
-        if fresh:
-            await self._store.create(out)
-        else:
-            out["revision"] = await self._store.save(out, doc["revision"])
-        self._hot.keep(out, flow.get_memory().namespaces())
-        self._housekeeping.after_save(flow, out)
-        return out
+    async def _save(
+        self,
+        flow: Flow,
+        doc: JSONDict,
+        context: TurnContext,
+        fresh: bool,
+        deadline: asyncio.Timeout | None = None,
+    ) -> JSONDict:
+        """Write the turn once (P3).
 
-    @asynccontextmanager
-    async def _lock(self, session_id: str | None) -> AsyncIterator[None]:
-        """Serialise turns of one session inside this process (P4)."""
-        if session_id is None:
-            yield
-            return
-        lock, users = self._locks.get(session_id, (asyncio.Lock(), 0))
-        self._locks[session_id] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[session_id]
-            if users == 1:
-                del self._locks[session_id]
-            else:
-                self._locks[session_id] = (lock, users - 1)
+        Reads top to bottom: the housekeeping due before the save, the commit, then the
+        housekeeping that runs after it (background mode).
+        """
+        # M4: compaction is the first part of saving (unless it runs in the background).
+        await self._housekeeping.before_save(flow, doc["memory"], context.usage, context.emit)
+        saved = await self._sessions.commit(
+            flow, doc, context.usage, fresh=fresh, deadline=deadline
+        )
+        self._housekeeping.after_save(flow, saved)
+        return saved
 
 
 def _failure(session_id: str | None, message: str, error: str) -> TurnResult:
@@ -410,7 +450,7 @@ def _warn_if_config_changed(flow: Flow, doc: JSONDict, config: dict[str, Any] | 
     if config is not None and config != stored:
         flow.add_warning(
             "The config sent with this turn was ignored: a session's context is fixed when it "
-            "is created (F7). Start a new session to use a different config."
+            "is created. Start a new session to use a different config."
         )
 
 
@@ -420,6 +460,16 @@ def _as_ttl(ttl: timedelta | float | None) -> timedelta | None:
     if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
         return timedelta(seconds=ttl)
     raise ValueError(f"session_ttl must be a timedelta or a number of seconds > 0, got {ttl!r}.")
+
+
+def _as_turn_timeout(seconds: float | None) -> float | None:
+    if seconds is None:
+        return None
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0:
+        return float(seconds)
+    raise ValueError(
+        f"turn_timeout must be a number of seconds > 0 or None (no deadline), got {seconds!r}."
+    )
 
 
 def _store_from_environment() -> Store:

@@ -15,11 +15,12 @@ from typing import Any, ClassVar
 import pydash
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from ._json import to_json
+from ._runtime import SessionRuntime
+from ._state import get_path, to_json
 from .errors import FlowDefinitionError
 from .memory import Memory, Namespace, request_messages
 from .models import ModelLike
-from .step import Step, get_path
+from .step import Step
 
 __all__ = ["Flow"]
 
@@ -47,17 +48,7 @@ class Flow:
     def __init__(self) -> None:
         self._memory = Memory()
         self._steps: dict[str, Step] | None = None
-        self._states: dict[str, dict[str, Any]] = {}
-        self._context: dict[str, Any] = {"config": {}}
-        self._current: str | None = None
-        self._sequence: list[str] = []
-        self._session_id: str | None = None
-        self._completed = False
-        self._content_type = "text/plain"
-        self._warnings: list[str] = []
-        # Steps with distil_on_exit left this turn, with their namespace as it was when they
-        # were left; the housekeeping before the save distils them (see `_distil`).
-        self._exits: list[tuple[str, list[BaseMessage]]] = []
+        self._session = SessionRuntime()  # what the turn changes; `session.py` loads and dumps it
 
     # -- what subclasses define ---------------------------------------------------------------
 
@@ -99,13 +90,14 @@ class Flow:
     @property
     def current_step(self) -> Step:
         """The step the cursor is on."""
-        if self._current is None:
+        current = self._session.current
+        if current is None:
             raise FlowDefinitionError(f"Flow '{self.name}' has no current step yet.")
-        return self.get_step(self._current)
+        return self.get_step(current)
 
     def get_session_id(self) -> str | None:
         """The id of the session this flow object is running."""
-        return self._session_id
+        return self._session.session_id
 
     def get_memory(self) -> Memory:
         """The flow's memory: namespaces and compaction policy (M3)."""
@@ -125,15 +117,16 @@ class Flow:
 
     def get_context(self, path: str | None = None) -> Any:
         """The session context, or a dotted path in it (`"config.tenant.region"`)."""
-        return self._context if path is None else get_path(self._context, path)
+        context = self._session.context
+        return context if path is None else get_path(context, path)
 
     def add_context(self, update: dict[str, Any]) -> None:
         """Deep-merge into the context; persisted with the turn."""
-        pydash.merge(self._context, to_json(update, "context"))
+        pydash.merge(self._session.context, to_json(update, "context"))
 
     def set_context(self, context: dict[str, Any]) -> None:
         """Replace the context; persisted with the turn."""
-        self._context = to_json(dict(context), "context")
+        self._session.context = to_json(dict(context), "context")
 
     # -- cross-step state (F6) ----------------------------------------------------------------
 
@@ -154,30 +147,26 @@ class Flow:
     async def goto(self, step: StepRef) -> bool:
         """Move the cursor; a move to the current step does nothing. True if it moved."""
         target = self.get_step(step)
-        if target.name == self._current:
+        session = self._session
+        if target.name == session.current:
             return False
-        if self._current is not None:
+        if session.current is not None:
             leaving = self.current_step
             await self._call_hook(leaving.on_exit)
             if leaving._distil is not None:
-                self._exits.append((leaving.name, list(leaving.get_memory())))
-        self._sequence.append(target.name)
-        self._current = target.name
+                session.exits.append((leaving.name, list(leaving.get_messages())))
+        session.sequence.append(target.name)
+        session.current = target.name
         await self._call_hook(target.on_enter)
         return True
 
     def add_warning(self, message: str) -> None:
         """Record a warning on the session and in this turn's result."""
-        logger.warning("%s", message, extra={"session_id": self._session_id, "flow": self.name})
-        self._warnings.append(message)
+        session = self._session
+        logger.warning("%s", message, extra={"session_id": session.session_id, "flow": self.name})
+        session.warnings.append(message)
 
     # -- internals used by the engine and the turn loop ---------------------------------------
-
-    def _state_of(self, step_name: str) -> dict[str, Any]:
-        return self._states.setdefault(step_name, {})
-
-    def _mark_completed(self) -> None:
-        self._completed = True
 
     async def _call_hook(self, hook: Callable[..., Any], *args: Any) -> Any:
         """Hooks may be sync or async; this is the one place that tells them apart."""

@@ -3,7 +3,8 @@
 Each namespace is a list of LangChain messages whose index 0 is the system slot, rewritten from
 the executing step's `get_prompt()` before every model call (M2). A namespace may carry one
 rolling summary of the messages compaction evicted; it is injected into the *request* as a second
-system message, never into the stored history (M7). Compaction itself lives in `_compaction`.
+system message, never into the stored history (M7). Compaction itself lives in
+`_housekeeping.compaction`.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ __all__ = [
     "request_messages",
     "MEMORY_PREFIX",
     "DEFAULT_SUMMARY_PROMPT",
+    "CONDENSE_PROMPT",
 ]
 
 MEMORY_PREFIX = "Conversation memory for this step:\n"
 # M6: the summariser's instruction. It is sent as the system message; the previous memory and
-# the evicted messages follow in one user message (see `_compaction.summary_request`).
+# the evicted messages follow in one user message (see `_housekeeping.compaction.summary_request`).
 DEFAULT_SUMMARY_PROMPT = (
     "You write the running summary of a conversation between a user and an assistant. You "
     "receive the previous summary (it may be empty) and the oldest messages, which are about to "
@@ -39,6 +41,14 @@ DEFAULT_SUMMARY_PROMPT = (
     "numbers, codes, e-mail addresses and URLs exactly as written. Drop greetings, small talk "
     "and anything the messages show is no longer true. Invent nothing: write only what the "
     "previous summary or the messages state. Reply with the summary text only."
+)
+CONDENSE_PROMPT = (
+    "You shorten the running summary of a conversation between a user and an assistant: it has "
+    "grown past its budget of {budget} tokens. Rewrite it in at most {budget} tokens. Keep every "
+    "still-relevant decision, fact, constraint, preference, identifier, number, date and open "
+    "question, copied exactly as written; where a value was changed, keep only its latest "
+    "value. Merge repetitions, drop history that no longer matters, and invent nothing. Reply "
+    "with the shortened summary text only."
 )
 _NAMESPACE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
 _RESERVED = frozenset({"__proto__", "constructor", "prototype"})
@@ -85,7 +95,11 @@ class SummaryConfig:
     summariser's instruction (M6), `DEFAULT_SUMMARY_PROMPT` unless you pass your own.
     `whole_turns=True` moves the M5 cut back to the start of a user turn, so the history that
     stays opens with the user's message (Anthropic and Gemini require that); off by default,
-    where the cut is exactly M5's.
+    where the cut is exactly M5's. `max_summary_tokens` bounds the summary itself: a summary
+    over it is condensed by the summary model (up to three times, with `CONDENSE_PROMPT`) and,
+    if the model cannot bring it under, cut to fit, oldest lines first; so the prompt stays
+    bounded whatever the summariser does. Values lost on the way are reported by the
+    dropped-fact check.
     """
 
     min_messages: int = 16
@@ -95,6 +109,7 @@ class SummaryConfig:
     timeout: float = 60.0
     prompt: str = DEFAULT_SUMMARY_PROMPT
     whole_turns: bool = False
+    max_summary_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if not _whole(self.min_messages) or self.min_messages < 8:
@@ -109,6 +124,13 @@ class SummaryConfig:
             )
         if self.max_tokens is not None and (not _whole(self.max_tokens) or self.max_tokens < 1):
             raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}.")
+        if self.max_summary_tokens is not None and (
+            not _whole(self.max_summary_tokens) or self.max_summary_tokens < 16
+        ):
+            raise ValueError(
+                "max_summary_tokens must be an integer of at least 16 (or None for no budget), "
+                f"got {self.max_summary_tokens!r}."
+            )
         if not _seconds(self.timeout):
             raise ValueError(f"timeout must be a number of seconds > 0, got {self.timeout!r}.")
         if not isinstance(self.whole_turns, bool):
@@ -130,7 +152,8 @@ class Namespace:
     # Messages that have left the history (evicted to the archive, or erased): the message at
     # index i >= 1 has the original position `archived + i`, which archive entries keep (M9).
     archived: int = 0
-    dropped_facts: int = 0  # values summaries lost (see `_facts`), counted over the session
+    # values summaries lost (see `_housekeeping.facts`), counted over the session
+    dropped_facts: int = 0
     # Housekeeping calls made for this namespace (summaries, distillations of its steps), so a
     # session's summary cost can be told apart by namespace (M10): calls and token counts.
     summary_usage: dict[str, int] = field(default_factory=dict)
@@ -163,6 +186,7 @@ class Memory:
         timeout: float = 60.0,
         prompt: str = DEFAULT_SUMMARY_PROMPT,
         whole_turns: bool = False,
+        max_summary_tokens: int | None = None,
     ) -> Memory:
         """Set the thresholds (see `SummaryConfig`); invalid values raise `ValueError` now.
 
@@ -174,9 +198,17 @@ class Memory:
             timeout: Seconds the summariser may take before compaction is skipped (M8).
             prompt: The summariser's instruction (M6); see `DEFAULT_SUMMARY_PROMPT`.
             whole_turns: Cut only at the start of a user turn (for Anthropic and Gemini).
+            max_summary_tokens: The summary's own budget; a longer one is condensed.
         """
         self._config = SummaryConfig(
-            min_messages, recent_messages, background, max_tokens, timeout, prompt, whole_turns
+            min_messages,
+            recent_messages,
+            background,
+            max_tokens,
+            timeout,
+            prompt,
+            whole_turns,
+            max_summary_tokens,
         )
         return self
 
@@ -248,12 +280,12 @@ def count_call(counters: dict[str, int], reply: BaseMessage) -> None:
 
 
 def request_messages(record: Namespace, system: SystemMessage) -> list[BaseMessage]:
-    """What the model receives for a namespace: the stored history is never changed (M7).
+    r"""What the model receives for a namespace: the stored history is never changed (M7).
 
     >>> from langchain_core.messages import HumanMessage
     >>> ns = Namespace(messages=[SystemMessage(""), HumanMessage("hi")], summary="Likes tea.")
     >>> [m.content for m in request_messages(ns, SystemMessage("Be kind."))]
-    ['Be kind.', 'Conversation memory for this step:\\nLikes tea.', 'hi']
+    ['Be kind.', 'Conversation memory for this step:\nLikes tea.', 'hi']
     """
     block = memory_block(record.summary)
     return [system, *([block] if block else []), *record.messages[1:]]

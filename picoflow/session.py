@@ -16,11 +16,11 @@ from typing import Any, Literal, TypedDict
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
+from ._state import now_iso
 from .errors import StoreError
 from .flow import Flow
 from .memory import Namespace
 from .models import describe_model
-from .step import now_iso
 from .stores.base import SavedMessages, encode_new
 
 __all__ = [
@@ -32,7 +32,9 @@ __all__ = [
     "load_flow",
     "dump_flow",
     "empty_usage",
+    "add_usage",
     "is_expired",
+    "continuation",
 ]
 
 SCHEMA_VERSION = 1
@@ -40,6 +42,7 @@ MAX_WARNINGS = 100
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 
 RunStatus = Literal["running", "completed", "aborted"]
+Usage = dict[str, dict[str, int]]
 
 
 class SessionDocument(TypedDict):
@@ -79,10 +82,19 @@ def is_session_id(value: Any) -> bool:
     return type(value) is str and _SESSION_ID.match(value) is not None
 
 
-def empty_usage() -> dict[str, dict[str, int]]:
+def empty_usage() -> Usage:
     """Token counters, model calls and summary calls kept apart (M10)."""
     blank = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "calls": 0}
     return {"model": dict(blank), "summary": dict(blank)}
+
+
+def add_usage(stored: Usage, added: Usage) -> Usage:
+    """A session's usage after a save: the stored counters plus what the save adds (M10)."""
+    totals = {kind: dict(counters) for kind, counters in stored.items()}
+    for kind, counters in added.items():
+        for key, value in counters.items():
+            totals[kind][key] = totals[kind].get(key, 0) + value
+    return totals
 
 
 def new_document(session_id: str, flow_name: str, config: dict[str, Any] | None) -> dict[str, Any]:
@@ -126,6 +138,21 @@ def is_expired(doc: dict[str, Any], now: datetime) -> bool:
     return datetime.fromisoformat(expires.replace("Z", "+00:00")) <= now
 
 
+def continuation(
+    doc: dict[str, Any] | None, now: datetime
+) -> Literal["continue", "new", "expired"]:
+    """Whether a turn continues this stored session (P5): the one rule for turns and previews.
+
+    "new": there is nothing to continue (no document, or a completed or closed session), so a
+    turn starts a new session; "expired": it was running, but its time is up. A document
+    written by a newer picoflow raises `StoreError` instead of being misread.
+    """
+    if doc is None or doc.get("run_status") != "running":
+        return "new"
+    check_schema(doc)
+    return "expired" if is_expired(doc, now) else "continue"
+
+
 def expiry(now: datetime, ttl: timedelta | None) -> str | None:
     """The ISO expiry stamp for a save at `now`, or None without a TTL."""
     if ttl is None:
@@ -140,14 +167,15 @@ def load_flow(flow: Flow, doc: dict[str, Any], spaces: dict[str, Namespace] | No
     copied (the lists, not the messages, which are never mutated) instead of parsed again.
     Context and states are copied too: the cached document must never change.
     """
-    flow._session_id = doc["id"]
-    flow._current = doc["current_step"]
-    flow._sequence = list(doc["sequence"])
-    flow._completed = doc["run_status"] == "completed"
-    flow._context = _copy_json(doc["context"]) if spaces else doc["context"]
+    session = flow._session
+    session.session_id = doc["id"]
+    session.current = doc["current_step"]
+    session.sequence = list(doc["sequence"])
+    session.completed = doc["run_status"] == "completed"
+    session.context = _copy_json(doc["context"]) if spaces else doc["context"]
     for name, entry in doc["steps"].items():
         state = entry.get("state") or {}
-        flow._states[name] = _copy_json(state) if spaces else state
+        session.states[name] = _copy_json(state) if spaces else state
     target = flow.get_memory().namespaces()
     if spaces:
         for namespace, record in spaces.items():
@@ -193,20 +221,21 @@ def dump_flow(
     flow: Flow, doc: dict[str, Any], ttl: timedelta | None, now: datetime
 ) -> dict[str, Any]:
     """The document after this turn: a new dict; `doc` (the loaded one) is not changed."""
+    session = flow._session
     out = dict(doc)
     out["updated_at"] = now_iso()
     out["expires_at"] = expiry(now, ttl)
-    out["run_status"] = "completed" if flow._completed else "running"
-    out["context"] = flow._context
-    out["current_step"] = flow._current
-    out["sequence"] = list(flow._sequence)
+    out["run_status"] = "completed" if session.completed else "running"
+    out["context"] = session.context
+    out["current_step"] = session.current
+    out["sequence"] = list(session.sequence)
     out["steps"] = {name: _dump_step(flow, name) for name in flow.steps}
     out["memory"] = {
         name: _dump_namespace(record) for name, record in flow.get_memory().namespaces().items()
     }
-    if flow._warnings:
+    if session.warnings:
         stamp = now_iso()
-        warnings = list(doc["warnings"]) + [{"at": stamp, "message": m} for m in flow._warnings]
+        warnings = list(doc["warnings"]) + [{"at": stamp, "message": m} for m in session.warnings]
         out["warnings"] = warnings[-MAX_WARNINGS:]
     else:
         out["warnings"] = list(doc["warnings"][-MAX_WARNINGS:])
@@ -214,7 +243,7 @@ def dump_flow(
 
 
 def _dump_step(flow: Flow, name: str) -> dict[str, Any]:
-    state = {k: v for k, v in flow._states.get(name, {}).items() if k != "_transient"}
+    state = {k: v for k, v in flow._session.states.get(name, {}).items() if k != "_transient"}
     model = flow.steps[name]._model
     return {"state": state, "model": describe_model(model) if model is not None else None}
 
@@ -231,8 +260,10 @@ def _dump_namespace(record: Namespace) -> dict[str, Any]:
 
 
 def _dump_messages(record: Namespace) -> SavedMessages:
-    """Serialise a history, reusing the stored dicts of the messages saved last time
-    (`encode_new`), so a save costs what the turn added."""
+    """Serialise a history, reusing the stored dicts of the messages saved last time.
+
+    `encode_new` does the reuse, so a save costs what the turn added.
+    """
     dicts = SavedMessages(encode_new(record.messages, record.synced, _serialise))
     record.synced = (list(record.messages), dicts)
     return dicts

@@ -10,18 +10,15 @@ the step methods here are the API to it.
 
 from __future__ import annotations
 
-import os
-import random
 import re
-import time
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
-import pydash
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
-from ._json import to_json
+from ._state import get_path, merge_state, new_message_id, now_iso
 from .errors import FlowDefinitionError
 from .memory import validate_namespace
 from .models import ModelLike, ModelSpec, parse_model
@@ -31,87 +28,26 @@ if TYPE_CHECKING:
 
     from .flow import Flow
 
-__all__ = ["Step", "EndStep", "DistilSpec", "merge_state", "now_iso", "get_path"]
+__all__ = ["Step", "EndStep", "DistilSpec"]
 
-RESERVED_STATE_KEYS = ("_saveOn", "_prompt", "_transient")
 DEFAULT_OPENER = "Continue."
 _STATE_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+_warned_get_memory = False  # deprecations warn once per process (STYLE section 14)
 
 
 @dataclass(frozen=True, slots=True)
 class DistilSpec:
-    """What `Step.distil_on_exit` asked for (anchors item 6; the algorithm is in `_distil`)."""
+    """What `Step.distil_on_exit` asked for (step distillation).
+
+    The algorithm is in `_housekeeping.distillation`.
+    """
 
     schema: type[BaseModel]
     key: str
     erase: bool
     prompt: str | None
-
-
-_last_stamp: tuple[int, str] = (-1, "")
-
-
-def now_iso() -> str:
-    """UTC now as ISO 8601 with milliseconds and a Z, the format of every stored timestamp.
-
-    A turn stamps every message id and state save, mostly within the same millisecond, so the
-    text of the last millisecond is kept and formatted again only when the clock has moved.
-    """
-    global _last_stamp
-    ms = time.time_ns() // 1_000_000
-    last = _last_stamp
-    if last[0] == ms:
-        return last[1]
-    seconds, millis = divmod(ms, 1000)
-    text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
-    _last_stamp = (ms, text)
-    return text
-
-
-# Message ids need uniqueness, not secrecy: a private generator is a quarter of the cost of
-# `secrets`, untouched by a user's `random.seed()`, and reseeded in a forked worker so two
-# workers never share a sequence.
-_ID_RANDOM = random.Random()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_ID_RANDOM.seed)
-
-
-def get_path(data: Any, path: str) -> Any:
-    """`pydash.get(data, path)`, with a plain key (most calls) looked up directly.
-
-    Same result for a key with no `.`, `[`, `]` or `\\` in it, at a tenth of the cost; prompts
-    read state on every model call.
-    """
-    plain = isinstance(path, str) and not any(c in path for c in ".[]\\")
-    if plain and isinstance(data, dict):
-        return data.get(path)
-    return pydash.get(data, path)
-
-
-def merge_state(state: dict[str, Any], update: dict[str, Any], where: str) -> None:
-    """Apply the S2 rule in place: the first key of `update` replaces, the rest deep-merge.
-
-    >>> s = {"criteria": {"city": "Portland", "nights": 2}, "seen": {"a": 1}}
-    >>> merge_state(s, {"criteria": {"nights": 3}, "seen": {"b": 2}}, "state")
-    >>> s == {"criteria": {"nights": 3}, "seen": {"a": 1, "b": 2}}
-    True
-    """
-    if not update:
-        return
-    if not isinstance(update, dict):
-        raise TypeError(f"{where} takes a dict, got {type(update).__name__}.")
-    clean = to_json(update, where)
-    first = next(iter(clean))
-    state[first] = clean[first]
-    for key, value in clean.items():
-        if key == first:
-            continue
-        if isinstance(value, (dict, list)):
-            pydash.merge(state, {key: value})
-        else:  # what pydash.merge does with a JSON scalar, at a fraction of its cost
-            state[key] = value
 
 
 class Step:
@@ -122,6 +58,7 @@ class Step:
         self._namespace = self.name
         self._model: ModelSpec | BaseChatModel | None = None
         self._recall = False
+        self._tool_sources: list[Any] = []  # LangChain BaseTools and MCP servers (use_tools)
         self._distil: DistilSpec | None = None
 
     # -- identity and registration ------------------------------------------------------------
@@ -156,6 +93,24 @@ class Step:
         self._recall = True
         return self
 
+    def use_tools(self, *tools: Any) -> Self:
+        """Expose ready LangChain tools, or every tool of an MCP server, beside the `@tool`s.
+
+        Pass `BaseTool` instances (`StructuredTool`, community tools) or `picoflow.mcp.MCPServer`
+        objects. Their results are tool results (the step stays); their errors are error
+        results the model reads (R6). Name clashes fail at engine start (MCP servers: when the
+        engine connects). See docs/tools.md.
+
+        Raises:
+            TypeError: something that is neither a LangChain tool nor an MCP server.
+        """
+        from ._tool_sources import check_tool_source
+
+        for source in tools:
+            check_tool_source(source, self.name)
+            self._tool_sources.append(source)
+        return self
+
     def distil_on_exit(
         self,
         schema: type[BaseModel],
@@ -171,7 +126,7 @@ class Step:
         under `key` in this step's state with the ids of the messages it came from, and read
         back with `get_distilled()`. With `erase=True` those messages then move to the archive
         (searchable with `conversation_search`). A failure stores nothing, erases nothing and
-        warns. The flow needs `get_memory().set_summary_model(...)`. See docs/memory.md.
+        warns. The flow needs `get_memory().set_summary_model(...)`. See docs/distillation.md.
 
         Raises:
             TypeError: `schema` is not a pydantic model class, or an argument has the wrong type.
@@ -228,46 +183,64 @@ class Step:
 
     def get_state(self, path: str | None = None) -> Any:
         """All state, or the value at a dotted path (missing: None)."""
-        state = self._flow._state_of(self.name)
+        state = self._flow._session.state_of(self.name)
         return state if path is None else get_path(state, path)
 
     def save_state(self, update: dict[str, Any]) -> None:
         """First key replaces, other keys deep-merge; stamps `_saveOn` (S2, S5)."""
         if not update:
             return
-        state = self._flow._state_of(self.name)
+        state = self._flow._session.state_of(self.name)
         merge_state(state, update, f"{self.name} state")
         state["_saveOn"] = now_iso()
 
     def remove_state(self, key: str) -> None:
         """Delete a top-level key (S3)."""
-        self._flow._state_of(self.name).pop(key, None)
+        self._flow._session.state_of(self.name).pop(key, None)
 
     def save_transient_state(self, update: dict[str, Any]) -> None:
         """Like save_state, under `_transient`, which is dropped when the turn ends (S4)."""
         if not update:
             return
-        state = self._flow._state_of(self.name)
+        state = self._flow._session.state_of(self.name)
         transient = state.setdefault("_transient", {})
         merge_state(transient, update, f"{self.name} transient state")
         state["_saveOn"] = now_iso()
 
     def get_transient_state(self, path: str | None = None) -> Any:
         """The transient state, or a dotted path in it (S4)."""
-        transient = self._flow._state_of(self.name).get("_transient")
+        transient = self._flow._session.state_of(self.name).get("_transient")
         if transient is None:
             return None
         return transient if path is None else get_path(transient, path)
 
     # -- memory -------------------------------------------------------------------------------
 
-    def get_memory(self) -> list[BaseMessage]:
+    def get_messages(self) -> list[BaseMessage]:
         """The live history of this step's namespace (index 0 is the system slot)."""
         return self._flow.get_memory().messages(self._namespace)
 
+    def get_memory(self) -> list[BaseMessage]:
+        """Deprecated alias of `get_messages()`, removed in picoflow 0.2.
+
+        `Flow.get_memory()` returns the flow's `Memory`; the step's method of the same name
+        returned a message list, so the step's one is renamed.
+        """
+        global _warned_get_memory
+        if not _warned_get_memory:
+            _warned_get_memory = True
+            warnings.warn(
+                "Step.get_memory() is deprecated and will be removed in picoflow 0.2: call "
+                "Step.get_messages(), which returns the same message list. "
+                "(Flow.get_memory() stays: it returns the flow's Memory.)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        return self.get_messages()
+
     def get_last_message(self) -> BaseMessage | None:
         """The newest message of this step's namespace, or None (T5)."""
-        messages = self.get_memory()
+        messages = self.get_messages()
         return messages[-1] if len(messages) > 1 else None
 
     def erase_memory(self) -> None:
@@ -276,7 +249,7 @@ class Step:
 
     def gen_message_id(self) -> str:
         """`<StepName>|<UTC ISO time>|<random>`: the first segment attributes the message."""
-        return f"{self.name}|{now_iso()}|{_ID_RANDOM.randrange(10**10):010d}"
+        return new_message_id(self.name)
 
     def get_context(self, path: str | None = None) -> Any:
         """Shortcut for `self.flow.get_context(path)`."""
@@ -359,7 +332,7 @@ class EndStep(Step):
 
     def on_enter(self) -> Any:
         """Mark the session completed: its id will start a new session next time (P5)."""
-        self._flow._mark_completed()
+        self._flow._session.completed = True
 
     def on_crossing(self, message: BaseMessage | None, prior_step: str | None) -> Any:
         """Always give the closing model something to answer."""

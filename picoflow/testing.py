@@ -34,7 +34,14 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolCall
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    InvalidToolCall,
+    ToolCall,
+)
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.messages.utils import count_tokens_approximately
@@ -304,15 +311,23 @@ class ScriptedChatModel(BaseChatModel):
         return reply.model_copy(update={"usage_metadata": usage})
 
     def _with_ids(self, reply: AIMessage) -> AIMessage:
-        """Give each tool call without an id the next `call_<n>` of the shared record."""
-        if not reply.tool_calls:
+        """Give each tool call without an id the next `call_<n>` of the shared record.
+
+        Invalid calls (arguments that are not JSON) are numbered after the valid ones, as a
+        provider numbers every call it sends.
+        """
+        if not reply.tool_calls and not reply.invalid_tool_calls:
             return reply
         calls: list[ToolCall] = []
+        invalid: list[InvalidToolCall] = []
         with self._record.lock:
             for call in reply.tool_calls:
                 self._record.tool_calls_sent += 1
                 calls.append({**call, "id": call["id"] or f"call_{self._record.tool_calls_sent}"})
-        return reply.model_copy(update={"tool_calls": calls})
+            for bad in reply.invalid_tool_calls:
+                self._record.tool_calls_sent += 1
+                invalid.append({**bad, "id": bad["id"] or f"call_{self._record.tool_calls_sent}"})
+        return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
 
 
 @contextmanager
@@ -416,17 +431,21 @@ def _split_reply(reply: AIMessage) -> list[AIMessageChunk]:
 
     Text goes out in word-sized pieces, then each tool call as a chunk with its name and id
     and the first half of its JSON arguments, then a chunk with the rest; usage rides on the
-    last chunk. Aggregating the chunks gives back `reply`'s content and tool calls.
+    last chunk. Aggregating the chunks gives back `reply`'s content and tool calls. Invalid
+    tool calls stream their raw argument text, so they arrive invalid again, as a provider's
+    malformed JSON would.
     """
     chunks: list[AIMessageChunk] = []
     if isinstance(reply.content, str):
         chunks += [AIMessageChunk(content=p, id=reply.id) for p in _WORD.findall(reply.content)]
     else:
         chunks.append(AIMessageChunk(content=reply.content, id=reply.id))
-    for index, call in enumerate(reply.tool_calls):
-        args = json.dumps(call["args"])
+    raw: list[tuple[str | None, str, str | None]]
+    raw = [(c["name"], json.dumps(c["args"]), c["id"]) for c in reply.tool_calls]
+    raw += [(c["name"], c["args"] or "", c["id"]) for c in reply.invalid_tool_calls]
+    for index, (name, args, call_id) in enumerate(raw):
         half = len(args) // 2
-        head = tool_call_chunk(name=call["name"], args=args[:half], id=call["id"], index=index)
+        head = tool_call_chunk(name=name, args=args[:half], id=call_id, index=index)
         tail = tool_call_chunk(name=None, args=args[half:], id=None, index=index)
         chunks += [
             AIMessageChunk(content="", id=reply.id, tool_call_chunks=[c]) for c in (head, tail)

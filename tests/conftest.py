@@ -10,3 +10,13 @@ def _no_real_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-real")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.delenv("PICOFLOW_STORE", raising=False)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--long",
+        action="store_true",
+        default=False,
+        help="run the reliability scenarios at full size (tests/reliability): more kills, "
+        "more sessions, more concurrent turns",
+    )

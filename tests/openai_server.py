@@ -151,16 +151,15 @@ def _usage(usage: UsageMetadata | None) -> dict[str, int]:
 
 def _completion(head: dict[str, Any], reply: AIMessage) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-    if reply.tool_calls:
+    # A brain's invalid calls go out with their raw arguments, as a model's malformed JSON would.
+    calls = [(c["id"], c["name"], json.dumps(c["args"])) for c in reply.tool_calls]
+    calls += [(c["id"], c["name"], c["args"] or "") for c in reply.invalid_tool_calls]
+    if calls:
         message["tool_calls"] = [
-            {
-                "id": call["id"],
-                "type": "function",
-                "function": {"name": call["name"], "arguments": json.dumps(call["args"])},
-            }
-            for call in reply.tool_calls
+            {"id": id_, "type": "function", "function": {"name": name, "arguments": arguments}}
+            for id_, name, arguments in calls
         ]
-    finish = "tool_calls" if reply.tool_calls else "stop"
+    finish = "tool_calls" if calls else "stop"
     choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
     return {
         **head,

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-import picoflow._compaction
-import picoflow._facts
+import picoflow._housekeeping.facts
+import picoflow._housekeeping.history
 import picoflow.memory
 from picoflow import Flow, FlowEngine, Step, tool
-from picoflow._compaction import find_cut_point
+from picoflow._housekeeping.history import find_cut_point
 from picoflow.memory import DEFAULT_SUMMARY_PROMPT, Memory
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call, tool_calls
@@ -108,7 +108,11 @@ def result(call_id: str) -> ToolMessage:
 
 
 def test_m5_docstring_examples_hold() -> None:
-    for module in (picoflow._compaction, picoflow._facts, picoflow.memory):
+    for module in (
+        picoflow._housekeeping.history,
+        picoflow._housekeeping.facts,
+        picoflow.memory,
+    ):
         outcome = doctest.testmod(module)
         assert outcome.failed == 0 and outcome.attempted > 0, module.__name__
 

@@ -13,7 +13,7 @@ from flows import RecordingStore
 from test_compaction import Chat, Other, chat_flow, texts
 
 from picoflow import Flow, FlowEngine, SessionConflictError, Step
-from picoflow._housekeeping import Housekeeping
+from picoflow._housekeeping.scheduler import Housekeeping
 from picoflow.memory import DEFAULT_SUMMARY_PROMPT
 from picoflow.stores import MemoryStore, SQLiteStore
 from picoflow.testing import ScriptedChatModel
@@ -78,7 +78,7 @@ async def test_background_reply_comes_first_and_the_summary_is_committed_after()
 
 
 async def test_background_pending_summary_leaves_the_next_turn_the_raw_history() -> None:
-    """M4, anchors item 4: the next turn sees the raw history; the summary lands after it."""
+    """M4, background compaction: the next turn sees the raw history; the summary lands after it."""
     brain = Summariser("S-rev3", "unused")
     engine = background_engine(brain)
     session_id = await turns(engine, 1, 4, None)
@@ -102,7 +102,7 @@ async def test_background_pending_summary_leaves_the_next_turn_the_raw_history()
 
 
 async def test_background_task_reads_the_session_the_turn_just_saved_without_loading() -> None:
-    """Anchors item 4: the task drafts from and commits onto the engine's copy of the session
+    """Background compaction: the task drafts from and commits onto the engine's copy of the session
     it has just saved (checked with `revision()`), instead of loading and parsing it twice."""
     brain = Summariser("S1", held=0)
     store = RecordingStore()
@@ -115,12 +115,12 @@ async def test_background_task_reads_the_session_the_turn_just_saved_without_loa
 
 
 async def test_background_commit_logs_the_summary_lag(caplog: Any) -> None:
-    """Anchors item 4: how long compaction work waited, per session, with what it changed."""
+    """Background compaction: how long compaction work waited, per session, with what it changed."""
     brain = Summariser("S1")
     engine = background_engine(brain)
     session_id = await turns(engine, 1, 4, None)
     await brain.started.wait()
-    with caplog.at_level("INFO", logger="picoflow.compaction"):
+    with caplog.at_level("INFO", logger="picoflow._housekeeping.scheduler"):
         brain.release.set()
         await engine.wait_for_background()
     (record,) = [r for r in caplog.records if r.getMessage().startswith("background housekeeping")]
@@ -132,14 +132,14 @@ async def test_background_commit_logs_the_summary_lag(caplog: Any) -> None:
 async def test_background_lag_of_running_work_survives_the_session_bound(
     caplog: Any, monkeypatch: Any
 ) -> None:
-    """Anchors item 4: the bound on remembered sessions never drops one whose work is running,
-    so the slowest commits are not logged with a lag of zero."""
+    """Background compaction: the bound on remembered sessions never drops one whose work is
+    running, so the slowest commits are not logged with a lag of zero."""
     monkeypatch.setattr(Housekeeping, "keep_at_most", 2)
     brain = Summariser("S1", "S2", "S3", held=3)
     engine = background_engine(brain)
     for _ in range(3):  # three sessions due at once; no summary can finish before the release
         await turns(engine, 1, 4, None)
-    with caplog.at_level("INFO", logger="picoflow.compaction"):
+    with caplog.at_level("INFO", logger="picoflow._housekeeping.scheduler"):
         brain.release.set()
         await engine.wait_for_background()
     committed = [r for r in caplog.records if r.getMessage().startswith("background house")]
@@ -149,7 +149,7 @@ async def test_background_lag_of_running_work_survives_the_session_bound(
 
 
 async def test_background_turns_faster_than_the_summariser_still_get_summaries() -> None:
-    """Anchors item 4: back-to-back turns no longer starve compaction.
+    """Background compaction: back-to-back turns no longer starve compaction.
 
     Ten turns run while the first summary is held; each turn queues work instead of cancelling
     the running summary. On release it commits on top of turn 14's revision, and the queued
@@ -172,7 +172,7 @@ async def test_background_turns_faster_than_the_summariser_still_get_summaries()
 
 
 async def test_background_summary_commits_on_top_of_another_process_turn() -> None:
-    """Anchors item 4: a turn saved by another process only appended; the summary still fits."""
+    """Background compaction: a turn saved by another process only appended; the summary fits."""
     brain = Summariser("S-old", "S-new")
     store = MemoryStore()
     engine = background_engine(brain, store)
@@ -200,7 +200,7 @@ async def test_background_summary_commits_on_top_of_another_process_turn() -> No
 async def test_background_draft_is_dropped_when_its_messages_changed_and_retried_next_turn() -> (
     None
 ):
-    """M4, anchors item 4: a summary is never applied over a change to what it summarised."""
+    """M4, background compaction: a summary is never applied over a change to what it summarised."""
     brain = Summariser("S-old", "S-new")
     store = MemoryStore()
     engine = background_engine(brain, store)

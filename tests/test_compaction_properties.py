@@ -25,7 +25,7 @@ from langchain_core.messages import (
 )
 
 from picoflow import Flow, FlowEngine, Step
-from picoflow._compaction import find_cut_point
+from picoflow._housekeeping.history import find_cut_point
 from picoflow.memory import DEFAULT_SUMMARY_PROMPT
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call, tool_calls

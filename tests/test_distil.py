@@ -1,10 +1,11 @@
-"""anchors item 6 / distil: a step left for good is distilled into typed state with provenance.
+"""step distillation: a step left for good is distilled into typed state with provenance.
 
 `Step.distil_on_exit(Schema, key=..., erase=...)`: when the cursor leaves the step (F8), the
 summary model turns the step's messages into a pydantic value stored in the step's state with
 the ids of those messages, at the end of the turn (or after the reply in background mode); with
 `erase=True` the messages then go to the archive (M9). Failures warn and change nothing (M8);
-usage is summary usage (M10). Scripted models only; concurrency is arranged with events.
+usage is summary usage (M10). Scripted models only. Background mode is in
+test_distil_background.py.
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, ConfigDict
-from test_compaction_background import ConflictOnce
 
-import picoflow._distil
+import picoflow._housekeeping.distillation
 from picoflow import (
     Flow,
     FlowDefinitionError,
@@ -29,8 +29,7 @@ from picoflow import (
     go,
     tool,
 )
-from picoflow._distil import DEFAULT_DISTIL_PROMPT
-from picoflow._housekeeping import Housekeeping
+from picoflow._housekeeping.distillation import DEFAULT_DISTIL_PROMPT, erase_cut
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call
 
@@ -181,7 +180,7 @@ LYON_VALUE = {"city": "Lyon", "nights": 2}
 
 
 async def test_distil_stores_the_typed_value_with_the_ids_it_came_from() -> None:
-    """anchors item 6 / distil, F8: leaving the step stores value + provenance at turn end."""
+    """step distillation, F8: leaving the step stores value + provenance at turn end."""
     brain = Brain(LYON)
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     first, second = await chat(engine, "Lyon please", "done")
@@ -202,7 +201,7 @@ async def test_distil_stores_the_typed_value_with_the_ids_it_came_from() -> None
 
 
 async def test_distil_request_carries_instruction_schema_and_transcript() -> None:
-    """anchors item 6 / distil, M6: JSON-schema instruction, then a transcript in one message."""
+    """step distillation, M6: JSON-schema instruction, then a transcript in one message."""
     brain = Brain(LYON)
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     await chat(engine, "Lyon please", "done")
@@ -221,7 +220,7 @@ async def test_distil_request_carries_instruction_schema_and_transcript() -> Non
 
 
 async def test_distil_get_distilled_returns_the_model_to_later_steps() -> None:
-    """anchors item 6 / distil, S1: the state reads back as the pydantic object."""
+    """step distillation, S1: the state reads back as the pydantic object."""
     brain = Brain("```json\n" + LYON + "\n```")  # a fenced reply is accepted
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     await chat(engine, "Lyon please", "done", "thanks")
@@ -233,7 +232,7 @@ async def test_distil_get_distilled_returns_the_model_to_later_steps() -> None:
 
 
 def test_distil_get_distilled_without_a_value_or_without_distil_on_exit() -> None:
-    """anchors item 6 / distil: None before the first value; a clear error on a plain step."""
+    """step distillation: None before the first value; a clear error on a plain step."""
     flow = trip_flow(Brain())()
     explore, present = flow.get_step(Explore), flow.get_step(Present)
     assert explore.get_distilled() is None
@@ -248,7 +247,7 @@ def test_distil_get_distilled_without_a_value_or_without_distil_on_exit() -> Non
 
 
 async def test_distil_usage_is_summary_usage_and_the_call_is_tagged() -> None:
-    """anchors item 6 / distil, M10: tagged summary/distil, tokens counted as summary."""
+    """step distillation, M10: tagged summary/distil, tokens counted as summary."""
     brain = Brain(LYON)
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     first, second = await chat(engine, "Lyon please", "done")
@@ -276,7 +275,7 @@ async def test_distil_usage_is_summary_usage_and_the_call_is_tagged() -> None:
 
 
 async def test_distil_again_merges_the_previous_value_and_extends_provenance() -> None:
-    """anchors item 6 / distil: the next exit sends the current value; generation counts."""
+    """step distillation: the next exit sends the current value; generation counts."""
     brain = Brain(LYON, '{"city": "Lyon", "nights": 3}')
     engine = FlowEngine(flows=[trip_flow(brain, prompt="Extract the stay.")], store=MemoryStore())
     results = await chat(engine, "Lyon please", "done", "back", "3 nights", "done")
@@ -299,7 +298,7 @@ async def test_distil_again_merges_the_previous_value_and_extends_provenance() -
 
 
 async def test_distil_goto_the_current_step_is_not_an_exit() -> None:
-    """anchors item 6 / distil, F8: go() to the current step runs no on_exit, so no distil."""
+    """step distillation, F8: go() to the current step runs no on_exit, so no distil."""
     brain = Brain()
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     results = await chat(engine, "Lyon please", "again")
@@ -309,7 +308,7 @@ async def test_distil_goto_the_current_step_is_not_an_exit() -> None:
 
 
 async def test_distil_a_step_left_twice_in_one_turn_is_distilled_once() -> None:
-    """anchors item 6 / distil, F8: A->B->A->B in one turn: one distillation of all of A."""
+    """step distillation, F8: A->B->A->B in one turn: one distillation of all of A."""
     brain = Brain(LYON, Present=[tool_call("back"), "Hotels."], Explore=["re"])
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     first = (await chat(engine, "Lyon please"))[0]
@@ -324,7 +323,7 @@ async def test_distil_a_step_left_twice_in_one_turn_is_distilled_once() -> None:
 
 
 async def test_distil_a_step_re_entered_by_the_end_of_the_turn_waits_for_its_next_exit() -> None:
-    """anchors item 6 / distil, F8: A->B->A: A is current again, so it is not distilled yet."""
+    """step distillation, F8: A->B->A: A is current again, so it is not distilled yet."""
     brain = Brain(LYON, Present=[tool_call("back")])
     engine = FlowEngine(flows=[trip_flow(brain)], store=MemoryStore())
     first, second = await chat(engine, "Lyon please", "done")
@@ -348,7 +347,7 @@ class Leaving(Step):
 
 
 async def test_distil_sees_the_messages_an_on_enter_erase_removed() -> None:
-    """anchors item 6 / distil, T4: the exit snapshot keeps what a shared-namespace erase wiped."""
+    """step distillation, T4: the exit snapshot keeps what a shared-namespace erase wiped."""
     brain = Brain(LYON)
 
     class TripFlow(Flow):
@@ -381,7 +380,7 @@ async def test_distil_sees_the_messages_an_on_enter_erase_removed() -> None:
 async def test_distil_erase_archives_and_removes_the_covered_messages_and_recall_finds_them() -> (
     None
 ):
-    """anchors item 6 / distil, M9: stored covered messages are archived and removed; messages
+    """step distillation, M9: stored covered messages are archived and removed; messages
     of the exiting turn follow at the end of the next turn; conversation_search finds them."""
     brain = Brain(LYON, Explore=[], Present=[])
     store = MemoryStore()
@@ -410,7 +409,7 @@ async def test_distil_erase_archives_and_removes_the_covered_messages_and_recall
 
 
 async def test_distil_erase_never_removes_another_steps_messages() -> None:
-    """anchors item 6 / distil: in a shared namespace the erase stops at Present's messages."""
+    """step distillation: in a shared namespace the erase stops at Present's messages."""
     brain = Brain(LYON)
     engine = FlowEngine(flows=[trip_flow(brain, erase=True, shared=True)], store=MemoryStore())
     results = await chat(engine, "Lyon please", "done", "cheapest?", "thanks")
@@ -421,7 +420,7 @@ async def test_distil_erase_never_removes_another_steps_messages() -> None:
 
 
 def test_distil_erase_keeps_a_tool_call_with_its_results() -> None:
-    """anchors item 6 / distil, M5: a cut never separates a call from its result."""
+    """step distillation, M5: a cut never separates a call from its result."""
     ai_call = AIMessage("", id="A|2", tool_calls=[{"name": "t", "args": {}, "id": "c1"}])
     history = [
         SystemMessage("", id="A|0"),
@@ -430,14 +429,14 @@ def test_distil_erase_keeps_a_tool_call_with_its_results() -> None:
         ToolMessage("r", tool_call_id="c1", id="A|3"),
     ]
     covered = {"A|1", "A|2", "A|3"}
-    assert picoflow._distil.erase_cut(history, covered, limit=4) == 4
-    assert picoflow._distil.erase_cut(history, covered, limit=3) == 2  # result not stored
-    assert picoflow._distil.erase_cut(history, covered - {"A|3"}, limit=4) == 2
-    assert picoflow._distil.erase_cut(history, {"A|2", "A|3"}, limit=4) == 1
+    assert erase_cut(history, covered, limit=4) == 4
+    assert erase_cut(history, covered, limit=3) == 2  # result not stored
+    assert erase_cut(history, covered - {"A|3"}, limit=4) == 2
+    assert erase_cut(history, {"A|2", "A|3"}, limit=4) == 1
 
 
 async def test_distil_erase_after_compaction_clears_the_summary_only_when_emptied() -> None:
-    """anchors item 6 / distil, M4, M9, T4: compaction and erase share positions; the summary
+    """step distillation, M4, M9, T4: compaction and erase share positions; the summary
     goes only with the last message; the distiller is shown the summary."""
     brain = Brain(LYON)
     store = MemoryStore()
@@ -460,13 +459,12 @@ async def test_distil_erase_after_compaction_clears_the_summary_only_when_emptie
 
 class BrokenArchive(MemoryStore):
     async def archive(self, session_id: str, namespace: str, entries: list) -> None:
-        from picoflow import StoreError
 
         raise StoreError("archive collection is read-only")
 
 
 async def test_distil_erase_with_a_broken_archive_keeps_the_messages_and_the_value() -> None:
-    """anchors item 6 / distil, M8, M9: nothing is removed that could not be archived."""
+    """step distillation, M8, M9: nothing is removed that could not be archived."""
     brain = Brain(LYON)
     engine = FlowEngine(flows=[trip_flow(brain, erase=True)], store=BrokenArchive())
     first, second = await chat(engine, "Lyon please", "done")
@@ -501,7 +499,7 @@ async def test_distil_erase_with_a_broken_archive_keeps_the_messages_and_the_val
     ],
 )
 async def test_distil_failure_warns_and_changes_nothing(reply: Any, reason: str) -> None:
-    """anchors item 6 / distil, M8: error, empty, invalid JSON, invalid value: nothing changes."""
+    """step distillation, M8: error, empty, invalid JSON, invalid value: nothing changes."""
     brain = Brain(reply)
     store = MemoryStore()
     engine = FlowEngine(flows=[trip_flow(brain, erase=True)], store=store)
@@ -517,7 +515,7 @@ async def test_distil_failure_warns_and_changes_nothing(reply: Any, reason: str)
 
 
 async def test_distil_timeout_warns_and_the_next_exit_succeeds() -> None:
-    """anchors item 6 / distil, M8: SummaryConfig.timeout bounds the call; retried on next exit."""
+    """step distillation, M8: SummaryConfig.timeout bounds the call; retried on next exit."""
     brain = Brain(HANG, LYON)
     engine = FlowEngine(flows=[trip_flow(brain, config={"timeout": 0.05})], store=MemoryStore())
     results = await chat(engine, "Lyon please", "done")
@@ -586,7 +584,7 @@ class NotJson(BaseModel):
 def test_distil_on_exit_rejects_bad_arguments_at_the_call(
     args: tuple, error: type[Exception], message: str | None
 ) -> None:
-    """anchors item 6 / distil, STYLE rule 2: each mistake fails where it is made, saying why."""
+    """step distillation, STYLE rule 2: each mistake fails where it is made, saying why."""
     flow = trip_flow(Brain())()
     schema, *rest = args
     with pytest.raises(error) as info:
@@ -602,14 +600,14 @@ def test_distil_on_exit_rejects_bad_arguments_at_the_call(
 
 
 def test_distil_on_exit_returns_the_step_for_chaining() -> None:
-    """anchors item 6 / distil, T1: the builder chains like use_memory."""
+    """step distillation, T1: the builder chains like use_memory."""
     flow = trip_flow(Brain())()
     step = Explore(flow)
     assert step.distil_on_exit(StayCriteria).use_memory("x") is step
 
 
 def test_distil_flow_without_a_summary_model_is_refused_by_the_engine() -> None:
-    """anchors item 6 / distil, F5: distil_on_exit needs the summary model, checked at start."""
+    """step distillation, F5: distil_on_exit needs the summary model, checked at start."""
     model = ScriptedChatModel(script=[])
 
     class NoSummaryFlow(Flow):
@@ -629,7 +627,7 @@ def test_distil_flow_without_a_summary_model_is_refused_by_the_engine() -> None:
 
 
 def test_distil_schema_without_a_json_schema_is_refused_by_the_engine() -> None:
-    """anchors item 6 / distil, F5: the schema must be showable to the model."""
+    """step distillation, F5: the schema must be showable to the model."""
     model = ScriptedChatModel(script=[])
 
     class OddFlow(Flow):
@@ -652,289 +650,6 @@ def test_distil_schema_without_a_json_schema_is_refused_by_the_engine() -> None:
 
 
 def test_distil_docstring_examples_hold() -> None:
-    """anchors item 6 / distil: the worked examples in `_distil` are true."""
-    outcome = doctest.testmod(picoflow._distil)
+    """step distillation: the worked examples in `_housekeeping.distillation` are true."""
+    outcome = doctest.testmod(picoflow._housekeeping.distillation)
     assert outcome.failed == 0 and outcome.attempted > 0
-
-
-# -- background mode -----------------------------------------------------------------------------
-
-
-def background_engine(brain: Brain, store: Any = None, **distil: Any) -> FlowEngine:
-    flow = trip_flow(brain, config={"background": True}, **distil)
-    return FlowEngine(flows=[flow], store=store or MemoryStore())
-
-
-async def test_distil_background_reply_first_then_committed_on_an_unmoved_revision() -> None:
-    """anchors item 6 / distil, M10: the reply returns while the distiller is still held."""
-    brain = Brain(LYON, held=1)
-    engine = background_engine(brain, erase=True)
-    first, second = await chat(engine, "Lyon please", "done")
-    assert second.message == "re Continue." and second.usage["summary"]["calls"] == 0
-    await brain.started.wait()  # the turn is back; the distiller is waiting
-    doc = await engine.get_session(first.session_id)
-    assert doc["revision"] == 1 and "criteria" not in doc["steps"]["Explore"]["state"]
-    brain.release.set()
-    await engine.wait_for_background()
-    doc = await engine.get_session(first.session_id)
-    assert doc["revision"] == 2
-    assert doc["steps"]["Explore"]["state"]["criteria"]["value"] == {"city": "Lyon", "nights": 2}
-    assert contents(doc) == [] and doc["memory"]["explore"]["archived"] == 5  # all stored
-    assert doc["usage"]["summary"]["calls"] == 1
-    await engine.aclose()
-
-
-async def test_distil_background_commits_on_top_of_another_process_turn() -> None:
-    """anchors items 4 and 6 / distil, P4: a newer turn that only appended does not lose it."""
-    brain = Brain(LYON, held=1)
-    store = MemoryStore()
-    engine = background_engine(brain, store, erase=True)
-
-    other_process = background_engine(brain, store, erase=True)  # the same flow elsewhere
-    first, _ = await chat(engine, "Lyon please", "done")
-    await brain.started.wait()
-    await chat(other_process, "thanks", session_id=first.session_id)  # revision 1 -> 2
-    brain.release.set()
-    await engine.wait_for_background()
-    doc = await engine.get_session(first.session_id)
-    entry = doc["steps"]["Explore"]["state"]["criteria"]
-    assert (doc["revision"], entry["value"], entry["generation"]) == (3, LYON_VALUE, 1)
-    assert contents(doc) == []  # the distilled messages went to the archive
-    assert len(await store.search_archive(first.session_id, "explore", "")) == 5
-
-
-async def test_distil_background_draft_is_dropped_when_the_step_was_distilled_meanwhile() -> None:
-    """anchors item 6 / distil, P4: never applied over a newer distillation of the step."""
-    brain = Brain(LYON, held=1)
-    store = MemoryStore()
-    engine = background_engine(brain, store, erase=True)
-    first, _ = await chat(engine, "Lyon please", "done")
-    await brain.started.wait()
-    doc = await store.load(first.session_id)  # another writer stores its own value first
-    assert doc is not None
-    theirs = {"value": {"city": "Paris", "nights": 1}, "generation": 1}
-    doc["steps"]["Explore"]["state"]["criteria"] = theirs
-    await store.save(doc, doc["revision"])
-    brain.release.set()
-    await engine.wait_for_background()
-    doc = await engine.get_session(first.session_id)
-    assert doc["revision"] == 2 and doc["steps"]["Explore"]["state"]["criteria"] == theirs
-    assert len(contents(doc)) == 5
-    assert await store.search_archive(first.session_id, "explore", "") == []
-
-
-async def test_distil_background_commit_that_conflicts_writes_nothing() -> None:
-    """anchors item 6 / distil, P2: a conflicting commit is dropped, state untouched."""
-    brain = Brain(LYON, held=1)
-    store = ConflictOnce()
-    engine = background_engine(brain, store)
-    first, _ = await chat(engine, "Lyon please", "done")
-    await brain.started.wait()
-    store.armed = True
-    brain.release.set()
-    await engine.wait_for_background()
-    doc = await engine.get_session(first.session_id)
-    assert doc["revision"] == 1 and "criteria" not in doc["steps"]["Explore"]["state"]
-
-
-async def test_distil_background_newer_turn_queues_behind_the_running_task() -> None:
-    """anchors items 4 and 6 / distil: a newer turn here waits its turn; nothing is redone."""
-    brain = Brain(LYON, '{"city": "Lyon", "nights": 4}', held=1)
-    engine = background_engine(brain)
-    first, _ = await chat(engine, "Lyon please", "done")
-    await brain.started.wait()
-    await chat(engine, "thanks", session_id=first.session_id)  # queued, nothing cancelled
-    brain.release.set()
-    await engine.wait_for_background()
-    doc = await engine.get_session(first.session_id)
-    entry = doc["steps"]["Explore"]["state"]["criteria"]
-    assert (doc["revision"], entry["value"]["nights"], entry["generation"]) == (3, 2, 1)
-    assert entry["source_message_ids"] == ids(doc)
-    assert len(brain.distil_requests()) == 1
-
-
-class OutageAfterSave(MemoryStore):
-    """A store outage that hits the background task's first read of the session.
-
-    Once armed, the next save marks the outage; the first read from another asyncio task (the
-    background task that the save starts, not the turns that go on) then fails, after waiting
-    for `go` if one is set.
-    """
-
-    def __init__(self, go: asyncio.Event | None = None) -> None:
-        super().__init__()
-        self.go = go
-        self.armed = False
-        self._saver: asyncio.Task[Any] | None = None
-
-    async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
-        revision = await super().save(doc, expected_revision)
-        if self.armed:
-            self.armed, self._saver = False, asyncio.current_task()
-        return revision
-
-    async def revision(self, session_id: str) -> int | None:
-        await self._outage()
-        return await super().revision(session_id)
-
-    async def load(self, session_id: str) -> Any:
-        await self._outage()
-        return await super().load(session_id)
-
-    async def _outage(self) -> None:
-        if self._saver is None or asyncio.current_task() is self._saver:
-            return
-        self._saver = None
-        if self.go is not None:
-            await self.go.wait()
-        raise StoreError("the store is briefly unreachable")
-
-
-async def test_distil_background_task_that_fails_is_retried_at_the_next_turn_end() -> None:
-    """anchors items 4 and 6 / distil: a task that dies (a store outage, not a model failure)
-    hands its steps to the next turn end instead of losing them."""
-    brain = Brain(LYON)
-    store = OutageAfterSave()
-    engine = background_engine(brain, store)
-    (first,) = await chat(engine, "Lyon please")
-    store.armed = True
-    await chat(engine, "done", session_id=first.session_id)  # leaves Explore; the task fails
-    await engine.wait_for_background()
-    doc = await engine.get_session(first.session_id)
-    assert "criteria" not in doc["steps"]["Explore"]["state"] and brain.distil_requests() == []
-    await chat(engine, "thanks", session_id=first.session_id)
-    await engine.wait_for_background()
-    doc = await engine.get_session(first.session_id)
-    assert doc["steps"]["Explore"]["state"]["criteria"]["value"] == LYON_VALUE
-
-
-async def test_distil_carried_work_is_kept_for_a_bounded_number_of_idle_sessions(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    """anchors item 4 / distil: after an outage fails many sessions' tasks, the work carried
-    for sessions that never return is dropped oldest first, with a warning, not kept forever."""
-    monkeypatch.setattr(Housekeeping, "keep_at_most", 2)
-    brain = Brain(LYON, LYON)  # two distillations: the sessions whose work was kept
-    store = OutageAfterSave()
-    engine = background_engine(brain, store)
-    sessions = []
-    for _ in range(3):
-        (first,) = await chat(engine, "Lyon please")
-        store.armed = True
-        await chat(engine, "done", session_id=first.session_id)  # leaves Explore; task fails
-        await engine.wait_for_background()
-        sessions.append(first.session_id)
-    dropped = [r for r in caplog.records if "dropped the carried-over" in r.getMessage()]
-    assert [r.session_id for r in dropped] == [sessions[0]]  # type: ignore[attr-defined]
-    for session_id in sessions:
-        await chat(engine, "thanks", session_id=session_id)
-    await engine.wait_for_background()
-    states = [(await engine.get_session(i))["steps"]["Explore"]["state"] for i in sessions]
-    assert ["criteria" in state for state in states] == [False, True, True]
-
-
-async def test_distil_background_failure_is_recorded_on_the_session() -> None:
-    """anchors item 6 / distil, M8: the warning is committed with the session."""
-    brain = Brain(RuntimeError("down"))
-    engine = background_engine(brain, erase=True)
-    first, second = await chat(engine, "Lyon please", "done")
-    assert second.warnings == []
-    await engine.wait_for_background()
-    doc = await engine.get_session(first.session_id)
-    assert [w["message"] for w in doc["warnings"]] == [
-        "Step distillation skipped: Explore: the summary model raised RuntimeError: down"
-        + SKIPPED_TAIL
-    ]
-    assert doc["revision"] == 2 and len(contents(doc)) == 5
-    assert "criteria" not in doc["steps"]["Explore"]["state"]
-
-
-class Chained:
-    """Steps S1 -> S2 -> S3 -> S4, each distilled when left; 'done' moves on."""
-
-    def __init__(self) -> None:
-        self.distilled: list[str] = []
-        self.model = ScriptedChatModel(policy=self.reply)
-
-    def reply(self, messages: list[Any], tools: list[str]) -> Any:
-        meta = self.model.requests[-1].metadata
-        if meta["picoflow_purpose"] == "distil":
-            self.distilled.append(meta["picoflow_step"])
-            return json.dumps({"city": meta["picoflow_step"], "nights": 1})
-        last = messages[-1]
-        return tool_call("done") if last.content == "done" and tools else f"re {last.content}"
-
-    def flow(self) -> type[Flow]:
-        model = self.model
-
-        class S4(Step):
-            pass
-
-        def stage(name: str, after: type[Step]) -> type[Step]:
-            def done(self: Step) -> Any:
-                """Move on."""
-                return go(after)
-
-            return type(name, (Step,), {"done": tool(done)})
-
-        s3 = stage("S3", S4)
-        s2 = stage("S2", s3)
-        s1 = stage("S1", s2)
-
-        class ChainFlow(Flow):
-            def __init__(self) -> None:
-                super().__init__()
-                memory = self.get_memory().set_summary_model(model)
-                memory.set_summary_config(8, 4, background=True)
-
-            def config_model(self) -> Any:
-                return model
-
-            def define_steps(self) -> list[Step]:
-                staged = [cls(self).distil_on_exit(StayCriteria) for cls in (s1, s2, s3)]
-                return [*staged, S4(self)]
-
-        return ChainFlow
-
-
-class OutageThenSlowSave(OutageAfterSave):
-    """`OutageAfterSave` whose failing read waits for `go`; one turn's save waits for it too."""
-
-    def __init__(self) -> None:
-        super().__init__(asyncio.Event())
-        self.save_waiting = asyncio.Event()
-        self.hold_save = False
-
-    async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
-        if self.hold_save:
-            assert self.go is not None
-            self.hold_save = False
-            self.save_waiting.set()
-            await self.go.wait()
-        return await super().save(doc, expected_revision)
-
-
-async def test_distil_background_queued_steps_survive_a_task_ending_as_a_turn_saves() -> None:
-    """anchors items 4 and 6 / distil: the running task ends in the same loop step in which a
-    newer turn's save resumes; the steps queued behind it still get distilled."""
-    chain = Chained()
-    store = OutageThenSlowSave()
-    engine = FlowEngine(flows=[chain.flow()], store=store)
-    session_id = (await engine.run("ChainFlow", "hi")).session_id
-    store.armed = True
-    await engine.run("ChainFlow", "done", session_id=session_id)  # leaves S1: the task waits
-    await engine.run("ChainFlow", "done", session_id=session_id)  # leaves S2: queued
-    store.hold_save = True
-    third = asyncio.create_task(engine.run("ChainFlow", "done", session_id=session_id))
-    await store.save_waiting.wait()  # S3 left; its save waits with the failing task
-    store.go.set()
-    assert (await third).success
-    await engine.wait_for_background()
-    doc = await engine.get_session(session_id)
-    assert doc["steps"]["S2"]["state"]["distilled"]["value"]["city"] == "S2"
-    assert doc["steps"]["S3"]["state"]["distilled"]["value"]["city"] == "S3"
-    assert "distilled" not in doc["steps"]["S1"]["state"]  # its task failed: next turn end
-    await engine.run("ChainFlow", "more", session_id=session_id)
-    await engine.wait_for_background()
-    doc = await engine.get_session(session_id)
-    assert doc["steps"]["S1"]["state"]["distilled"]["value"]["city"] == "S1"

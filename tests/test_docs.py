@@ -18,8 +18,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
-# Pages that report numbers or list changes rather than teach a concept.
-NO_EXAMPLE_NEEDED = {"benchmarks.md"}
+# Pages that report numbers or list rules rather than teach a concept.
+NO_EXAMPLE_NEEDED = {"benchmarks.md", "contract.md"}
 FENCE = re.compile(r"^```python( fragment)?[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 
 

@@ -222,12 +222,12 @@ async def test_f7_config_frozen_at_creation_and_later_config_warns() -> None:
     changed = await engine.run("F", "more", session_id=first.session_id, config={"tenant": "us"})
     assert changed.warnings == [
         "The config sent with this turn was ignored: a session's context is fixed when it is "
-        "created (F7). Start a new session to use a different config."
+        "created. Start a new session to use a different config."
     ]
     doc = await engine.get_session(first.session_id)
     assert doc["context"] == {"config": {"tenant": {"region": "eu"}}}
     assert doc["warnings"][-1]["message"] == changed.warnings[0]
-    flow._context = doc["context"]
+    flow.set_context(doc["context"])
     assert flow.get_context("config.tenant.region") == "eu"
 
 

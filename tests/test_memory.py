@@ -39,7 +39,7 @@ async def test_m2_system_slot_holds_the_last_prompt_and_is_index_zero() -> None:
 
     class Slot(Step):
         def get_prompt(self) -> str:
-            return f"turn prompt {len(self.get_memory())}"
+            return f"turn prompt {len(self.get_messages())}"
 
     engine = engine_for(make_flow(lambda f: [Slot(f)], model=model))
     first = await engine.run("F", "hi")

@@ -1,4 +1,4 @@
-"""The compaction simulator (anchors item 10): replay stored sessions under other settings.
+"""The compaction simulator: replay stored sessions under other settings.
 
 Two kinds of expectations, neither taken from the simulator itself:
 
@@ -98,7 +98,7 @@ async def simulate_one(store: Any, doc: dict[str, Any], settings: list[Any], **k
 # -- hand-built histories: tokens, evictions, findings ------------------------------------------
 
 
-async def test_anchors10_m4_m5_m7_tokens_and_evictions_match_a_hand_computation() -> None:
+async def test_simulator_m4_m5_m7_tokens_and_evictions_match_a_hand_computation() -> None:
     """Six plain turns under 8/2 (M4, M5, M7) and under compaction off.
 
     At the end of turn 4 the history holds 9 messages (>= 8); inline compaction may evict only
@@ -135,7 +135,7 @@ async def test_anchors10_m4_m5_m7_tokens_and_evictions_match_a_hand_computation(
     assert off.cost(0.5) == 369 * 0.5 / 1e6
 
 
-async def test_anchors10_m5_background_mode_evicts_the_turn_it_just_saved() -> None:
+async def test_simulator_m5_background_mode_evicts_the_turn_it_just_saved() -> None:
     """Inline compaction may evict only messages stored before the turn; background may not
     be limited that way (it loads the session as the turn saved it).
 
@@ -164,7 +164,7 @@ async def test_anchors10_m5_background_mode_evicts_the_turn_it_just_saved() -> N
     )
 
 
-async def test_anchors10_m5_whole_turns_cut_background_and_inline_at_the_same_turn_start() -> None:
+async def test_simulator_m5_whole_turns_cut_background_and_inline_at_the_same_turn_start() -> None:
     """With whole_turns, both modes move the cut back to the start of a user turn, which for
     plain turns is the same place, and no request opens with the assistant.
 
@@ -189,7 +189,7 @@ async def test_anchors10_m5_whole_turns_cut_background_and_inline_at_the_same_tu
     assert inline.violations == [] and background.violations == []
 
 
-async def test_anchors10_a_setting_that_never_triggers_is_flagged() -> None:
+async def test_simulator_a_setting_that_never_triggers_is_flagged() -> None:
     """'Summarization not triggering': 16/8 on a 6-turn session never reaches 16 messages."""
     store = MemoryStore()
     doc = await store_session(store, plain_turns(6))
@@ -208,7 +208,7 @@ async def test_anchors10_a_setting_that_never_triggers_is_flagged() -> None:
     assert "never compacts" in report.table().splitlines()[2]
 
 
-async def test_anchors10_m5_threshold_reached_but_nothing_evictable_is_flagged() -> None:
+async def test_simulator_m5_threshold_reached_but_nothing_evictable_is_flagged() -> None:
     """One turn with six parallel tool calls: 10 messages >= 8, but inline compaction may not
     evict what the turn itself wrote, so the cut point finds nothing (M5 stored prefix)."""
     call = AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": f"c{n}"} for n in range(6)])
@@ -225,7 +225,7 @@ async def test_anchors10_m5_threshold_reached_but_nothing_evictable_is_flagged()
     )
 
 
-async def test_anchors10_compacting_every_turn_is_flagged_as_churn() -> None:
+async def test_simulator_compacting_every_turn_is_flagged_as_churn() -> None:
     """8/6 on plain turns: from turn 4 on, every turn end leaves 9 messages and evicts 2."""
     store = MemoryStore()
     doc = await store_session(store, plain_turns(8))
@@ -245,7 +245,7 @@ async def test_anchors10_compacting_every_turn_is_flagged_as_churn() -> None:
     )
 
 
-async def test_anchors10_coverage_gap_requests_over_the_context_window() -> None:
+async def test_simulator_coverage_gap_requests_over_the_context_window() -> None:
     """Seed 001's messageLimit < threshold gap, in picoflow's unit: a request larger than the
     model's window holds messages no summary covers yet. With a window of 100 tokens, 'off'
     exceeds it once (109 at position 12) and 8/2 twice (147, 166); max_tokens=100 is a static
@@ -274,7 +274,7 @@ async def test_anchors10_coverage_gap_requests_over_the_context_window() -> None
     assert [r.findings for r in relaxed.results] == [[], []]
 
 
-async def test_anchors10_m5_violations_in_a_broken_stored_history_are_reported() -> None:
+async def test_simulator_m5_violations_in_a_broken_stored_history_are_reported() -> None:
     """A stored history whose call lost its result and whose result lost its call: every
     request that holds them is one a provider refuses (M5)."""
     broken = [
@@ -295,13 +295,12 @@ async def test_anchors10_m5_violations_in_a_broken_stored_history_are_reported()
     ]
     assert result.violations[1].message == (
         "The tool result at position 5 (call id 'c9') has no call right before it in 1 "
-        "simulated request, from the call at position 6 on. Providers refuse such a request "
-        "(M5)."
+        "simulated request, from the call at position 6 on. Providers refuse such a request."
     )
     assert "2 violations" in (await simulate_one(store, doc, [None])).table()
 
 
-async def test_anchors10_a_real_summary_model_writes_the_summaries() -> None:
+async def test_simulator_a_real_summary_model_writes_the_summaries() -> None:
     """With `summary_model`, the summariser gets the M6 request and its text is the memory:
     'short' makes a memory block of ceil((35 + 5 + 6) / 4) + 3 = 15 tokens."""
     summariser = ScriptedChatModel(script=["short"])
@@ -342,7 +341,7 @@ async def test_m9_history_is_rebuilt_from_archive_pages_and_live_messages(
     assert (history.from_archive, history.missing, history.live_from) == (1200, [], 1201)
 
 
-async def test_anchors10_a_document_alone_replays_only_its_live_history() -> None:
+async def test_simulator_a_document_alone_replays_only_its_live_history() -> None:
     """Without the store, positions before the live part are unknown: the stored summary
     stands in for them (it is in every request, M7) and the notes say so."""
     store = MemoryStore()
@@ -467,7 +466,7 @@ async def test_m9_compacted_session_is_rebuilt_exactly_from_archive_and_live(
     assert [comparable(m) for _, m in history.messages] == expected
 
 
-async def test_anchors10_replaying_the_real_setting_reproduces_every_real_request(
+async def test_simulator_replaying_the_real_setting_reproduces_every_real_request(
     runs: dict[str, Any],
 ) -> None:
     """12/4 with the stored summary's size: the simulated calls are the engine's requests, one
@@ -500,7 +499,7 @@ async def test_anchors10_replaying_the_real_setting_reproduces_every_real_reques
     assert off.violations == []
 
 
-async def test_anchors10_whole_turns_removes_the_assistant_first_requests(
+async def test_simulator_whole_turns_removes_the_assistant_first_requests(
     runs: dict[str, Any],
 ) -> None:
     """M5 + whole_turns: the same session replayed with whole-turn cuts has no request that
@@ -513,7 +512,7 @@ async def test_anchors10_whole_turns_removes_the_assistant_first_requests(
     assert whole.total_tokens >= strict.total_tokens
 
 
-async def test_anchors10_erased_positions_are_reported_and_restart_the_replay() -> None:
+async def test_simulator_erased_positions_are_reported_and_restart_the_replay() -> None:
     """T4: erased messages use up their positions without being archived. Two plain turns,
     then an erase by a tool: positions 1..5 (H1 A1 H2 A2 H3) vanish; the call to `forget`
     and its result take positions 6 and 7."""
@@ -541,7 +540,7 @@ async def test_anchors10_erased_positions_are_reported_and_restart_the_replay() 
     assert report.results[0].calls[0].tokens == SYSTEM
     assert report.notes == [
         "Namespace 'agent': positions 1..5 are neither live nor archived (erased with "
-        "erase_memory(), T4); the replay restarts after them, so the call right after the "
+        "erase_memory()); the replay restarts after them, so the call right after the "
         "erase is counted without the erased messages."
     ]
     # After the erase, picoflow really sends a history that opens with the forget call.
@@ -551,7 +550,7 @@ async def test_anchors10_erased_positions_are_reported_and_restart_the_replay() 
 # -- bad inputs ---------------------------------------------------------------------------------
 
 
-async def test_anchors10_bad_arguments_say_what_was_wrong() -> None:
+async def test_simulator_bad_arguments_say_what_was_wrong() -> None:
     store = MemoryStore()
     doc = await store_session(store, plain_turns(1))
     with pytest.raises(SessionNotFoundError) as missing:
@@ -581,7 +580,7 @@ async def test_anchors10_bad_arguments_say_what_was_wrong() -> None:
         await simulate_document({"memory": {}}, [None])
 
 
-async def test_anchors10_namespaces_are_replayed_one_by_one_and_can_be_chosen() -> None:
+async def test_simulator_namespaces_are_replayed_one_by_one_and_can_be_chosen() -> None:
     """Two namespaces: turns are counted per namespace (the note says what that costs), and
     `namespaces=` limits the replay to the ones asked for."""
     store = MemoryStore()
@@ -608,7 +607,7 @@ async def test_anchors10_namespaces_are_replayed_one_by_one_and_can_be_chosen() 
     assert list(only_end.histories) == ["end"] and only_end.notes == []
 
 
-async def test_anchors10_summary_model_strings_use_the_built_in_providers() -> None:
+async def test_simulator_summary_model_strings_use_the_built_in_providers() -> None:
     """A `ModelLike` string is resolved like a flow's model; an unknown provider fails first,
     before the store is read (F5's message)."""
     store = MemoryStore()
@@ -632,7 +631,7 @@ async def test_anchors10_summary_model_strings_use_the_built_in_providers() -> N
         ({"summary_price_per_million_tokens": "1"}, TypeError, "summary_price_per_million_"),
     ],
 )
-async def test_anchors10_invalid_arguments_fail_before_the_store_is_read(
+async def test_simulator_invalid_arguments_fail_before_the_store_is_read(
     kwargs: dict[str, Any], error: type[Exception], message: str
 ) -> None:
     arguments: dict[str, Any] = {"session_ids": "any-id", "settings": [None], **kwargs}
@@ -640,14 +639,14 @@ async def test_anchors10_invalid_arguments_fail_before_the_store_is_read(
         await simulate_compaction(MemoryStore(), **arguments)
 
 
-async def test_anchors10_a_newer_session_document_is_refused() -> None:
+async def test_simulator_a_newer_session_document_is_refused() -> None:
     doc = new_document(new_session_id(), "AgentFlow", None)
     doc["schema_version"] = 99
     with pytest.raises(StoreError, match="has schema_version 99, but this picoflow reads up to"):
         await simulate_document(doc, [None])
 
 
-def test_anchors10_setting_strings_follow_m3() -> None:
+def test_simulator_setting_strings_follow_m3() -> None:
     assert parse_setting("off") is None
     assert parse_setting(" 16/8 ") == SummaryConfig(16, 8)
     assert parse_setting("16/8", max_tokens=4000) == SummaryConfig(16, 8, max_tokens=4000)
@@ -679,7 +678,7 @@ def simulate_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def test_anchors10_cli_prints_the_comparison_of_a_sqlite_session(tmp_path: Path) -> None:
+async def test_simulator_cli_prints_the_comparison_of_a_sqlite_session(tmp_path: Path) -> None:
     path = tmp_path / "sessions.db"
     store = SQLiteStore(path)
     doc = await store_session(store, plain_turns(6))
@@ -717,7 +716,7 @@ async def test_anchors10_cli_prints_the_comparison_of_a_sqlite_session(tmp_path:
         (["--setting", "off"], 1, "error: Session 'unknown-id' is not in the store"),
     ],
 )
-async def test_anchors10_cli_refuses_bad_input_with_a_reason(
+async def test_simulator_cli_refuses_bad_input_with_a_reason(
     args: list[str], status: int, message: str, tmp_path: Path
 ) -> None:
     path = tmp_path / "sessions.db"
@@ -734,7 +733,7 @@ async def test_anchors10_cli_refuses_bad_input_with_a_reason(
     assert done.stdout == ""
 
 
-async def test_anchors10_cli_refuses_a_missing_sqlite_file(tmp_path: Path) -> None:
+async def test_simulator_cli_refuses_a_missing_sqlite_file(tmp_path: Path) -> None:
     missing = tmp_path / "typo.db"
     done = await asyncio.to_thread(
         simulate_cli, "--store", f"sqlite:///{missing}", "--session", "x", "--setting", "off"
@@ -744,7 +743,7 @@ async def test_anchors10_cli_refuses_a_missing_sqlite_file(tmp_path: Path) -> No
     assert not missing.exists()
 
 
-async def test_anchors10_report_table_lists_settings_in_order() -> None:
+async def test_simulator_report_table_lists_settings_in_order() -> None:
     """The table is plain text: one header, one row per setting, in the order given."""
     store = MemoryStore()
     doc = await store_session(store, plain_turns(2))

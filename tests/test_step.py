@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
+import subprocess
+import sys
 import warnings
 from datetime import UTC, datetime
 from typing import Any
@@ -14,7 +17,7 @@ from flows import engine_for
 from test_flow import make_flow
 
 from picoflow import Step, go, tool
-from picoflow.step import now_iso
+from picoflow._state import now_iso
 from picoflow.testing import ScriptedChatModel, tool_call
 
 
@@ -136,9 +139,9 @@ def test_t4_erase_clears_the_summary() -> None:
     step = flow.get_step(Plain)
     space = flow.get_memory().space(step.namespace)
     space.summary = "old facts"
-    step.get_memory().append(__import__("langchain_core.messages").messages.HumanMessage("x"))
+    step.get_messages().append(__import__("langchain_core.messages").messages.HumanMessage("x"))
     step.erase_memory()
-    assert space.summary is None and len(step.get_memory()) == 1
+    assert space.summary is None and len(step.get_messages()) == 1
 
 
 async def test_t5_message_ids_attribute_messages_to_steps_and_last_message() -> None:
@@ -199,3 +202,47 @@ def test_t5_a_forked_worker_draws_other_message_ids_than_its_parent() -> None:
     assert os.waitstatus_to_exitcode(status) == 0
     assert re.fullmatch(r"\d{10}", child)
     assert child != step.gen_message_id().rsplit("|", 1)[1]
+
+
+_OLD_NAME = """
+import json, warnings
+from picoflow import Flow, Step
+
+class Plain(Step):
+    pass
+
+class F(Flow):
+    def define_steps(self):
+        return [Plain(self)]
+
+step = F().get_step(Plain)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    first, second = step.get_memory(), step.get_memory()
+print(json.dumps({
+    "same": first is step.get_messages() and second is step.get_messages(),
+    "warnings": [(w.category.__name__, str(w.message), w.filename) for w in caught],
+}))
+"""
+
+
+def test_t5_get_memory_on_a_step_is_a_deprecated_alias_of_get_messages() -> None:
+    """The step's `get_memory()` returned messages while the flow's returns a Memory: renamed.
+
+    The old name still works for one release and warns once per process, at the caller's line.
+    """
+    run = subprocess.run([sys.executable, "-c", _OLD_NAME], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result == {
+        "same": True,
+        "warnings": [
+            [
+                "DeprecationWarning",
+                "Step.get_memory() is deprecated and will be removed in picoflow 0.2: call "
+                "Step.get_messages(), which returns the same message list. "
+                "(Flow.get_memory() stays: it returns the flow's Memory.)",
+                "<string>",
+            ]
+        ],
+    }

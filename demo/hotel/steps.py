@@ -69,7 +69,7 @@ class HotelStep(Step):
 
     def forward_to(self, destination: type[Step]) -> ToolResult:
         """Go to ``destination`` and hand it the guest's last sentence to act on."""
-        said = next((m for m in reversed(self.get_memory()) if isinstance(m, HumanMessage)), None)
+        said = next((m for m in reversed(self.get_messages()) if isinstance(m, HumanMessage)), None)
         return go(destination).with_message(said.text) if said is not None else go(destination)
 
 

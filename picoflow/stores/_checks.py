@@ -8,11 +8,11 @@ anything is written: a refused call never leaves a partial write behind.
 from __future__ import annotations
 
 import json
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from picoflow.errors import StoreError
 from picoflow.stores._limits import check_archived_message
-from picoflow.stores.base import ArchiveEntry, JSONDict, message_text
+from picoflow.stores.base import ArchiveEntry, JSONDict, searchable_text
 
 __all__ = [
     "check_entries",
@@ -75,8 +75,10 @@ def conflict_on_create_message(session_id: str, actual_revision: int) -> str:
 
 
 def check_entries(session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
-    """Refuse archive entries that are not `{"position": int >= 0, "message": dict}`, or whose
-    message no store keeps (H7)."""
+    """Refuse malformed archive entries, or messages no store keeps (H7).
+
+    Each entry must be `{"position": int >= 0, "message": dict}`.
+    """
     for entry in entries:
         position = entry.get("position")
         if not _is_int(position) or position < 0 or not isinstance(entry.get("message"), dict):
@@ -112,7 +114,7 @@ def check_open(store: object, closed: bool) -> None:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def encode(doc: Any, session_id: str) -> str:
+def encode(doc: object, session_id: str) -> str:
     """Serialise to strict JSON text, the one form every store keeps.
 
     Strict (no NaN/Infinity) because people query stored sessions with other tools, which
@@ -141,7 +143,7 @@ def decode(text: str) -> JSONDict:
 
 def search_text(message: JSONDict) -> str:
     """The lowercased text a search runs against (content plus tool-call arguments)."""
-    return message_text(message).lower()
+    return searchable_text(message).lower()
 
 
 def search_words(query: str) -> list[str]:

@@ -25,8 +25,13 @@ from __future__ import annotations
 import math
 from typing import Any, TypeGuard
 
-from picoflow.errors import PicoflowError
-from picoflow.stores.base import REMEMBERED_SESSIONS, JSONDict, MessageEncodings, message_text
+from picoflow.errors import StoreError
+from picoflow.stores.base import (
+    REMEMBERED_SESSIONS,
+    JSONDict,
+    MessageEncodings,
+    searchable_text,
+)
 
 __all__ = [
     "DocumentLimitError",
@@ -51,9 +56,18 @@ _RECORD_FIELDS = (1 + 4 + 4 + 1) + (1 + 12 + 8) + (1 + 14 + 1)
 _PLAIN = "Store only dicts with string keys, lists, strings, finite numbers, booleans and None."
 
 
-class DocumentLimitError(PicoflowError, ValueError):
-    """A document no store keeps: too large or too deep, an integer beyond 64 bits, or text
-    that is not valid Unicode (H7). Retrying cannot help; nothing was written."""
+class DocumentLimitError(StoreError, ValueError):
+    """A document no store keeps (H7); retrying cannot help, and nothing was written.
+
+    It is too large or too deep, holds an integer beyond 64 bits, or text that is not valid
+    Unicode. A `StoreError` that is not `retryable` (a server answers it with a refusal, not
+    "retry later", H3), and a `ValueError` for code that checks values.
+    """
+
+    def __init__(self, message: str) -> None:
+        """Carry the message; never retryable."""
+        super().__init__(message)
+        self.retryable = False
 
 
 class _Refused(Exception):
@@ -86,8 +100,9 @@ class _Refused(Exception):
 
 
 def check_value(value: Any, where: str, level: int) -> None:
-    """Refuse, at once, a value that will sit `level` levels deep in a session document and
-    that no store would keep (`save_state` runs this, so a tool fails where it saves).
+    """Refuse, at once, a value no store would keep, `level` levels deep in a document.
+
+    `save_state` runs this, so a tool fails where it saves.
 
     Raises:
         TypeError: the value is not plain JSON.
@@ -178,7 +193,7 @@ def check_archived_message(session_id: str, namespace: str, message: Any) -> Non
         size = _size(message, 2)
     except _Refused as exc:
         raise exc.raised(origin, "archived", "message") from None
-    text = message_text(message) if isinstance(message, dict) else ""
+    text = searchable_text(message) if isinstance(message, dict) else ""
     size += 5 + _utf8_len(text) + 200 + _utf8_len(session_id) + _utf8_len(namespace)
     if size > MAX_DOCUMENT_BYTES:
         raise DocumentLimitError(
@@ -312,8 +327,10 @@ def _segment(key: Any) -> str:
 
 
 def _list_size(count: int, payload: int) -> int:
-    """The BSON size of a list of `count` items whose payloads sum to `payload` bytes (each
-    item also has a type byte and its index as a key: "0", "1", ...)."""
+    """The BSON size of a list of `count` items whose payloads sum to `payload` bytes.
+
+    Each item also has a type byte and its index as a key: "0", "1", ...
+    """
     digits, start, width = 0, 0, 1
     while start < count:  # the digits of 0..9, then 10..99, ...
         end = min(count, 10**width)

@@ -151,8 +151,10 @@ def session_from_stored(stored: JSONDict) -> JSONDict:
 
 
 def archive_record(session_id: str, namespace: str, entry: ArchiveEntry) -> RawBSONDocument:
-    """Encode one archive entry (checked by `_checks.check_entries`), with the lowercased text
-    that searches run against."""
+    """Encode one archive entry, with the lowercased text that searches run against.
+
+    The entry was checked by `_checks.check_entries`.
+    """
     message, escaped = _plain(entry["message"], session_id)
     record: JSONDict = {
         "session_id": session_id,

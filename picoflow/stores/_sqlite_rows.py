@@ -119,8 +119,11 @@ def _full(texts: dict[str, list[str]]) -> Plan:
 
 
 def _changed_positions(messages: list[Any], old: list[Any]) -> list[int]:
-    """Positions whose object is not the one written last time: the system slot (0) on its
-    own, then everything from the first difference after it (histories grow by appending)."""
+    """Positions whose object is not the one written last time.
+
+    The system slot (0) on its own, then everything from the first difference after it
+    (histories grow by appending).
+    """
     if not messages:
         return []
     first = next(compress(count(1), map(is_not, messages[1:], old[1:])), None)

@@ -44,7 +44,7 @@ __all__ = [
     "REMEMBERED_SESSIONS",
     "SavedMessages",
     "encode_new",
-    "message_text",
+    "searchable_text",
 ]
 
 JSONDict = dict[str, Any]
@@ -70,9 +70,9 @@ _Out = TypeVar("_Out")
 def encode_new(
     items: list[Any], previous: tuple[list[Any], list[_Out]], encode: Callable[[Any], _Out]
 ) -> list[_Out]:
-    """`[encode(i) for i in items]`, reusing the outputs of the items that are the very objects
-    encoded last time (`previous` = those items and their outputs).
+    """`[encode(i) for i in items]`, reusing the outputs of objects encoded last time.
 
+    `previous` holds those items and their outputs.
     Histories grow by appending and saved messages are never mutated, so after index 0 the
     unchanged part is a prefix, found in one C-level pass (`map(is_not, ...)`); the system slot
     at index 0 is compared on its own, so a new prompt does not end the reuse. A save then costs
@@ -177,7 +177,7 @@ class Store(Protocol):
         ...
 
 
-def message_text(message: JSONDict) -> str:
+def searchable_text(message: JSONDict) -> str:
     """The searchable text of a stored message (`message_to_dict` form).
 
     Content may be a string or a list of content parts; tool-call arguments are searchable too,
@@ -195,5 +195,5 @@ def message_text(message: JSONDict) -> str:
 
 def matches_query(message: JSONDict, query: str) -> bool:
     """Every word of the query occurs in the message text, ignoring case."""
-    text = message_text(message).lower()
+    text = searchable_text(message).lower()
     return all(word in text for word in query.lower().split())

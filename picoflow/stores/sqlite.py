@@ -334,8 +334,7 @@ class SQLiteStore:
     def _guarded(
         self, action: str, job: Callable[[sqlite3.Connection], _T]
     ) -> Callable[[sqlite3.Connection], _T]:
-        """`job` with sqlite3 errors as StoreError: here, at the store boundary, and nowhere
-        else."""
+        """`job` with sqlite3 errors as StoreError: here, at the store boundary, only."""
 
         def guarded(db: sqlite3.Connection) -> _T:
             try:
@@ -368,9 +367,11 @@ class SQLiteStore:
         return self._probe
 
     def _file_check(self, action: str) -> Callable[[], None]:
-        """What a job runs first, before even a connection is opened (on its thread): refuse
-        to go on if the file was deleted or replaced since the store opened it. A connection
-        opened on a replacement would share the old file's WAL and corrupt both."""
+        """What a job runs first, before even a connection is opened (on its thread).
+
+        It refuses to go on if the file was deleted or replaced since the store opened it: a
+        connection opened on a replacement would share the old file's WAL and corrupt both.
+        """
         if self._identity is None:
             return _no_check  # ":memory:"
         return lambda: self._check_file(action)
@@ -444,8 +445,10 @@ def _prepare_file(path: str) -> tuple[int, int]:
 
 
 class _immediate:  # noqa: N801 - used as a statement: `with _immediate(db, gate):`
-    """One transaction that takes the file's write lock up front, and commits unless the
-    caller was cancelled meanwhile (then, or on any error, it rolls back).
+    """One transaction that takes the file's write lock up front.
+
+    It commits unless the caller was cancelled meanwhile (then, or on any error, it rolls
+    back).
 
     IMMEDIATE (not the default DEFERRED) so two connections never both read, then both try to
     upgrade to a write: the second waits for the lock and then sees the first's commit.
@@ -478,8 +481,11 @@ def _write_row(
     session_id: str,
     plan: Plan,
 ) -> int | None:
-    """Write the session row holding the lock, and its message rows if it matched; None if it
-    did, else the stored revision (`_MISSING`: none), read under the same lock."""
+    """Write the session row holding the lock, and its message rows if it matched.
+
+    Returns None if it did, else the stored revision (`_MISSING`: none), read under the same
+    lock.
+    """
     with _immediate(db, gate):
         if db.execute(sql, params).rowcount:
             apply(db, session_id, plan)
@@ -489,8 +495,10 @@ def _write_row(
 
 
 def _load(db: sqlite3.Connection, session_id: str) -> tuple[str, list[tuple[str, str]]] | None:
-    """The session row's text and its message rows, read in one snapshot (a read transaction:
-    WAL readers see one commit, whatever writers do meanwhile)."""
+    """The session row's text and its message rows, read in one snapshot.
+
+    One read transaction: WAL readers see one commit, whatever writers do meanwhile.
+    """
     db.execute("BEGIN")
     try:
         row = db.execute("SELECT doc FROM sessions WHERE id = ?", (session_id,)).fetchone()

@@ -13,11 +13,16 @@ from typing import Any
 
 import pytest
 
+import picoflow.engine as engine_module
 from picoflow import Flow, FlowEngine, Step, tool
+from picoflow.errors import StoreError
 from picoflow.stores import Store
 from picoflow.stores._limits import DocumentLimitError
 from picoflow.testing import ScriptedChatModel, tool_call
 
+# How a turn names a refusal: the class name, or the one name the server maps every refusal
+# to (H3) where the engine has it.
+REFUSED = getattr(engine_module, "STORE_REFUSED", "DocumentLimitError")
 TOO_BIG = "beyond the 64 bits any store keeps. Store such numbers as strings."
 SURROGATE = (
     "which is not valid Unicode. Store only valid Unicode text (decode bytes with "
@@ -117,14 +122,12 @@ def test_h7_save_state_keeps_what_every_store_keeps() -> None:
     assert step.get_state("max") == 2**63 - 1 and step.get_state("min") == -(2**63)
 
 
-def test_h7_document_limit_error_is_a_picoflow_value_error() -> None:
-    """Callers that catch ValueError (a bad value) or PicoflowError both see it; it is no
-    StoreError, which means "the store failed, try again"."""
-    from picoflow.errors import PicoflowError, StoreError
-
+def test_h7_document_limit_error_is_a_store_error_that_retrying_cannot_fix() -> None:
+    """Callers that catch StoreError or ValueError both see it; `retryable` is False, so a
+    server refuses such a turn instead of answering "retry later" (H3)."""
+    assert issubclass(DocumentLimitError, StoreError)
     assert issubclass(DocumentLimitError, ValueError)
-    assert issubclass(DocumentLimitError, PicoflowError)
-    assert not issubclass(DocumentLimitError, StoreError)
+    assert DocumentLimitError("too big").retryable is False
 
 
 async def test_h7_a_tool_saving_an_int_over_64_bits_gets_a_tool_error_on_every_store(
@@ -164,7 +167,7 @@ async def test_h7_a_turn_whose_document_no_store_keeps_fails_and_writes_nothing(
 
     broken = await engine.run("KeeperFlow", "caf\udce9 please", session_id=first.session_id)
 
-    assert not broken.success and broken.error == "DocumentLimitError"
+    assert not broken.success and broken.error == REFUSED
     assert broken.message == (
         f"Session '{first.session_id}' cannot be stored: memory.Keeper.messages[3].data.content "
         f"has a lone surrogate ('\\udce9' at index 3), {SURROGATE[:-1]}; nothing was written."
@@ -172,7 +175,7 @@ async def test_h7_a_turn_whose_document_no_store_keeps_fails_and_writes_nothing(
     assert await engine.get_session(first.session_id) == before
 
     fresh = await engine.run("KeeperFlow", "\ud800")
-    assert not fresh.success and fresh.error == "DocumentLimitError"
+    assert not fresh.success and fresh.error == REFUSED
     assert re.fullmatch(
         r"Session '[\w-]+' cannot be stored: memory\.Keeper\.messages\[1\]\.data\.content has a "
         r"lone surrogate \('\\ud800' at index 0\), which is not valid Unicode\. .*",

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 
-from ._simulate_replay import ReplayOptions
-from .memory import SummaryConfig
-from .models import ModelLike, ProviderRegistry, parse_model
+from ..memory import SummaryConfig
+from ..models import ModelLike, ProviderRegistry, parse_model
+from ._replay import ReplayOptions
 
 __all__ = ["Options", "check_options", "session_ids_of"]
 

@@ -1,56 +1,35 @@
-"""Compaction simulator: replay stored sessions under other compaction settings, offline.
+"""The simulator's API: load a session's history, replay it per setting, report and compare.
 
-People tune `min_messages`, `recent_messages` and `max_tokens` by guesswork (anchors item 10).
-This module replays the real history of stored sessions (the live document plus the archive,
-M9) under each candidate setting and reports, per setting, the prompt tokens every model call
-would have sent, the summaries and evicted ranges, settings that never trigger, coverage gaps
-and requests a provider would refuse (M5). No LLM is called unless you pass a summary model:
-summaries are stand-in texts of a chosen size.
-
-    reports = await simulate_compaction(
-        store, [session_id], [None, SummaryConfig(16, 8), SummaryConfig(32, 4)]
-    )
-    print(reports[0].table())
-
-or, from a shell, `python -m picoflow.simulate --store sqlite:///sessions.db --session ID
---setting off --setting 16/8 --setting 32/4`. See docs/compaction-simulator.md.
+`picoflow.simulate` re-exports the public names; the replay itself is in `_replay`.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from . import _simulate_checks as checks
-from ._simulate_args import Options, check_options, session_ids_of
-from ._simulate_checks import Finding
-from ._simulate_history import NamespaceHistory, build_history, read_archive
-from ._simulate_replay import (
-    DEFAULT_SUMMARY_TOKENS,
+from ..errors import SessionNotFoundError
+from ..memory import SummaryConfig
+from ..models import ModelLike
+from ..session import check_schema
+from ..stores.base import Store
+from . import _checks as checks
+from ._args import Options, check_options, session_ids_of
+from ._checks import Finding
+from ._history import NamespaceHistory, build_history, read_archive
+from ._replay import (
     Eviction,
     ModelCall,
     NamespaceReplay,
     Replay,
 )
-from ._simulate_table import format_details, format_table
-from .errors import SessionNotFoundError
-from .memory import SummaryConfig
-from .models import ModelLike
-from .session import check_schema
-from .stores.base import Store
+from ._table import format_details, format_table
 
 __all__ = [
-    "DEFAULT_SUMMARY_TOKENS",
-    "Eviction",
-    "Finding",
-    "ModelCall",
-    "NamespaceHistory",
     "SettingResult",
     "SimulationReport",
     "load_history",
-    "main",
     "parse_setting",
     "simulate_compaction",
     "simulate_document",
@@ -425,7 +404,7 @@ def _notes(histories: dict[str, NamespaceHistory], source: str) -> list[str]:
             if history.archive_read:
                 notes.append(
                     f"Namespace '{name}': {span} are neither live nor archived (erased with "
-                    "erase_memory(), T4); the replay restarts after them, so the call right "
+                    "erase_memory()); the replay restarts after them, so the call right "
                     "after the erase is counted without the erased messages."
                 )
             else:
@@ -441,14 +420,3 @@ def _notes(histories: dict[str, NamespaceHistory], source: str) -> list[str]:
             "token counts are an upper bound."
         )
     return notes
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line (`python -m picoflow.simulate --help`); returns the exit code."""
-    from ._simulate_cli import run_cli  # the CLI imports this module
-
-    return run_cli(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

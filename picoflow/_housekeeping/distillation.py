@@ -1,8 +1,8 @@
-"""Distil a step into typed state when the cursor leaves it (anchors item 6, `distil_on_exit`).
+"""Distil a step into typed state when the cursor leaves it (step distillation, `distil_on_exit`).
 
 A step declared with `Step.distil_on_exit(Schema, key=..., erase=...)` is remembered by
 `Flow.goto` when it is left (F8: a real move, `on_exit` ran). At the end of the turn, as part of
-the housekeeping before the save (or after the reply, in background mode, see `_housekeeping`),
+the housekeeping before the save (or after the reply, in background mode, see `scheduler`),
 the summary model reads the step's messages and returns a JSON object for the schema. The
 validated value is stored in the step's durable state under `key`:
 
@@ -13,9 +13,13 @@ so the next model call of the turn never waits for it, and the turn's one atomic
 (P3). Whatever goes wrong (the model raises or times out, the reply is empty, not JSON or not
 valid for the schema), nothing is stored or erased and the session gets a warning (as M8).
 
-The work comes in the same halves as compaction: `draft` asks the model and changes nothing;
-`apply` writes the state. `erase_cuts`/`erase` then move covered messages to the archive (M9)
-for steps with `erase=True`. They erase only what compaction may evict: a leading run of
+The work comes in the same halves as compaction: `draft_distillation` asks the model and
+changes nothing; `apply_distillation` writes the value into the flow, counting its tokens and
+warning when it is unusable, as `apply_summary` does for a summary. A summary stands in for the
+messages it covers, so `apply_summary` also evicts them; a distillation only adds state, and
+what may be erased after it depends on the provenance of every step sharing the namespace, so
+`erase_cuts`/`erase_distilled` then move covered messages to the archive (M9) for steps with
+`erase=True`. They erase only what compaction may evict: a leading run of
 messages that were already stored before this save, never splitting a tool call from its
 results (M5). The store keeps the first archive entry of a position, so archiving a message
 that the turn's save might still fail to commit could leave a wrong entry behind for good.
@@ -41,32 +45,27 @@ from langchain_core.messages import (
 )
 from pydantic import BaseModel, ValidationError
 
-from ._compaction import (
-    ask_summary_model,
-    clip,
-    evict,
-    find_cut_point,
-    stored_length,
-    summary_run_config,
-    transcript_line,
-)
-from .errors import StoreError
-from .flow import Flow
-from .memory import count_call
-from .step import DistilSpec, Step, now_iso
-from .stores.base import Store
+from .._state import now_iso
+from ..errors import StoreError
+from ..flow import Flow
+from ..memory import count_call
+from ..step import DistilSpec, Step
+from ..stores.base import Store
+from .history import evict, find_cut_point, stored_length
+from .summariser import ask_summary_model, clip, summary_run_config, transcript_line
 
 __all__ = [
     "DEFAULT_DISTIL_PROMPT",
-    "Distillation",
+    "DistillationDraft",
     "pending",
     "distil_request",
     "parse_value",
-    "draft",
-    "apply",
+    "draft_distillation",
+    "apply_distillation",
+    "store_value",
     "erase_cut",
     "erase_cuts",
-    "erase",
+    "erase_distilled",
 ]
 
 logger = logging.getLogger(__name__)
@@ -88,8 +87,8 @@ _SHOWN_ERRORS = 3
 
 
 @dataclass(slots=True)
-class Distillation:
-    """One step to distil: the messages it covers, then (after `draft`) the model's answer.
+class DistillationDraft:
+    """One step to distil: the messages it covers, then (after drafting) the model's answer.
 
     `value` is the validated value as JSON, `problem` why there is none; `reply` is kept for
     token accounting (M10) even when it was unusable.
@@ -102,7 +101,7 @@ class Distillation:
     problem: str | None = None
 
 
-def pending(flow: Flow, exits: list[tuple[str, list[BaseMessage]]]) -> list[Distillation]:
+def pending(flow: Flow, exits: list[tuple[str, list[BaseMessage]]]) -> list[DistillationDraft]:
     """The steps to distil now, one per step however often it was left, in order of leaving.
 
     `exits` pairs a step name with its namespace as it was when the step was left. A step
@@ -114,17 +113,17 @@ def pending(flow: Flow, exits: list[tuple[str, list[BaseMessage]]]) -> list[Dist
     snapshots: dict[str, list[list[BaseMessage]]] = {}
     for name, messages in exits:
         snapshots.setdefault(name, []).append(messages)
-    found: list[Distillation] = []
+    found: list[DistillationDraft] = []
     for name, lists in snapshots.items():
         step = flow.steps.get(name)
-        if step is None or step._distil is None or name == flow._current:
+        if step is None or step._distil is None or name == flow._session.current:
             continue
         record = flow.get_memory().namespaces().get(step.namespace)
         if record is not None:
             lists.append(record.messages)
         covered = _attributed(step, lists)
         if covered:
-            found.append(Distillation(name, covered))
+            found.append(DistillationDraft(name, covered))
     return found
 
 
@@ -178,12 +177,12 @@ def distil_request(
 
 
 def parse_value(schema: type[BaseModel], text: str) -> tuple[dict[str, Any] | None, str | None]:
-    """The reply as the schema's JSON value, or why it is unusable (one ```json fence is fine).
+    r"""The reply as the schema's JSON value, or why it is unusable (one ```json fence is fine).
 
     >>> from pydantic import BaseModel
     >>> class Stay(BaseModel):
     ...     nights: int
-    >>> parse_value(Stay, '```json\\n{"nights": "2"}\\n```')
+    >>> parse_value(Stay, '```json\n{"nights": "2"}\n```')
     ({'nights': 2}, None)
     >>> parse_value(Stay, '{"nights": null}')[1]
     'the reply does not match Stay: nights: Input should be a valid integer'
@@ -215,7 +214,9 @@ def _errors(exc: ValidationError) -> str:
     return "; ".join(shown) + more
 
 
-async def draft(flow: Flow, item: Distillation, model: BaseChatModel) -> Distillation:
+async def draft_distillation(
+    flow: Flow, item: DistillationDraft, model: BaseChatModel
+) -> DistillationDraft:
     """Ask the summary model for the step's value and validate it; change nothing (as M8)."""
     step = flow.get_step(item.step)
     spec = _spec(step)
@@ -233,7 +234,7 @@ async def draft(flow: Flow, item: Distillation, model: BaseChatModel) -> Distill
     return item
 
 
-def apply(flow: Flow, item: Distillation) -> bool:
+def apply_distillation(flow: Flow, item: DistillationDraft) -> bool:
     """Store a drafted value with its provenance, or warn and store nothing; True if stored.
 
     Also counts the call's tokens for the namespace (M10) and logs the distillation.
@@ -252,8 +253,8 @@ def apply(flow: Flow, item: Distillation) -> bool:
     return True
 
 
-def store_value(flow: Flow, item: Distillation) -> None:
-    """Only the state write of `apply`, for a draft's scratch flow: nothing counted or logged.
+def store_value(flow: Flow, item: DistillationDraft) -> None:
+    """Only the state write of `apply_distillation`, for a scratch flow: nothing counted or logged.
 
     `source_message_ids` accumulates over generations: a value merged from the previous one
     comes from every message any generation read.
@@ -333,7 +334,7 @@ def erase_cuts(flow: Flow, stored: Mapping[str, Any]) -> dict[str, int]:
     return cuts
 
 
-async def erase(flow: Flow, cuts: dict[str, int], store: Store) -> None:
+async def erase_distilled(flow: Flow, cuts: dict[str, int], store: Store) -> None:
     """Archive `messages[1:cut]` of each namespace (M9), then remove them from the history.
 
     An emptied namespace also loses its summary (a clean start, as `erase_memory`); a

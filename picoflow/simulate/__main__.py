@@ -13,12 +13,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._simulate_args import check_options
-from .errors import PicoflowError
-from .memory import SummaryConfig
-from .simulate import SimulationReport, parse_setting, simulate_compaction
-from .stores import from_url
-from .stores.base import Store
+from ..errors import PicoflowError
+from ..memory import SummaryConfig
+from ..stores import from_url
+from ..stores.base import Store
+from ._args import check_options
+from ._simulation import SimulationReport, parse_setting, simulate_compaction
 
 __all__ = ["run_cli"]
 
@@ -110,3 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--summary-price", type=float, help="USD per million summary tokens")
     parser.add_argument("--details", action="store_true", help="print the evicted ranges")
     return parser
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli())

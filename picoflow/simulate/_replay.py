@@ -23,11 +23,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from . import _simulate_checks as checks
-from ._compaction import find_cut_point, is_over_threshold, summary_request
-from ._simulate_checks import Finding
-from ._simulate_history import Entry, NamespaceHistory
-from .memory import SummaryConfig, memory_block
+from .._housekeeping.compaction import is_over_threshold, summary_request
+from .._housekeeping.history import find_cut_point
+from ..memory import SummaryConfig, memory_block
+from . import _checks as checks
+from ._checks import Finding
+from ._history import Entry, NamespaceHistory
 
 __all__ = [
     "DEFAULT_SUMMARY_TOKENS",
@@ -292,12 +293,12 @@ def _problem_text(problem: _Problem) -> str:
     if problem.kind == checks.ORPHAN_RESULT:
         return (
             f"The tool result at position {at} (call id '{detail}') has no call right before "
-            f"it in {requests}, {since}. Providers refuse such a request (M5)."
+            f"it in {requests}, {since}. Providers refuse such a request."
         )
     if problem.kind == checks.UNANSWERED_CALL:
         return (
             f"The tool call '{detail}' at position {at} has no result right after it in "
-            f"{requests}, {since}. Providers refuse such a request (M5)."
+            f"{requests}, {since}. Providers refuse such a request."
         )
     return (
         f"{requests} open with an assistant message after the system prompt and memory "
@@ -331,8 +332,9 @@ def _idle_finding(out: NamespaceReplay, setting: SummaryConfig) -> Finding:
             f"The threshold was reached {out.blocked} time(s) in namespace '{namespace}', but "
             "the cut point found nothing to evict: everything older than the newest "
             f"{setting.recent_messages} messages (recent_messages) was written in the turn "
-            "that just ended, or belongs to a user turn that reaches past the cut (M5 evicts "
-            "whole turns: one turn of tool rounds is longer than the window). Lower "
+            "that just ended, or belongs to a user turn that reaches past the cut (with "
+            "whole_turns a cut falls only where a user turn starts, and one turn of tool rounds "
+            "is longer than the window). Lower "
             "recent_messages.",
         )
     budget = f"max_tokens={setting.max_tokens}" if setting.max_tokens else "no max_tokens"
@@ -347,8 +349,11 @@ def _idle_finding(out: NamespaceReplay, setting: SummaryConfig) -> Finding:
 
 
 def _churn_finding(evictions: Sequence[Eviction], setting: SummaryConfig | None) -> Finding | None:
-    """Compaction at nearly every turn end: a summariser call each time, and a summary that is
-    rewritten so often that it drifts (docs/memory.md, the threshold margin)."""
+    """Compaction at nearly every turn end, or None.
+
+    It costs a summariser call each time, and a summary rewritten so often drifts
+    (docs/memory.md, the threshold margin).
+    """
     if setting is None or len(evictions) < _CHURN_MIN_SUMMARIES:
         return None
     span = evictions[-1].turn - evictions[0].turn

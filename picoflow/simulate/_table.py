@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._simulate_replay import is_model_reply, starts_turn
+from ._replay import is_model_reply, starts_turn
 
 if TYPE_CHECKING:
-    from ._simulate_history import NamespaceHistory
-    from .simulate import SettingResult, SimulationReport
+    from ._history import NamespaceHistory
+    from ._simulation import SettingResult, SimulationReport
 
 __all__ = ["format_details", "format_table"]
 

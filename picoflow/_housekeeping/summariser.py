@@ -1,0 +1,88 @@
+"""The summary model's one call site, shared by compaction and step distillation (M6, M8, M10).
+
+Both send the summary model a transcript of messages (`transcript_line`), tag the call as a
+summary call (`summary_run_config`) and must survive any failure of it (`ask_summary_model`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+
+from .._tracing import run_metadata
+from ..flow import Flow
+
+__all__ = ["summary_run_config", "ask_summary_model", "transcript_line", "clip"]
+
+logger = logging.getLogger(__name__)
+
+
+def summary_run_config(
+    flow: Flow, namespace: str, step: str | None = None, purpose: str = "summary"
+) -> RunnableConfig:
+    """Run metadata and tags of a summary call (M10), like `_turn.model_config` for replies.
+
+    A step distillation is a summary call too, of purpose `distil`, attributed to the step
+    left (`step`) rather than the current one. The `nostream` tag keeps the call out of
+    LangGraph-style message streams; picoflow's own stream never sees it, because the
+    summariser is called with `ainvoke`.
+    """
+    step = step or flow._session.current
+    metadata = run_metadata(flow, step, namespace, purpose)
+    tags = ["picoflow", "picoflow:summary"]
+    tags += [f"picoflow:{purpose}"] if purpose != "summary" else []
+    tags += [f"picoflow:step:{step}", f"picoflow:namespace:{namespace}", "nostream"]
+    subject = namespace if purpose == "summary" else step
+    return RunnableConfig(metadata=metadata, tags=tags, run_name=f"{flow.name}.{purpose}.{subject}")
+
+
+async def ask_summary_model(
+    model: BaseChatModel,
+    request: list[Any],
+    run: RunnableConfig,
+    timeout: float,
+    extra: dict[str, Any],
+) -> tuple[AIMessage | None, str | None]:
+    """The reply of a housekeeping call (a summary or a distillation), or why there is none.
+
+    This is the one place where the summary model may fail without failing the turn (M8):
+    its callers leave the session as it was and turn the reason into a warning.
+    """
+    try:
+        async with asyncio.timeout(timeout):
+            reply = await model.ainvoke(request, config=run)
+    except TimeoutError:
+        return None, f"the summary model did not answer within {timeout:g} s"
+    except Exception as exc:  # M8: a failing summariser never fails the turn
+        # The M8 warning names the error; the traceback is for whoever debugs the provider.
+        logger.info("summary model failed", exc_info=True, extra=extra)
+        return None, f"the summary model raised {type(exc).__name__}: {exc}"
+    return (reply if isinstance(reply, AIMessage) else AIMessage(str(reply.text))), None
+
+
+def transcript_line(message: BaseMessage) -> str:
+    """One message as a line of the transcript a housekeeping call reads."""
+    text = str(message.text)
+    if isinstance(message, ToolMessage):
+        return f"Tool result ({message.name or 'tool'}): {text}"
+    if isinstance(message, AIMessage):
+        calls = [f"{c['name']}({_json_args(c.get('args'))})" for c in message.tool_calls]
+        said = f"Assistant: {text}" if text else "Assistant:"
+        return said + (" [called " + ", ".join(calls) + "]" if calls else "")
+    role = {"human": "User", "system": "System"}.get(message.type, message.type)
+    return f"{role}: {text}"
+
+
+def _json_args(args: Any) -> str:
+    return json.dumps(args or {}, ensure_ascii=False, default=str)
+
+
+def clip(text: str) -> str:
+    """At most 80 characters of a model's reply, for a warning that quotes it."""
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,52 @@
+"""The session a flow object runs: everything a turn changes besides memory, in one record.
+
+A `Flow` is built fresh for every turn (F1). `session.load_flow` fills its `SessionRuntime`
+from the stored document, the turn changes it through the public API (cursor, state, context,
+warnings), and `session.dump_flow` writes it back. Nothing else keeps session data on the flow,
+so this record and the flow's `Memory` are the whole of what a save writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+__all__ = ["SessionRuntime"]
+
+
+def _blank_context() -> dict[str, Any]:
+    return {"config": {}}
+
+
+@dataclass(slots=True)
+class SessionRuntime:
+    """One session's data for one turn, as the flow object holds it.
+
+    Attributes:
+        session_id: the stored session's id (None until a document is loaded).
+        current: the step the cursor is on (`current_step` in the document).
+        sequence: step names, one per real move (F8).
+        completed: the session reached `EndStep` (R8).
+        context: the session context (F7).
+        states: each step's durable state, transient part included until the save (S1-S4).
+        content_type: the content type of this turn's reply (R2).
+        warnings: this turn's warnings; the save appends them to the document's.
+        exits: steps with `distil_on_exit` left this turn, with their namespace as it was when
+            they were left; the housekeeping before the save distils them.
+    """
+
+    session_id: str | None = None
+    current: str | None = None
+    sequence: list[str] = field(default_factory=list)
+    completed: bool = False
+    context: dict[str, Any] = field(default_factory=_blank_context)
+    states: dict[str, dict[str, Any]] = field(default_factory=dict)
+    content_type: str = "text/plain"
+    warnings: list[str] = field(default_factory=list)
+    exits: list[tuple[str, list[BaseMessage]]] = field(default_factory=list)
+
+    def state_of(self, step_name: str) -> dict[str, Any]:
+        """The step's live state dict, created empty on first use."""
+        return self.states.setdefault(step_name, {})

@@ -1,0 +1,89 @@
+"""The sessions of one engine: the store behind a per-process cache, a lock per session, one commit.
+
+The engine's turns and the background housekeeping reach stored sessions only through here, so
+a turn's save reads top to bottom: the engine runs the turn, `Sessions.commit` writes it, and
+the housekeeping scheduler (which commits its own work with the same `commit`) takes over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+
+from ._hot import HotSessions
+from .flow import Flow
+from .memory import Namespace
+from .session import Usage, add_usage, dump_flow
+from .stores._limits import DocumentChecker
+from .stores.base import JSONDict, Store
+
+__all__ = ["Sessions"]
+
+
+class Sessions:
+    """Load, lock and commit the sessions of one engine (P3, P4)."""
+
+    def __init__(self, store: Store, ttl: timedelta | None) -> None:
+        self.store = store
+        self._ttl = ttl
+        # Recently saved documents with their live messages, checked by revision on every
+        # load: the store stays the one source of truth (see `_hot`).
+        self._hot = HotSessions()
+        self._limits = DocumentChecker()  # H7: what no store keeps never reaches one
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    async def load(self, session_id: str) -> tuple[JSONDict | None, dict[str, Namespace] | None]:
+        """The stored document and, when the cache is current, its live namespaces."""
+        return await self._hot.load(self.store, session_id)
+
+    async def commit(
+        self,
+        flow: Flow,
+        doc: JSONDict,
+        usage: Usage,
+        *,
+        fresh: bool = False,
+        deadline: asyncio.Timeout | None = None,
+    ) -> JSONDict:
+        """Write the flow's session once: `doc` as loaded, changed by the flow, plus `usage`.
+
+        A new session is created; an existing one is saved against the revision it was loaded
+        at, so a writer that saved meanwhile makes this raise `SessionConflictError` and
+        nothing is written (P4). Returns the document as stored. A turn's `deadline` (H6) ends
+        where the write begins: a turn is saved whole or not at all, never cut mid-write.
+        """
+        out = dump_flow(flow, doc, self._ttl, datetime.now(UTC))
+        out["usage"] = add_usage(doc["usage"], usage)
+        self._limits.check(out, out["id"])
+        if deadline is not None:
+            deadline.reschedule(None)
+        if fresh:
+            await self.store.create(out)
+        else:
+            out["revision"] = await self.store.save(out, doc["revision"])
+        self._hot.keep(out, flow.get_memory().namespaces())
+        return out
+
+    def forget(self, session_id: str) -> None:
+        """Drop a session from the cache (it was deleted or closed)."""
+        self._hot.forget(session_id)
+
+    @asynccontextmanager
+    async def lock(self, session_id: str | None) -> AsyncIterator[None]:
+        """Serialise turns of one session inside this process (P4)."""
+        if session_id is None:
+            yield
+            return
+        lock, users = self._locks.get(session_id, (asyncio.Lock(), 0))
+        self._locks[session_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[session_id]
+            if users == 1:
+                del self._locks[session_id]
+            else:
+                self._locks[session_id] = (lock, users - 1)

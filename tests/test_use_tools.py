@@ -1,0 +1,309 @@
+"""`Step.use_tools`: ready LangChain tools and MCP servers beside a step's `@tool` methods.
+
+Their results are tool results (the step stays), their errors are error results (R6), their
+names are checked against the step's other tools at engine start (F5). MCP servers run here for
+real: a small FastMCP server (tests/mcp/weather_server.py) over stdio and over streamable HTTP
+on loopback; killing it mid-conversation costs tool errors, never a failed turn.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel
+
+from picoflow import Flow, FlowDefinitionError, FlowEngine, Step, go, tool
+from picoflow.mcp import MCPServer
+from picoflow.stores import MemoryStore
+from picoflow.testing import ScriptedChatModel, tool_call
+
+SERVER = Path(__file__).with_name("mcp") / "weather_server.py"
+STDIO = MCPServer.stdio("weather", sys.executable, [str(SERVER)], timeout=10)
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def fail(reason: str) -> str:
+    """Always fails."""
+    raise RuntimeError(f"broken: {reason}")
+
+
+class Search(BaseModel):
+    query: str
+
+
+ADD = StructuredTool.from_function(add)
+FAIL = StructuredTool.from_function(fail)
+SEARCH = StructuredTool.from_function(
+    lambda query: f"found {query}",
+    name="search_web",
+    description="Search the web.",
+    args_schema=Search,
+)
+
+
+class Desk(Step):
+    @tool
+    def done(self) -> Any:
+        """Finish."""
+        return go(Other)
+
+
+class Other(Step):
+    pass
+
+
+def desk_flow(model: ScriptedChatModel, *tools: Any) -> type[Flow]:
+    class DeskFlow(Flow):
+        def config_model(self) -> Any:
+            return model
+
+        def define_steps(self) -> list[Step]:
+            return [Desk(self).use_tools(*tools), Other(self)]
+
+    return DeskFlow
+
+
+def answers(model: ScriptedChatModel, index: int) -> list[ToolMessage]:
+    return [m for m in model.requests[index].messages if isinstance(m, ToolMessage)]
+
+
+# -- LangChain tools ------------------------------------------------------------------------------
+
+
+async def test_r6_langchain_tools_run_beside_the_steps_own_and_stay() -> None:
+    model = ScriptedChatModel(
+        script=[tool_call("add", a=2, b=3), tool_call("search_web", query="hotels"), "5; found."]
+    )
+    engine = FlowEngine(flows=[desk_flow(model, ADD, SEARCH)], store=MemoryStore())
+    result = await engine.run("DeskFlow", "add and search")
+    assert result.success and result.step == "Desk" and result.message == "5; found."
+    assert model.requests[0].tool_names == ["done", "add", "search_web"]
+    assert [m.content for m in answers(model, 2)] == ["5", "found hotels"]
+
+
+async def test_r6_a_langchain_tool_error_or_bad_arguments_is_an_error_result() -> None:
+    model = ScriptedChatModel(
+        script=[tool_call("fail", reason="disk"), tool_call("add", a="x", b=1), "Sorry."]
+    )
+    engine = FlowEngine(flows=[desk_flow(model, ADD, FAIL)], store=MemoryStore())
+    result = await engine.run("DeskFlow", "go")
+    assert result.success and result.message == "Sorry."
+    failed, invalid = answers(model, 2)
+    assert (failed.status, failed.content) == (
+        "error",
+        "Error: tool 'fail' failed: RuntimeError: broken: disk",
+    )
+    assert invalid.status == "error" and invalid.content.startswith(
+        "Error: tool 'add' failed: ValidationError: 1 validation error for add"
+    )
+
+
+def test_f5_a_langchain_tool_named_like_a_step_tool_fails_at_engine_start() -> None:
+    clash = StructuredTool.from_function(lambda: "x", name="done", description="Also done.")
+    with pytest.raises(FlowDefinitionError) as info:
+        FlowEngine(flows=[desk_flow(ScriptedChatModel(script=[]), clash)], store=MemoryStore())
+    assert str(info.value) == (
+        "DeskFlow.Desk offers more than one tool named 'done'; the model calls tools by name. "
+        "Rename the @tool method (@tool('other_name')) or leave one of the tools out."
+    )
+
+
+def test_f5_use_tools_refuses_what_is_not_a_tool() -> None:
+    with pytest.raises(FlowDefinitionError) as info:
+        FlowEngine(flows=[desk_flow(ScriptedChatModel(script=[]), add)], store=MemoryStore())
+    assert str(info.value).startswith(
+        "DeskFlow: Desk.use_tools() takes LangChain tools (BaseTool, e.g. StructuredTool) or "
+        "picoflow.mcp.MCPServer objects, got <function add"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"name": " ", "connection": {"transport": "stdio"}}, "MCPServer needs a non-empty name"),
+        ({"name": "w", "connection": {"command": "x"}}, "MCPServer 'w': connection must be"),
+        (
+            {"name": "w", "connection": {"transport": "stdio"}, "timeout": 0},
+            "MCPServer 'w': timeout must be seconds > 0, got 0.",
+        ),
+    ],
+)
+def test_f5_mcp_server_definitions_are_checked_when_made(kwargs: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        MCPServer(**kwargs)
+
+
+def test_f5_mcp_without_its_extra_names_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "langchain_mcp_adapters", None)
+    with pytest.raises(FlowDefinitionError) as info:
+        FlowEngine(flows=[desk_flow(ScriptedChatModel(script=[]), STDIO)], store=MemoryStore())
+    assert str(info.value) == (
+        "A step uses an MCP server, but langchain-mcp-adapters is not installed. Install the "
+        "MCP extra: pip install 'picoflow[mcp]'"
+    )
+
+
+# -- MCP over stdio and HTTP ----------------------------------------------------------------------
+
+
+def weather_turns() -> list[Any]:
+    return [
+        tool_call("get_weather", city="Paris"),
+        "Paris is sunny.",
+        tool_call("server_pid"),
+        "noted",
+    ]
+
+
+DOWN = (
+    "Error: tool 'get_weather' failed: ConnectionError: The MCP server 'weather' is not "
+    "reachable; this tool is unavailable right now. Tell the user, or try again later."
+)
+HUNG = (
+    "Error: tool 'get_weather' failed: TimeoutError: The MCP server 'weather' did not answer "
+    "within 3 s; this tool is unavailable right now. Tell the user, or try again later."
+)
+
+
+async def converse_then_crash(server: MCPServer, expected: str) -> FlowEngine:
+    """MCP tools beside two LangChain tools; the server crashes in the middle of a call: that
+    call is an error result, the turn succeeds, and the other tools go on working."""
+    model = ScriptedChatModel(
+        script=[
+            *weather_turns()[:2],
+            tool_call("crash"),
+            "The weather service is down.",
+            tool_call("add", a=1, b=1),
+            "2",
+        ]
+    )
+    engine = FlowEngine(flows=[desk_flow(model, ADD, SEARCH, server)], store=MemoryStore())
+    first = await engine.run("DeskFlow", "weather in Paris?")
+    assert first.success and first.message == "Paris is sunny.", first
+    assert model.requests[0].tool_names == [
+        "done",
+        "add",
+        "search_web",
+        "get_weather",
+        "server_pid",
+        "crash",
+    ]
+    assert answers(model, 1)[0].content == "Paris: sunny, 24 C"
+    second = await engine.run("DeskFlow", "crash it", first.session_id)
+    assert second.success and second.message == "The weather service is down."
+    error = answers(model, 3)[-1]
+    assert (error.status, error.content) == ("error", expected)
+    third = await engine.run("DeskFlow", "1+1", first.session_id)
+    assert third.success and third.message == "2"
+    return engine
+
+
+async def test_r6_mcp_stdio_server_crashing_mid_call_is_a_tool_error() -> None:
+    engine = await converse_then_crash(STDIO, DOWN.replace("get_weather", "crash"))
+    await engine.aclose()
+
+
+def wait_until_dead(pid: int) -> None:
+    """Until the killed process is gone or a zombie: reading /proc, not sleeping."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1]
+        except FileNotFoundError:
+            return  # reaped
+        if state == "Z":
+            return
+        assert time.monotonic() < deadline, f"process {pid} outlived SIGKILL"
+
+
+async def test_r6_mcp_stdio_server_killed_between_turns_is_started_again() -> None:
+    model = ScriptedChatModel(script=[*weather_turns(), *weather_turns()])
+    engine = FlowEngine(flows=[desk_flow(model, STDIO)], store=MemoryStore())
+    try:
+        first = await engine.run("DeskFlow", "weather?")
+        await engine.run("DeskFlow", "pid?", first.session_id)
+        old_pid = answers(model, 3)[-1].content
+        os.kill(int(old_pid), signal.SIGKILL)
+        wait_until_dead(int(old_pid))
+        again = await engine.run("DeskFlow", "weather?", first.session_id)
+        assert again.success and answers(model, 5)[-1].content == DOWN  # found by the call
+        later = await engine.run("DeskFlow", "pid?", first.session_id)
+        assert later.success and later.warnings == []
+        new_pid = answers(model, 7)[-1].content  # a new server process answers
+        assert new_pid.isdigit() and new_pid != old_pid
+    finally:
+        await engine.aclose()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def http_server() -> Iterator[MCPServer]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    try:
+        while True:  # wait until the port accepts connections (each try is a real attempt)
+            assert process.poll() is None and time.monotonic() < deadline, "no MCP server"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                continue
+        yield MCPServer.http("weather", f"http://127.0.0.1:{port}/mcp", timeout=3)
+    finally:
+        process.kill()
+        process.wait()
+
+
+async def test_r6_mcp_http_server_crashing_mid_call_is_a_tool_error(
+    http_server: MCPServer,
+) -> None:
+    """Over HTTP a server that dies mid-call is one that does not answer: the call waits for the
+    server's `timeout` (3 s here), then is an error result; the next turn tries to connect
+    again, and with the server gone its tools are not offered (a warning says so)."""
+    engine = await converse_then_crash(http_server, HUNG.replace("get_weather", "crash"))
+    await engine.aclose()
+
+
+async def test_r6_an_unreachable_mcp_server_is_a_warning_and_the_turn_goes_on() -> None:
+    down = MCPServer.http("weather", f"http://127.0.0.1:{free_port()}/mcp", timeout=3)
+    model = ScriptedChatModel(script=[tool_call("add", a=1, b=2), "3"])
+    engine = FlowEngine(flows=[desk_flow(model, ADD, down)], store=MemoryStore())
+    try:
+        result = await engine.run("DeskFlow", "1+2")
+    finally:
+        await engine.aclose()
+    assert result.success and result.message == "3"
+    assert model.requests[0].tool_names == ["done", "add"]
+    assert len(result.warnings) == 1 and result.warnings[0].startswith(
+        "The MCP server 'weather' could not be reached ("
+    )
+    assert result.warnings[0].endswith(
+        "); its tools are not offered this turn. The engine tries again at the next turn."
+    )
