@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["Gate", "Worker", "ReaderPool"]
+__all__ = ["Gate", "Worker", "ReaderPool", "WouldWait"]
 
 _T = TypeVar("_T")
 Connect = Callable[[], sqlite3.Connection]
@@ -34,12 +34,22 @@ _Job = tuple[
 
 
 class Gate:
-    """Set by the caller who stopped waiting; a write job rolls back instead of committing."""
+    """What a write job must know of its caller.
 
-    __slots__ = ("cancelled",)
+    `cancelled` is set by a caller who stopped waiting: the job rolls back instead of
+    committing. `may_wait` is False for a job run on the event loop, which must not wait for
+    the write lock: it raises `WouldWait` instead, and the caller runs it on the writer thread.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("cancelled", "may_wait")
+
+    def __init__(self, *, may_wait: bool = True) -> None:
         self.cancelled = False
+        self.may_wait = may_wait
+
+
+class WouldWait(Exception):
+    """A write on the event loop found the write lock taken; nothing was done."""
 
 
 class Worker:

@@ -33,8 +33,9 @@ from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreErr
 from picoflow.stores import _checks
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
+from picoflow.stores._sqlite_loop import LoopConnection
 from picoflow.stores._sqlite_rows import MESSAGES_SCHEMA, Plan, RowMemory, apply, fill
-from picoflow.stores._sqlite_worker import Gate, ReaderPool, Worker
+from picoflow.stores._sqlite_worker import Gate, ReaderPool, Worker, WouldWait
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["SQLiteStore"]
@@ -100,7 +101,9 @@ class SQLiteStore:
         self._path = os.fspath(path)
         self._synchronous = synchronous
         self._identity: tuple[int, int] | None = None  # (device, inode) of the file opened
-        self._probe: sqlite3.Connection | None = None  # see `revision`
+        # The event loop's own connection (`_sqlite_loop`); none for ":memory:".
+        self._loop = None if self._path == ":memory:" else LoopConnection(self._path)
+        self._thread_writes = 0  # writes queued on the writer thread: later ones queue too
         self._open_lock = asyncio.Lock()
         self._closed = False
         self._codec = JSONCodec()
@@ -160,12 +163,12 @@ class SQLiteStore:
         """
         action = f"read the revision of session '{session_id}'"
         await self._opened()
-        probe = self._probe_connection(action)
-        if probe is not None:
+        db = self._loop_connection(action)
+        if db is not None:
             try:
-                return _revision_of(probe, session_id)
+                return _revision_of(db, session_id)
             except sqlite3.OperationalError as exc:
-                if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in _WOULD_WAIT:
+                if _code(exc) not in _WOULD_WAIT:
                     raise self._failure(action, exc) from exc
         return await self._read(action, lambda db: _revision_of(db, session_id))
 
@@ -280,9 +283,8 @@ class SQLiteStore:
         self._rows.clear()
         await self._writer.stop()
         await self._readers.stop()
-        probe, self._probe = self._probe, None
-        if probe is not None:
-            probe.close()
+        if self._loop is not None:
+            await self._loop.close()
 
     async def _write_session(
         self,
@@ -315,13 +317,26 @@ class SQLiteStore:
         return await self._readers.run(self._guarded(action, job), self._file_check(action))
 
     async def _write(self, action: str, job: Callable[[sqlite3.Connection, Gate], _T]) -> _T:
-        """Run a write transaction on the writer connection, in one trip.
+        """Run a write transaction: on the event loop if it need not wait, else on the writer.
 
-        If the caller is cancelled meanwhile, the job is told (it rolls back instead of
+        On the loop (`_sqlite_loop`) only with `synchronous="NORMAL"` and while no write is
+        queued on the writer thread, so writes keep their order. On the writer, in one trip:
+        if the caller is cancelled meanwhile, the job is told (it rolls back instead of
         committing) and a wait for the write lock is cut short.
         """
         await self._opened()
+        loop = self._loop
+        if loop is not None and self._synchronous == "NORMAL" and not self._thread_writes:
+            db = self._loop_db(loop, action)
+            try:
+                result = self._guarded(action, lambda db: job(db, Gate(may_wait=False)))(db)
+            except WouldWait:
+                pass  # another connection holds the write lock: wait for it on a thread
+            else:
+                loop.checkpoint_when_due(self._writer)
+                return result
         gate = Gate()
+        self._thread_writes += 1
         try:
             return await self._writer.run(
                 self._guarded(action, lambda db: job(db, gate)), self._file_check(action)
@@ -330,6 +345,8 @@ class SQLiteStore:
             gate.cancelled = True
             self._writer.interrupt()
             raise
+        finally:
+            self._thread_writes -= 1
 
     def _guarded(
         self, action: str, job: Callable[[sqlite3.Connection], _T]
@@ -351,20 +368,19 @@ class SQLiteStore:
             "locked, and that its tables were not changed by hand."
         )
 
-    def _probe_connection(self, action: str) -> sqlite3.Connection | None:
-        """The event loop's own read connection (see `revision`); None for ":memory:"."""
-        if self._identity is None:
-            return None
+    def _loop_connection(self, action: str) -> sqlite3.Connection | None:
+        """The event loop's connection (`_sqlite_loop`), after the file check.
+
+        None for ":memory:", whose one database lives in the writer's connection.
+        """
+        return None if self._loop is None else self._loop_db(self._loop, action)
+
+    def _loop_db(self, loop: LoopConnection, action: str) -> sqlite3.Connection:
         self._check_file(action)
-        if self._probe is None:
-            try:
-                self._probe = sqlite3.connect(
-                    self._path, isolation_level=None, timeout=0, check_same_thread=False
-                )
-                self._probe.execute("PRAGMA query_only=ON")
-            except sqlite3.Error as exc:
-                raise StoreError(self._open_failure(exc)) from exc
-        return self._probe
+        try:
+            return loop.get()
+        except sqlite3.Error as exc:
+            raise StoreError(self._open_failure(exc)) from exc
 
     def _file_check(self, action: str) -> Callable[[], None]:
         """What a job runs first, before even a connection is opened (on its thread).
@@ -427,6 +443,11 @@ class SQLiteStore:
         )
 
 
+def _code(exc: sqlite3.Error) -> int:
+    """SQLite's primary result code of an error (SQLITE_BUSY for all its extended codes)."""
+    return int(getattr(exc, "sqlite_errorcode", 0)) & 0xFF
+
+
 def _no_check() -> None:
     pass
 
@@ -459,7 +480,12 @@ class _immediate:  # noqa: N801 - used as a statement: `with _immediate(db, gate
         self._gate = gate
 
     def __enter__(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if not self._gate.may_wait and _code(exc) in _WOULD_WAIT:
+                raise WouldWait from exc
+            raise
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         try:

@@ -423,7 +423,7 @@ async def test_p6_sqlite_a_revision_read_that_would_wait_goes_to_a_reader_thread
 ) -> None:
     async with opened(tmp_path / "sessions.db") as store:
         await store.create(doc())
-        monkeypatch.setattr(store, "_probe_connection", lambda action: WouldWait())
+        monkeypatch.setattr(store, "_loop_connection", lambda action: WouldWait())
         assert await store.revision("s-1") == 0
 
 
@@ -555,3 +555,48 @@ async def test_p2_sqlite_delete_removes_the_message_rows(tmp_path: Path) -> None
         await store.create(session({"explore": [message("other")]}, id="s-2"))
         assert await store.delete("s-1")
     assert stored_rows(path) == [("explore", 0, "other")]
+
+
+# --- the event loop's connection: what never waits, runs without a thread ----------------
+
+
+async def test_p6_sqlite_writes_that_need_not_wait_make_no_trip_to_a_thread(
+    tmp_path: Path,
+) -> None:
+    """Issue 11: with the write lock free, a save commits on the event loop (a trip to a
+    thread costs a context switch, milliseconds on a busy host); the writer thread is never
+    even started."""
+    async with opened(tmp_path / "sessions.db") as store:
+        await store.create(doc())
+        assert await store.revision("s-1") == 0
+        assert await store.save(doc(step=1), 0) == 1
+        await store.archive("s-1", "explore", [human(1, "budget")])
+        assert await store.delete("s-1")
+        assert store._writer._thread is None
+
+
+async def test_p6_sqlite_synchronous_full_writes_on_the_writer_thread(tmp_path: Path) -> None:
+    """A disk sync takes milliseconds: with synchronous="FULL" every write runs on a thread."""
+    async with opened_with(tmp_path / "sessions.db", synchronous="FULL") as store:
+        await store.create(doc())
+        assert store._writer._thread is not None
+        assert await store.save(doc(step=1), 0) == 1
+
+
+async def test_p6_sqlite_the_wal_is_checkpointed_in_the_background(tmp_path: Path) -> None:
+    """Commits on the event loop never checkpoint (that syncs the disk); the writer thread
+    does, once the WAL passes 4 MB, so the WAL stays bounded however much is written."""
+    path = tmp_path / "sessions.db"
+    async with opened(path) as store:
+        await store.create(doc())
+        for revision in range(100):  # about 20 MB written
+            # A new length each time: SQLite skips rewriting pages whose bytes did not change.
+            await store.save(doc(blob="x" * (200_000 + revision)), revision)
+            checkpoint = store._loop._checkpoint if store._loop else None
+            if checkpoint is not None:
+                await checkpoint
+        wal = (tmp_path / "sessions.db-wal").stat().st_size
+        assert wal < 10 * 1024 * 1024
+        with closing(sqlite3.connect(path)) as db:
+            (revision,) = db.execute("SELECT revision FROM sessions").fetchone()
+        assert revision == 100
