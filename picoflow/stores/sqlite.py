@@ -1,14 +1,15 @@
 """SQLiteStore: the embedded default store, one file, no server (P6).
 
 Each session is one row of the `sessions` table, its document kept as JSON text (readable with
-SQLite's `json_extract`); evicted messages live in the `archive` table. The file uses WAL mode, and
-the store keeps one writer connection and a few reader connections, each on a thread of its own
-(`_sqlite_worker`): a write waiting for the file's write lock (another process holds it) never
-holds up a read, and readers never wait for writers. Several processes (or several stores) may
-share the file: every write is one `BEGIN IMMEDIATE` transaction, run in one trip to the writer
-thread, and `save` is a compare-and-set on the revision inside it, so of two writers holding the
-same revision exactly one wins (P4). Saves reuse the JSON text of messages saved before
-(`_codec`), so encoding costs what a turn added.
+SQLite's `json_extract`) with each namespace's messages as rows of the `messages` table
+(`_sqlite_rows`), so a save writes what a turn added; evicted messages live in the `archive`
+table. The file is in WAL mode. What never waits runs on the event loop (`_sqlite_loop`): the
+revision check before a turn, and a write that finds the write lock free. A write that would
+wait runs on a writer thread, loads and searches on reader threads (`_sqlite_worker`), each
+with a connection of its own: a write waiting for the lock never holds up a read. Several
+processes (or several stores) may share the file: every write is one `BEGIN IMMEDIATE`
+transaction and `save` is a compare-and-set on the revision inside it, so of two writers
+holding the same revision exactly one wins (P4).
 
 Durability: `synchronous=NORMAL` by default. In WAL mode a commit then survives the process being
 killed (`kill -9`) or crashing; a power cut or an operating-system crash may lose the last turns
@@ -547,8 +548,9 @@ def _all_lists(memory: dict[Any, Any]) -> bool:
 
 
 def _revision_of(db: sqlite3.Connection, session_id: str) -> int | None:
-    row = db.execute("SELECT revision FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    return int(row[0]) if row else None
+    # fetchall: the statement runs to its end, so no read transaction stays open after it.
+    rows = db.execute("SELECT revision FROM sessions WHERE id = ?", (session_id,)).fetchall()
+    return int(rows[0][0]) if rows else None
 
 
 def _expires_at(doc: JSONDict) -> str | None:
