@@ -2,10 +2,10 @@
 
 sqlite3 blocks, so a call that may wait (for the write lock, for the disk) runs on a thread;
 what never waits runs on the event loop instead (`_sqlite_loop`). A call is one job: a plain
-function that gets the thread's connection and runs all of its statements (a whole
-transaction) in one trip, instead of one trip per statement. The writer and the readers are separate threads with separate
-connections, so a write that waits for the file's write lock (another process holds it) never
-holds up a read: in WAL mode readers do not wait for writers.
+function that gets the thread's connection and runs all of its statements (a whole transaction)
+in one trip, instead of one trip per statement. The writer and the readers are separate threads
+with separate connections, so a write that waits for the file's write lock (another process
+holds it) never holds up a read: in WAL mode readers do not wait for writers.
 
 A job runs to its end even if the coroutine awaiting it is cancelled (a thread cannot be
 stopped); write jobs look at their `Gate` before they commit and roll back instead, and
