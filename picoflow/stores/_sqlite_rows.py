@@ -22,7 +22,7 @@ import json
 import sqlite3
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from itertools import compress, count
+from itertools import compress, count, islice
 from operator import is_not
 from typing import Any
 
@@ -126,7 +126,8 @@ def _changed_positions(messages: list[Any], old: list[Any]) -> list[int]:
     """
     if not messages:
         return []
-    first = next(compress(count(1), map(is_not, messages[1:], old[1:])), None)
+    pairs = map(is_not, islice(messages, 1, None), islice(old, 1, None))  # no list copies
+    first = next(compress(count(1), pairs), None)
     keep = min(len(messages), len(old)) if first is None else first
     head = [0] if not old or messages[0] is not old[0] else []
     return head + list(range(max(keep, 1), len(messages)))

@@ -68,6 +68,7 @@ class Worker:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._connection: sqlite3.Connection | None = None
+        self._stopped = False
         self.pending = 0
 
     async def run(
@@ -78,6 +79,8 @@ class Worker:
         `check` runs before the connection is opened too: it may refuse a file that must not be
         opened at all.
         """
+        if self._stopped:
+            raise RuntimeError(f"{self._name} was stopped; its store was closed.")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[_T] = loop.create_future()
         if self._thread is None:
@@ -102,6 +105,7 @@ class Worker:
 
     async def stop(self) -> None:
         """Let the queued jobs finish, close the connection and end the thread."""
+        self._stopped = True
         thread, self._thread = self._thread, None
         if thread is not None:
             self._jobs.put(None)

@@ -282,10 +282,10 @@ class SQLiteStore:
         self._codec.clear()
         self._limits.clear()
         self._rows.clear()
+        if self._loop is not None:
+            await self._loop.close()  # first: it waits for a checkpoint on the writer
         await self._writer.stop()
         await self._readers.stop()
-        if self._loop is not None:
-            await self._loop.close()
 
     async def _write_session(
         self,
