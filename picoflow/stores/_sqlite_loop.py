@@ -7,7 +7,10 @@ to the WAL without syncing the disk. So those run right on the event loop, on a 
 never waits: it has no busy timeout (a write that finds the write lock taken raises `WouldWait`
 and goes to the writer thread, which waits for it) and never checkpoints (a checkpoint copies
 the WAL into the file and syncs the disk). Checkpoints run on the writer thread instead, in
-the background, once the WAL has grown past 4 MB.
+the background, about every 1000 pages (4 MB) of WAL, SQLite's own default. Two signs tell: the
+WAL file growing 4 MB since the last checkpoint began, and, because the file keeps its size
+once written (SQLite writes it again from the start), a count of commits, learned from each
+checkpoint's report of the pages it found.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import asyncio
 import logging
 import os
 import sqlite3
+from typing import Any
 
 from picoflow.stores._sqlite_worker import Worker
 
@@ -24,7 +28,9 @@ __all__ = ["LoopConnection"]
 logger = logging.getLogger(__name__)
 
 # SQLite's own automatic checkpoint runs at 1000 pages of WAL, about 4 MB.
+_CHECKPOINT_PAGES = 1000
 _CHECKPOINT_BYTES = 4 * 1024 * 1024
+_FIRST_GUESS = 100  # commits between checkpoints until a checkpoint has counted pages
 
 
 class LoopConnection:
@@ -38,7 +44,10 @@ class LoopConnection:
         """Open nothing yet."""
         self._path = path
         self._db: sqlite3.Connection | None = None
-        self._checkpoint: asyncio.Future[object] | None = None
+        self._checkpoint: asyncio.Future[Any] | None = None
+        self._commits = 0  # since the last checkpoint was started
+        self._wal_size = 0  # the WAL file's size when the last checkpoint was started
+        self._every = _FIRST_GUESS
 
     def get(self) -> sqlite3.Connection:
         """The connection; sqlite3 errors of opening it are the caller's to report."""
@@ -52,16 +61,31 @@ class LoopConnection:
         return self._db
 
     def checkpoint_when_due(self, writer: Worker) -> None:
-        """After a commit here: if the WAL passed 4 MB, checkpoint it on the writer thread."""
+        """After a commit here: about every 1000 pages, checkpoint on the writer thread."""
+        self._commits += 1
         if self._checkpoint is not None and not self._checkpoint.done():
             return
         try:
             size = os.stat(self._path + "-wal").st_size
         except OSError:
+            size = self._wal_size
+        if self._commits < self._every and size < self._wal_size + _CHECKPOINT_BYTES:
             return
-        if size >= _CHECKPOINT_BYTES:
-            self._checkpoint = asyncio.ensure_future(writer.run(_checkpoint))
-            self._checkpoint.add_done_callback(_report)
+        commits, self._commits, self._wal_size = self._commits, 0, size
+        self._checkpoint = asyncio.ensure_future(writer.run(_checkpoint))
+        self._checkpoint.add_done_callback(lambda done: self._learn(done, commits))
+
+    def _learn(self, done: asyncio.Future[Any], commits: int) -> None:
+        """Set how many commits make 1000 pages, from the pages this checkpoint found."""
+        if done.cancelled():
+            return
+        if done.exception() is not None:
+            # The next checkpoint tries again; the WAL keeps every commit meanwhile.
+            logger.warning("SQLite checkpoint failed: %s", done.exception())
+            return
+        pages = done.result()[1]  # (busy, pages in the WAL, pages checkpointed)
+        if pages > 0:
+            self._every = max(1, min(10 * _FIRST_GUESS, commits * _CHECKPOINT_PAGES // pages))
 
     async def close(self) -> None:
         """Wait for a checkpoint under way, then close the connection."""
@@ -72,12 +96,7 @@ class LoopConnection:
             db.close()
 
 
-def _checkpoint(db: sqlite3.Connection) -> object:
+def _checkpoint(db: sqlite3.Connection) -> tuple[int, int, int]:
     # PASSIVE: copies what no reader still needs, and never waits for readers or writers.
-    return db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-
-
-def _report(done: asyncio.Future[object]) -> None:
-    if not done.cancelled() and done.exception() is not None:
-        # The next checkpoint tries again; the WAL keeps every commit meanwhile.
-        logger.warning("SQLite checkpoint failed: %s", done.exception())
+    busy, pages, done = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    return int(busy), int(pages), int(done)
