@@ -66,8 +66,7 @@ class DocumentLimitError(StoreError, ValueError):
 
     def __init__(self, message: str) -> None:
         """Carry the message; never retryable."""
-        super().__init__(message)
-        self.retryable = False
+        super().__init__(message, retryable=False)
 
 
 class _Refused(Exception):

@@ -26,6 +26,7 @@ from itertools import compress, count, islice
 from operator import is_not
 from typing import Any
 
+from picoflow.errors import StoreError
 from picoflow.stores.base import REMEMBERED_SESSIONS, JSONDict, SavedMessages
 
 __all__ = ["MESSAGES_SCHEMA", "Plan", "RowMemory", "apply", "fill"]
@@ -154,8 +155,12 @@ def apply(db: sqlite3.Connection, session_id: str, plan: Plan) -> None:
         )
 
 
-def fill(doc: JSONDict, rows: list[tuple[str, str]]) -> JSONDict:
-    """Put the (namespace, message text) rows, in position order, into a loaded document."""
+def fill(doc: JSONDict, rows: list[tuple[str, str]], session_id: str) -> JSONDict:
+    """Put the (namespace, message text) rows, in position order, into a loaded document.
+
+    Raises:
+        StoreError: a row is not JSON (changed outside picoflow); retrying cannot help.
+    """
     grouped: dict[str, list[str]] = {}
     for namespace, text in rows:
         grouped.setdefault(namespace, []).append(text)
@@ -163,5 +168,13 @@ def fill(doc: JSONDict, rows: list[tuple[str, str]]) -> JSONDict:
     for namespace, texts in grouped.items():
         entry = memory.get(namespace) if isinstance(memory, dict) else None
         if isinstance(entry, dict) and entry.get("messages") == []:
-            entry["messages"] = json.loads("[" + ",".join(texts) + "]")
+            try:
+                entry["messages"] = json.loads("[" + ",".join(texts) + "]")
+            except ValueError:  # JSONDecodeError, or text that is not UTF-8
+                raise StoreError(
+                    f"The stored messages of session '{session_id}', namespace '{namespace}' "
+                    "are damaged: they are not JSON, so they were changed outside picoflow. "
+                    "Delete the session or restore it from a backup.",
+                    retryable=False,
+                ) from None
     return doc

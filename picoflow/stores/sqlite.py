@@ -150,7 +150,11 @@ class SQLiteStore:
     async def load(self, session_id: str) -> JSONDict | None:
         """Return a fresh copy of the stored document, or None if there is none."""
         stored = await self._read(f"load session '{session_id}'", lambda db: _load(db, session_id))
-        return None if stored is None else fill(_checks.decode(stored[0]), stored[1])
+        return (
+            None
+            if stored is None
+            else fill(_checks.decode(stored[0], session_id), stored[1], session_id)
+        )
 
     async def revision(self, session_id: str) -> int | None:
         """The stored revision, or None, without reading the document.

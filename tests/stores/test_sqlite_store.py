@@ -600,3 +600,22 @@ async def test_p6_sqlite_the_wal_is_checkpointed_in_the_background(tmp_path: Pat
         with closing(sqlite3.connect(path)) as db:
             (revision,) = db.execute("SELECT revision FROM sessions").fetchone()
         assert revision == 100
+
+
+async def test_h3_sqlite_a_hand_damaged_message_row_is_a_refusal(tmp_path: Path) -> None:
+    """H3: a message row changed outside picoflow cannot be read by retrying either."""
+    path = tmp_path / "sessions.db"
+    async with opened(path) as store:
+        await store.create(session({"explore": [message("sys"), message("hi")]}))
+        with closing(sqlite3.connect(path)) as db:
+            db.execute("UPDATE messages SET message = '{\"type\": ' WHERE position = 1")
+            db.commit()
+
+        with pytest.raises(StoreError) as caught:
+            await store.load("s-1")
+        assert caught.value.retryable is False
+        assert str(caught.value) == (
+            "The stored messages of session 's-1', namespace 'explore' are damaged: they are "
+            "not JSON, so they were changed outside picoflow. Delete the session or restore it "
+            "from a backup."
+        )
