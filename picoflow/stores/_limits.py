@@ -289,6 +289,8 @@ def _container_size(value: Any, level: int) -> int:
 
 def _key_len(key: Any) -> int:
     """The key's BSON length as `MongoStore` writes it (`$`, `.`, `%`, NUL escaped)."""
+    if type(key) is str and key.isascii() and key.isidentifier():  # most keys: one C check
+        return len(key)
     if type(key) is not str:
         if not isinstance(key, str):
             raise _Refused(
