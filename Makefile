@@ -12,8 +12,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# Options go in ARGS: make demo ARGS="--session=ID", make serve ARGS="--cors-origin http://localhost:5173".
+# DEMO_VIA_MAKE makes the CLI's resume hint a `make demo` command (a bare `python` is not the venv's).
 demo: $(STAMP)
-	$(BIN)/python -m demo $(ARGS)
+	DEMO_VIA_MAKE=1 $(BIN)/python -m demo $(ARGS)
 
 serve: $(STAMP)
 	$(BIN)/python -m demo --serve $(ARGS)

@@ -3,8 +3,13 @@
 Defaults need no network and no key: sessions go to ``.picoflow/sessions.db`` (SQLite) and,
 without ``OPENAI_API_KEY``, the offline demo model plays the LLM. ``--script FILE`` replays the
 file's lines (blank lines and ``#`` comments skipped) and prints the transcript; piping lines into
-stdin does the same. Typing ``quit`` (or EOF) leaves and keeps the session, to be resumed with
-``--session ID``; a conversation that reaches its end prints the closing line and stops.
+stdin does the same. Typing ``quit``, ending the input (Ctrl-D) or pressing Ctrl-C leaves and
+keeps the session, and the CLI prints the exact command that resumes it; a conversation that
+reaches its end prints the closing line and stops.
+
+Every option either works with ``--serve`` or is refused with a message saying why, before
+anything starts; the exit status is 2 for a bad command line (argparse's convention), 1 when the
+first turn fails, 130 after Ctrl-C.
 """
 
 from __future__ import annotations
@@ -12,8 +17,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
+import os
+import re
+import shlex
+import shutil
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any, TextIO
@@ -21,11 +31,30 @@ from typing import Any, TextIO
 from demo.hotel.flow import PROVIDERS, HotelFlow, default_model
 from demo.hotel.offline_model import ANNOUNCEMENT
 from picoflow import FlowDefinitionError, FlowEngine, StreamEvent, TurnResult
-from picoflow.stores import SQLiteStore, from_url
+from picoflow.stores import MemoryStore, SQLiteStore, from_url
 
 FLOW = "HotelFlow"
 DEFAULT_STORE = Path(".picoflow") / "sessions.db"
 LEAVE_WORDS = {"quit", "exit"}
+INTERRUPTED = 130  # the shell's status for a process ended by Ctrl-C (128 + SIGINT)
+
+API_KEYS = {
+    "openai": "OPENAI_API_KEY",
+    "azure_openai": "AZURE_OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google_genai": "GOOGLE_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+}
+"""The environment variable each keyed provider's client reads; checked before the chat starts."""
+
+MAKE_ENV = "DEMO_VIA_MAKE"
+"""Set by the Makefile, so the resume hint is a ``make demo`` command that works from the repo."""
+
+PLAIN_SYMBOLS = str.maketrans({"✅": "yes", "❌": "no"})
+"""Emoji a terminal without an emoji font draws as empty boxes, and the words they stand for."""
+
+_ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -45,8 +74,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--debug", action="store_true", help="show step changes, tool calls and compactions")
     add("--today", type=_iso_date, help="today's date as YYYY-MM-DD (reproducible transcripts)")
     add("--serve", action="store_true", help="serve the flow over HTTP instead of chatting")
-    add("--host", default="127.0.0.1", help="--serve address (default: 127.0.0.1)")
-    add("--port", type=int, default=8000, help="--serve port (default: 8000)")
+    add("--host", help="--serve address (default: 127.0.0.1)")
+    add("--port", type=int, help="--serve port (default: 8000)")
+    add(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="--serve: let browser pages of this origin (e.g. http://localhost:5173, or *) "
+        "call the API; repeat for more origins",
+    )
     return parser.parse_args(argv)
 
 
@@ -60,23 +97,77 @@ def _iso_date(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; the exit status."""
     args = parse_args(argv)
-    if args.script is not None and not args.script.is_file():
-        print(f"error: --script {args.script}: no such file", file=sys.stderr)
-        return 2
     model = args.model or default_model()
+    problem = option_problem(args) or key_problem(model)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         store = from_url(args.store) if args.store else SQLiteStore(DEFAULT_STORE)
         engine = FlowEngine([HotelFlow.using(model)], store=store, providers=PROVIDERS)
     except (FlowDefinitionError, ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(ANNOUNCEMENT if model.startswith("offline:") else f"Model: {model}")
+    print(ANNOUNCEMENT if model.startswith("offline:") else f"Model: {model}", flush=True)
     if args.serve:
-        return serve(engine, args.host, args.port)
-    return asyncio.run(Chat(engine, args).run())
+        return serve(engine, args)
+    _quiet_library_logs(args.debug)
+    return Chat(engine, args, resumable=not isinstance(store, MemoryStore)).run()
 
 
-def serve(engine: FlowEngine, host: str, port: int) -> int:
+def option_problem(args: argparse.Namespace) -> str | None:
+    """Why these options cannot run together, or None; checked before anything starts."""
+    if args.serve:
+        for flag, given, why in (
+            ("--script", args.script, "it replays a chat in the terminal"),
+            ("--session", args.session, "it resumes a chat in the terminal; over HTTP each "
+             "client sends its session id with its messages"),
+            ("--today", args.today, "it fixes the date of a chat in the terminal; over HTTP a "
+             'client sends it with its first message as "config": {"today": "YYYY-MM-DD"}'),
+        ):  # fmt: skip
+            if given is not None:
+                return f"{flag} cannot be combined with --serve: {why}."
+        return _serve_problem(args)
+    serve_only = [
+        name for name, value in (("--host", args.host), ("--port", args.port)) if value is not None
+    ] + (["--cors-origin"] if args.cors_origin else [])
+    if serve_only:
+        verb, them = ("applies", "it") if len(serve_only) == 1 else ("apply", "them")
+        given = " and ".join(serve_only)
+        return f"{given} only {verb} to --serve; add --serve or leave {them} out."
+    if args.script is not None and not args.script.is_file():
+        return f"--script {args.script}: no such file."
+    return None
+
+
+def _serve_problem(args: argparse.Namespace) -> str | None:
+    if args.port is not None and not 1 <= args.port <= 65535:
+        return f"--port {args.port}: a port is a number from 1 to 65535."
+    for origin in args.cors_origin:
+        if origin != "*" and not _ORIGIN.match(origin):
+            return (
+                f"--cors-origin {origin}: an origin is scheme://host[:port] with no path, "
+                "e.g. http://localhost:5173, or * for any origin."
+            )
+    return None
+
+
+def key_problem(model: str) -> str | None:
+    """A keyed provider without its key, said in one line instead of the first turn's traceback."""
+    provider = model.split(":", 1)[0]
+    variable = API_KEYS.get(provider)
+    if variable is None or os.environ.get(variable):
+        return None
+    local = ""
+    if provider == "openai":
+        local = " (any value works for a local server at OPENAI_BASE_URL)"
+    return (
+        f"--model {model} needs an API key: set {variable}{local}, "
+        "or leave --model out to chat with the offline demo model."
+    )
+
+
+def serve(engine: FlowEngine, args: argparse.Namespace) -> int:
     """Serve the engine with picoflow's HTTP server (needs the ``server`` extra)."""
     try:
         import uvicorn
@@ -85,34 +176,82 @@ def serve(engine: FlowEngine, host: str, port: int) -> int:
     except ImportError as exc:
         print(f"error: --serve needs pip install 'picoflow[server]' ({exc})", file=sys.stderr)
         return 2
-    uvicorn.run(create_app(engine), host=host, port=port)
+    if args.debug:  # the server log shows every model call, tool call and failed turn (E3)
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logging.getLogger("picoflow").addHandler(handler)
+        logging.getLogger("picoflow").setLevel(logging.INFO)
+    app = create_app(engine, cors_origins=args.cors_origin)
+    uvicorn.run(app, host=args.host or "127.0.0.1", port=args.port or 8000)
     return 0
+
+
+def _quiet_library_logs(debug: bool) -> None:
+    """Keep picoflow's log records (a failed turn's traceback) out of the chat unless debugging.
+
+    The chat prints each turn's error and warnings itself; without any handler, Python's
+    last-resort handler would print the library's records, tracebacks included, in between.
+    """
+    library = logging.getLogger("picoflow")
+    if debug:
+        if not any(isinstance(h, logging.StreamHandler) for h in library.handlers):
+            library.addHandler(logging.StreamHandler())
+    elif not any(isinstance(h, logging.NullHandler) for h in library.handlers):
+        library.addHandler(logging.NullHandler())
 
 
 class Chat:
     """One terminal conversation: greet or resume, then one turn per line of input."""
 
-    def __init__(self, engine: FlowEngine, args: argparse.Namespace) -> None:
+    def __init__(self, engine: FlowEngine, args: argparse.Namespace, *, resumable: bool) -> None:
         self.engine = engine
         self.debug: bool = args.debug
         self.config = {"today": args.today} if args.today else None
         self.script: Path | None = args.script
         self.session_id: str | None = args.session
+        self.resumable = resumable
+        self.options = [f"--{name}={value}" for name in ("store", "model")
+                        if (value := getattr(args, name)) is not None]  # fmt: skip
 
-    async def run(self) -> int:
-        """Chat until the conversation completes, the input ends or the guest types quit."""
-        try:
-            if not await self.resume():
-                await self.turn("")  # a new session: the assistant speaks first
-            async for line in self.lines():
-                result = await self.turn(line)
-                if result.completed:
-                    note(f"Session {result.session_id} is complete.")
-                    return 0
-            note(f"Session saved. Resume it with: python -m demo --session={self.session_id}")
-            return 0
-        finally:
-            await self.engine.aclose()
+    def run(self) -> int:
+        """Chat until the conversation completes, the input ends, or the guest quits or Ctrl-Cs.
+
+        One event loop serves every turn, and input is read on the main thread between turns,
+        so Ctrl-C reaches the chat wherever it is pressed, and no reader thread is left
+        blocked on stdin when the CLI exits.
+        """
+        with asyncio.Runner() as runner:
+            try:
+                return self._talk(runner)
+            except KeyboardInterrupt:
+                print()
+                self.leave()
+                return INTERRUPTED
+            finally:
+                runner.run(self.engine.aclose())
+
+    def _talk(self, runner: asyncio.Runner) -> int:
+        if not runner.run(self.resume()):
+            greeting = runner.run(self.turn(""))  # a new session: the assistant speaks first
+            if not greeting.success:
+                return 1  # nothing was saved, so there is nothing to resume
+        for line in self.lines():
+            result = runner.run(self.turn(line))
+            if result.completed:
+                note(f"Session {result.session_id} is complete.")
+                return 0
+        self.leave()
+        return 0
+
+    def leave(self) -> None:
+        """Say how to come back to the session, or that it cannot be."""
+        if self.session_id is None:
+            return
+        if not self.resumable:
+            note(f"Session {self.session_id} ends here: the memory: store keeps nothing "
+                 "after the CLI exits.")  # fmt: skip
+            return
+        note(f"Session saved. Resume it with: {resume_command(self.session_id, self.options)}")
 
     async def resume(self) -> bool:
         """Continue ``--session``, if it is still running."""
@@ -146,43 +285,66 @@ class Chat:
             if event.result is not None:
                 return event.result
             if event.kind != "token":
-                print(f"  · {describe(event)}")
+                print(f"  · {describe(event)}", flush=True)
         raise RuntimeError("the stream ended without a result")  # FlowEngine.stream never does
 
-    async def lines(self) -> AsyncIterator[str]:
+    def lines(self) -> Iterator[str]:
         """The guest's lines: from the script, typed at a terminal, or piped into stdin."""
         if self.script is None:
-            source = None if sys.stdin.isatty() else sys.stdin
-            async for line in _lines_of(source):
-                yield line
+            yield from _lines_of(None if sys.stdin.isatty() else sys.stdin)
             return
         with self.script.open(encoding="utf-8") as script:
-            async for line in _lines_of(script):
-                yield line
+            yield from _lines_of(script)
 
 
-async def _lines_of(source: TextIO | None) -> AsyncIterator[str]:
+def resume_command(session_id: str, options: list[str]) -> str:
+    """The command that continues this session the way the CLI was started.
+
+    After ``make demo`` that is ``make demo ARGS="..."`` (a bare ``python`` is not the venv's);
+    otherwise the interpreter that runs now, as a path that works from this directory.
+    """
+    args = [shlex.quote(arg) for arg in (f"--session={session_id}", *options)]
+    joined = " ".join(args)
+    if os.environ.get(MAKE_ENV) and not any(c in joined for c in '"$`\\'):
+        return f'make demo ARGS="{joined}"'
+    return f"{_python()} -m demo {joined}"
+
+
+def _python() -> str:
+    """``sys.executable`` as the shortest spelling that runs the same interpreter from here."""
+    executable = sys.executable
+    relative = os.path.relpath(executable)
+    if not relative.startswith(os.pardir):
+        return shlex.quote(relative if os.sep in relative else os.path.join(os.curdir, relative))
+    name = os.path.basename(executable)
+    found = shutil.which(name)
+    if found is not None and os.path.realpath(found) == os.path.realpath(executable):
+        return name
+    return shlex.quote(executable)
+
+
+def _lines_of(source: TextIO | None) -> Iterator[str]:
     """Lines to send, echoed when they do not come from a person typing them."""
     while True:
-        line = await asyncio.to_thread(_read, source)
+        line = _read(source)
         if line is None:
             return
         text = line.strip()
         if not text or text.startswith("#"):
             continue
         if source is not None:
-            print(f"you> {text}")
+            print(f"you> {text}", flush=True)
         if text.lower() in LEAVE_WORDS:
             return
         yield text
 
 
 def _read(source: TextIO | None) -> str | None:
-    """The next line; None at the end of the input."""
+    """The next line; None at the end of the input (Ctrl-D at a terminal)."""
     if source is None:
         try:
             return input("you> ")
-        except (EOFError, KeyboardInterrupt):
+        except EOFError:
             print()
             return None
     line = source.readline()
@@ -190,11 +352,12 @@ def _read(source: TextIO | None) -> str | None:
 
 
 def show(prefix: str, text: str) -> None:
-    """Print a reply, continuation lines indented under its first line."""
-    first, *rest = text.splitlines() or [""]
+    """Print a reply, continuation lines indented under its first line, emoji as words."""
+    first, *rest = text.translate(PLAIN_SYMBOLS).splitlines() or [""]
     print(prefix + first)
     for line in rest:
         print((" " * len(prefix) + line).rstrip())
+    sys.stdout.flush()  # a reader of a pipe sees each reply as it is given
 
 
 def describe(event: StreamEvent) -> str:
@@ -220,4 +383,4 @@ def _compact(value: Any) -> str:
 
 def note(text: str) -> None:
     """Session bookkeeping goes to stderr, so stdout stays a clean transcript."""
-    print(text, file=sys.stderr)
+    print(text, file=sys.stderr, flush=True)

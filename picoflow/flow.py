@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import pydash
@@ -102,6 +102,16 @@ class Flow:
     def get_memory(self) -> Memory:
         """The flow's memory: namespaces and compaction policy (M3)."""
         return self._memory
+
+    def graph(self, *, session: Mapping[str, Any] | None = None) -> str:
+        """This flow as Mermaid flowchart text: where a conversation can go (see picoflow.graph).
+
+        Args:
+            session: A stored session document; the path it took is drawn over the flow.
+        """
+        from .graph import draw  # the graph reads flows, so it is imported when drawn
+
+        return draw(self, session=session)
 
     def preview(self, step: StepRef | None = None) -> list[BaseMessage]:
         """Exactly the messages the next model call of `step` (default: the current one) gets.

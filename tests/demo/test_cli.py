@@ -1,26 +1,20 @@
-"""`python -m demo` as a user runs it: a subprocess, no API key, stdin that is not a terminal."""
+"""`python -m demo` as a user runs it: a subprocess, no API key, stdin that is not a terminal.
+
+The options and their refusals are in test_cli_options.py; leaving and resuming in
+test_cli_leaving.py.
+"""
 
 from __future__ import annotations
 
-import os
 import re
+import shlex
 import subprocess
-import sys
-from pathlib import Path
+
+from cli_runner import REPO, demo, demo_env
 
 from demo.hotel.offline.model import ANNOUNCEMENT
 
-REPO = Path(__file__).resolve().parents[2]
 TOUR = REPO / "demo" / "hotel" / "scripts" / "tour.txt"
-
-
-def demo(*args: str, cwd: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "PICOFLOW_STORE")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [sys.executable, "-m", "demo", *args],
-        cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
 
 
 def test_script_prints_the_transcript_on_the_default_sqlite_store(tmp_path) -> None:
@@ -50,17 +44,23 @@ def test_debug_shows_tool_calls_and_step_changes(tmp_path) -> None:
     assert not (tmp_path / ".picoflow").exists()
 
 
-def test_leave_with_quit_then_resume_the_session(tmp_path) -> None:
+def test_leave_with_quit_then_resume_the_session_with_the_printed_command(tmp_path) -> None:
     first = demo("--today", "2026-05-15", cwd=tmp_path,
                  stdin="I need a hotel in Portland\nJuly 1 to 6, wifi, search\nquit\n")  # fmt: skip
     assert first.returncode == 0, first.stderr
     assert first.stdout.splitlines()[-1] == "you> quit"
-    resume = re.search(r"--session=(\S+)", first.stderr)  # "=": an id may start with "-"
+    # "=": an id may start with "-"; the interpreter is the one that ran, spelt to work from here
+    resume = re.fullmatch(r"Session saved\. Resume it with: (.+ -m demo --session=(\S+))\n",
+                          first.stderr)  # fmt: skip
     assert resume is not None, first.stderr
+    command, session_id = resume.groups()
 
-    second = demo(f"--session={resume.group(1)}", cwd=tmp_path, stdin="book number 2\n")
+    second = subprocess.run(
+        shlex.split(command), cwd=tmp_path, env=demo_env(), input="book number 2\n",
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
     assert second.returncode == 0, second.stderr
-    assert f"Resuming session {resume.group(1)} at PresentStep." in second.stderr
+    assert f"Resuming session {session_id} at PresentStep." in second.stderr
     assert "bot> Hello" not in second.stdout  # a resumed session is not greeted again
     assert "Your confirmation number is HF-" in second.stdout
 
@@ -75,7 +75,7 @@ def test_a_bad_option_is_reported_before_any_chat(tmp_path) -> None:
     assert run.returncode == 2
     assert "expected a date as YYYY-MM-DD, got '15/05/2026'" in run.stderr
     run = demo("--script", "missing.txt", cwd=tmp_path)
-    assert (run.returncode, run.stderr) == (2, "error: --script missing.txt: no such file\n")
+    assert (run.returncode, run.stderr) == (2, "error: --script missing.txt: no such file.\n")
 
 
 def test_serve_hands_the_engine_to_picoflows_http_server(monkeypatch, capsys) -> None:
