@@ -31,7 +31,7 @@ class Sessions:
         # Recently saved documents with their live messages, checked by revision on every
         # load: the store stays the one source of truth (see `_hot`).
         self._hot = HotSessions()
-        self._limits = DocumentChecker()  # H7: what no store keeps never reaches one
+        self._limits = DocumentChecker(hands_off=True)  # H7: what no store keeps never reaches one
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
 
     async def load(self, session_id: str) -> tuple[JSONDict | None, dict[str, Namespace] | None]:

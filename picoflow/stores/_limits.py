@@ -122,16 +122,40 @@ def check_value(value: Any, where: str, level: int) -> None:
         )
 
 
+class _Handoff:
+    """The document the engine checked last, which the store's check of it need not walk again.
+
+    One slot: the engine hands a checked document straight to `store.create`/`store.save`,
+    whose check runs before anything else can, and takes it out of the slot. A store that does
+    not check leaves it there until the engine's next check replaces it; the engine never
+    changes a document it saved.
+    """
+
+    __slots__ = ("doc", "size")
+
+    def __init__(self) -> None:
+        self.doc: JSONDict | None = None
+        self.size = 0
+
+
+_HANDOFF = _Handoff()
+
+
 class DocumentChecker:
     """Checks the documents of one store (or engine), reusing the sizes of saved messages.
 
     Args:
         capacity: How many recently saved sessions to remember message sizes of (None: all).
+        hands_off: The engine's checker: a document it passed is not walked again by the
+            store's check of that very object (`_Handoff`), so a turn is checked once.
     """
 
-    def __init__(self, capacity: int | None = REMEMBERED_SESSIONS) -> None:
+    def __init__(
+        self, capacity: int | None = REMEMBERED_SESSIONS, *, hands_off: bool = False
+    ) -> None:
         """Start with nothing remembered."""
         self._sizes: MessageEncodings[int] = MessageEncodings(capacity)
+        self._hands_off = hands_off
 
     def check(self, doc: JSONDict, session_id: str) -> int:
         """Return the document's size as MongoDB would hold it, or raise what is wrong.
@@ -140,6 +164,9 @@ class DocumentChecker:
             TypeError: the document is not plain JSON.
             DocumentLimitError: the document breaks a limit above; nothing may be written.
         """
+        if _HANDOFF.doc is doc and not self._hands_off:
+            _HANDOFF.doc = None
+            return _HANDOFF.size
         try:
             size = self._size(doc, session_id)
         except _Refused as exc:
@@ -147,6 +174,8 @@ class DocumentChecker:
         size += _RECORD_FIELDS + _utf8_len(session_id) + 2 * sum(k[:1] == "_" for k in doc)
         if size > MAX_DOCUMENT_BYTES:
             raise DocumentLimitError(_too_large(session_id, size, doc))
+        if self._hands_off:
+            _HANDOFF.doc, _HANDOFF.size = doc, size
         return size
 
     def forget(self, session_id: str) -> None:

@@ -181,3 +181,29 @@ async def test_h7_a_turn_whose_document_no_store_keeps_fails_and_writes_nothing(
         r"lone surrogate \('\\ud800' at index 0\), which is not valid Unicode\. .*",
         fresh.message,
     )
+
+
+def test_h7_a_document_the_engine_checked_is_not_walked_again_by_the_store(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """H7: the engine checks once; the store's check of that very object takes the engine's
+    result, once, and walks anything else (another object, or the same one saved again)."""
+    import picoflow.stores._limits as limits
+
+    doc = {"id": "s-1", "revision": 0, "context": {"n": 1}}
+    engine_size = limits.DocumentChecker(hands_off=True).check(doc, "s-1")
+    store = limits.DocumentChecker()
+    walks: list[object] = []
+    real = limits._size
+
+    def counted(value: Any, level: int) -> int:
+        if level == 1:
+            walks.append(value)
+        return real(value, level)
+
+    monkeypatch.setattr(limits, "_size", counted)
+    assert store.check(doc, "s-1") == engine_size and walks == []
+    assert store.check(doc, "s-1") == engine_size and walks == [doc]
+    doc["context"]["n"] = 2**64  # a caller's own edit is walked, and refused
+    with pytest.raises(DocumentLimitError):
+        store.check(doc, "s-1")
