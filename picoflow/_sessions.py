@@ -16,6 +16,7 @@ from ._hot import HotSessions
 from .flow import Flow
 from .memory import Namespace
 from .session import Usage, add_usage, dump_flow
+from .stores._limits import DocumentChecker
 from .stores.base import JSONDict, Store
 
 __all__ = ["Sessions"]
@@ -30,6 +31,7 @@ class Sessions:
         # Recently saved documents with their live messages, checked by revision on every
         # load: the store stays the one source of truth (see `_hot`).
         self._hot = HotSessions()
+        self._limits = DocumentChecker(hands_off=True)  # H7: what no store keeps never reaches one
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
 
     async def load(self, session_id: str) -> tuple[JSONDict | None, dict[str, Namespace] | None]:
@@ -54,6 +56,7 @@ class Sessions:
         """
         out = dump_flow(flow, doc, self._ttl, datetime.now(UTC))
         out["usage"] = add_usage(doc["usage"], usage)
+        self._limits.check(out, out["id"])
         if deadline is not None:
             deadline.reschedule(None)
         if fresh:

@@ -18,6 +18,8 @@ from typing import Any
 
 import pydash
 
+from .stores._limits import check_value
+
 __all__ = [
     "to_json",
     "get_path",
@@ -37,16 +39,29 @@ def is_session_id(value: Any) -> bool:
     return type(value) is str and _SESSION_ID.match(value) is not None
 
 
-def to_json(value: Any, where: str = "value") -> Any:
-    """Return `value` as plain JSON, or raise `TypeError` naming the offending path.
+# A step's state sits 4 levels deep in the session document (document > steps > step > state).
+STATE_LEVEL = 4
+
+
+def to_json(value: Any, where: str = "value", level: int = STATE_LEVEL) -> Any:
+    """Return `value` as plain JSON, or raise naming the offending path.
 
     `datetime`, `date` and `time` become ISO strings (they read back as strings, S5); tuples
-    become lists. Everything else that JSON cannot hold is refused *now*, so the mistake points
-    at the `save_state` call that made it instead of a failed save at the end of the turn.
+    become lists. Everything else that JSON cannot hold is refused *now* (`TypeError`), and so
+    is what no store keeps (H7, `DocumentLimitError`: integers beyond 64 bits, lone surrogates,
+    nesting beyond MongoDB's 100 levels counted from the document, `level` levels above), so
+    the mistake points at the `save_state` call that made it instead of a failed save at the
+    end of the turn, after the model was told "saved".
 
     >>> to_json({"at": date(2026, 7, 1), "n": (1, 2)})
     {'at': '2026-07-01', 'n': [1, 2]}
     """
+    clean = _to_json(value, where)
+    check_value(clean, where, level)
+    return clean
+
+
+def _to_json(value: Any, where: str) -> Any:
     if value is None or isinstance(value, (bool, str, int)):
         return value
     if isinstance(value, float):
@@ -56,9 +71,9 @@ def to_json(value: Any, where: str = "value") -> Any:
     if isinstance(value, (datetime, date, clock_time)):
         return value.isoformat()
     if isinstance(value, dict):
-        return {_key(k, where): to_json(v, f"{where}.{k}") for k, v in value.items()}
+        return {_key(k, where): _to_json(v, f"{where}.{k}") for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [to_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_to_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
     raise TypeError(_refusal(where, value, f"a {type(value).__name__} is not JSON"))
 
 

@@ -11,6 +11,7 @@ import json
 from typing import TypeGuard
 
 from picoflow.errors import StoreError
+from picoflow.stores._limits import check_archived_message
 from picoflow.stores.base import ArchiveEntry, JSONDict, searchable_text
 
 __all__ = [
@@ -74,7 +75,10 @@ def conflict_on_create_message(session_id: str, actual_revision: int) -> str:
 
 
 def check_entries(session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
-    """Refuse archive entries that are not `{"position": int >= 0, "message": dict}`."""
+    """Refuse malformed archive entries, or messages no store keeps (H7).
+
+    Each entry must be `{"position": int >= 0, "message": dict}`.
+    """
     for entry in entries:
         position = entry.get("position")
         if not _is_int(position) or position < 0 or not isinstance(entry.get("message"), dict):
@@ -84,6 +88,8 @@ def check_entries(session_id: str, namespace: str, entries: list[ArchiveEntry]) 
                 f"position={position!r} and message of type "
                 f"{type(entry.get('message')).__name__}. Nothing was archived."
             )
+    for entry in entries:
+        check_archived_message(session_id, namespace, entry["message"])
 
 
 def check_page(page: int, page_size: int) -> None:

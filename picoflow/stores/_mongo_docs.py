@@ -19,8 +19,9 @@ leading `_` is escaped as well, which keeps every stored `_`-field internal.
     "50%"      -> "50%25"
     "_note"    -> "%5Fnote"   (top level only)
 
-Documents whose BSON form exceeds 15 MB are refused before anything is sent (MongoDB's own limit
-is 16 MB; the margin leaves room for the server's per-write overhead).
+What MongoDB cannot hold (over 15 MB, deeper than 100 levels, integers beyond 64 bits, lone
+surrogates) is refused before anything is sent, by the check every store runs
+(`picoflow.stores._limits`); its size counts the escaping and the internal fields above.
 """
 
 from __future__ import annotations
@@ -34,34 +35,22 @@ from urllib.parse import unquote
 import bson
 from bson.raw_bson import RawBSONDocument
 
-from picoflow.errors import StoreError
 from picoflow.stores import _checks
+from picoflow.stores._limits import DocumentChecker
 from picoflow.stores.base import REMEMBERED_SESSIONS, ArchiveEntry, JSONDict, MessageEncodings
 
 __all__ = [
-    "MAX_DOCUMENT_BYTES",
     "SessionEncoder",
     "archive_record",
     "entry_from_stored",
     "session_from_stored",
 ]
 
-MAX_DOCUMENT_BYTES = 15 * 1024 * 1024
 _ESCAPED = "_escaped_keys"
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_MEBIBYTE = 1024 * 1024
-_KEEP_OUT = "keep large data out of %s (store a reference to it instead)"
 
 
 class _NotPlain(Exception):
     """A value that strict JSON would change or refuse; the JSON path decides which."""
-
-
-class _TooBig(Exception):
-    """An integer that JSON holds but BSON (64-bit integers) cannot."""
-
-    def __init__(self, value: int) -> None:
-        self.value = value
 
 
 class SessionEncoder:
@@ -78,14 +67,16 @@ class SessionEncoder:
 
     def __init__(self, capacity: int = REMEMBERED_SESSIONS) -> None:
         self._encodings: MessageEncodings[_Encoded] = MessageEncodings(capacity)
+        self._limits = DocumentChecker(capacity)
 
     def record(self, doc: JSONDict, session_id: str, revision: int) -> RawBSONDocument:
         """Encode a session for `insert_one`/`replace_one`; nothing is sent if this raises.
 
         Raises:
             TypeError: the document is not plain JSON (the message every store uses).
-            StoreError: the document is too large, or holds an integer beyond 64 bits.
+            DocumentLimitError: the document breaks a limit every store keeps (H7).
         """
+        self._limits.check(doc, session_id)
         body, escaped = self._body(doc, session_id)
         record: JSONDict = {"_id": session_id}
         for key, value in body.items():
@@ -97,18 +88,17 @@ class SessionEncoder:
             record["_expires_at"] = expires
         if escaped:
             record[_ESCAPED] = True
-        data = _encode(record, session_id)
-        if len(data) > MAX_DOCUMENT_BYTES:
-            raise StoreError(_too_large_message(session_id, len(data), body), retryable=False)
-        return RawBSONDocument(data)
+        return RawBSONDocument(bson.encode(record))
 
     def forget(self, session_id: str) -> None:
         """Drop what is remembered of a session (it was deleted)."""
         self._encodings.forget(session_id)
+        self._limits.forget(session_id)
 
     def clear(self) -> None:
         """Drop everything (the store was closed)."""
         self._encodings.clear()
+        self._limits.clear()
 
     def _body(self, doc: JSONDict, session_id: str) -> tuple[JSONDict, bool]:
         """The checked, escaped document, its message lists as cached BSON."""
@@ -149,7 +139,7 @@ _Encoded = tuple[Any, bool]  # (RawBSONDocument, or a plain value for a non-dict
 def _encode_message(message: Any, session_id: str) -> _Encoded:
     value, escaped = _plain(message, session_id)
     if type(value) is dict:
-        return RawBSONDocument(_encode(value, session_id)), escaped
+        return RawBSONDocument(bson.encode(value)), escaped
     return value, escaped
 
 
@@ -161,7 +151,10 @@ def session_from_stored(stored: JSONDict) -> JSONDict:
 
 
 def archive_record(session_id: str, namespace: str, entry: ArchiveEntry) -> RawBSONDocument:
-    """Encode one archive entry, with the lowercased text that searches run against."""
+    """Encode one archive entry, with the lowercased text that searches run against.
+
+    The entry was checked by `_checks.check_entries`.
+    """
     message, escaped = _plain(entry["message"], session_id)
     record: JSONDict = {
         "session_id": session_id,
@@ -172,15 +165,7 @@ def archive_record(session_id: str, namespace: str, entry: ArchiveEntry) -> RawB
     }
     if escaped:
         record[_ESCAPED] = True
-    data = _encode(record, session_id)
-    if len(data) > MAX_DOCUMENT_BYTES:
-        raise StoreError(
-            f"A message archived from session '{session_id}', namespace '{namespace}' is "
-            f"{len(data) / _MEBIBYTE:.1f} MB, over MongoStore's 15 MB limit. Keep large data "
-            "out of messages (store a reference instead); nothing was archived.",
-            retryable=False,
-        )
-    return RawBSONDocument(data)
+    return RawBSONDocument(bson.encode(record))
 
 
 def entry_from_stored(stored: JSONDict) -> ArchiveEntry:
@@ -194,27 +179,20 @@ def entry_from_stored(stored: JSONDict) -> ArchiveEntry:
 def _plain(value: Any, session_id: str) -> tuple[Any, bool]:
     """`value` checked as strict JSON, and whether some key must be escaped.
 
-    The fast path only reads `value`: plain dicts, lists, strings, finite floats and 64-bit
-    ints are stored as they are. Anything else (a tuple, an enum, an int key) goes through
-    strict JSON first, exactly as the other stores keep it, or fails with their TypeError.
+    The fast path only reads `value`: plain dicts, lists, strings, finite floats and ints
+    (checked to fit 64 bits already) are stored as they are. Anything else (a tuple, an enum)
+    goes through strict JSON first, exactly as the other stores keep it.
     """
     try:
         needs_escape = _scan(value)
     except _NotPlain:
         value = json.loads(_checks.encode(value, session_id))
         needs_escape = _scan(value)
-    except _TooBig as exc:
-        raise StoreError(
-            f"Session '{session_id}' holds the integer {exc.value}, which MongoDB cannot store "
-            "(integers are limited to 64 bits). Store such numbers as strings; nothing was "
-            "written.",
-            retryable=False,
-        ) from None
     return (_escape(value) if needs_escape else value), needs_escape
 
 
 def _scan(value: Any) -> bool:
-    """True if some key needs escaping; raises _NotPlain or _TooBig for what BSON would change.
+    """True if some key needs escaping; raises _NotPlain for what BSON would change.
 
     Iterative, with the key test inlined: this runs on every message a store has not encoded
     before (every message, after another process saved the session), so it stays close to
@@ -241,10 +219,7 @@ def _scan(value: Any) -> bool:
 
 
 def _check_number(kind: type, value: Any) -> None:
-    if kind is int:
-        if not _INT64_MIN <= value <= _INT64_MAX:
-            raise _TooBig(value)
-    elif kind is not float or not math.isfinite(value):
+    if kind is not int and (kind is not float or not math.isfinite(value)):
         raise _NotPlain
 
 
@@ -288,42 +263,3 @@ def _expiry_date(expires_at: object) -> datetime | None:
     except ValueError:
         return None  # not ours to judge: the document keeps the string, the engine checks it
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def _encode(record: JSONDict, session_id: str) -> bytes:
-    try:
-        return bson.encode(record)
-    except UnicodeEncodeError as exc:  # a lone surrogate: JSON text holds it, UTF-8 cannot
-        raise StoreError(
-            f"Session '{session_id}' cannot be encoded for MongoDB: {exc}. Store only valid "
-            "Unicode text; nothing was written.",
-            retryable=False,
-        ) from exc
-
-
-def _too_large_message(session_id: str, size: int, body: JSONDict) -> str:
-    """Name the biggest part of an oversized session and what shrinks it."""
-    parts: dict[str, tuple[int, str]] = {}
-    for namespace, entry in _dicts(body.get("memory")).items():
-        parts[f"memory namespace '{namespace}'"] = (
-            len(bson.encode(entry)),
-            f"compact it (get_memory().enable_summary('{namespace}')) or erase what the flow "
-            "no longer needs",
-        )
-    for step, entry in _dicts(body.get("steps")).items():
-        parts[f"the state of step '{step}'"] = (len(bson.encode(entry)), _KEEP_OUT % "step state")
-    for key, value in body.items():
-        if key not in ("memory", "steps"):
-            parts[f"the field '{key}'"] = (len(bson.encode({key: value})), _KEEP_OUT % "it")
-    name, (part_size, advice) = max(parts.items(), key=lambda item: item[1][0])
-    return (
-        f"Session '{session_id}' would be {size / _MEBIBYTE:.1f} MB in MongoDB, over "
-        f"MongoStore's 15 MB limit (MongoDB refuses documents over 16 MB). Its largest part is "
-        f"{name} ({part_size / _MEBIBYTE:.1f} MB): {advice}. Nothing was written."
-    )
-
-
-def _dicts(value: object) -> dict[str, JSONDict]:
-    if not isinstance(value, dict):
-        return {}
-    return {key: item for key, item in value.items() if isinstance(item, dict)}

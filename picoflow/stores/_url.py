@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import re
 from typing import Any
+from urllib.parse import parse_qs
 
 from picoflow.stores.base import Store
 from picoflow.stores.memory import MemoryStore
@@ -35,7 +36,8 @@ def from_url(url: str) -> Store:
       directory; `sqlite:////absolute/path.db` (four slashes) for an absolute path. As in
       SQLAlchemy, `sqlite://` is followed by an empty host and a `/`; whatever comes after that
       third slash is the path, so an absolute path brings its own leading slash.
-      `sqlite:///:memory:` gives an in-memory SQLite database.
+      `sqlite:///:memory:` gives an in-memory SQLite database. `?synchronous=FULL` at the end
+      makes every save sync the disk (see `SQLiteStore`); `?synchronous=NORMAL` is the default.
     - `mongodb://...` and `mongodb+srv://...`: a `MongoStore` given the whole URL (needs the
       `mongo` extra: `pip install 'picoflow[mongo]'`).
 
@@ -46,12 +48,26 @@ def from_url(url: str) -> Store:
     if url == "memory:":
         return MemoryStore()
     if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
-        return SQLiteStore(url[len("sqlite:///") :])
+        return _sqlite(url[len("sqlite:///") :])
     if url.startswith(("mongodb://", "mongodb+srv://")):
         store: Store = load_mongo_store()(url)
         return store
     shown = _CREDENTIALS.sub(r"\1:***@", url)
     raise ValueError(f"Unsupported store URL {shown!r}. Use {_ACCEPTED}.")
+
+
+def _sqlite(rest: str) -> SQLiteStore:
+    """A SQLiteStore from what follows `sqlite:///`: a path, then `?synchronous=...`."""
+    path, _, query = rest.partition("?")
+    options = parse_qs(query, keep_blank_values=True) if query else {}
+    value = options.pop("synchronous", ["NORMAL"])
+    if options or len(value) != 1 or value[0].upper() not in ("NORMAL", "FULL"):
+        raise ValueError(
+            f"Unsupported SQLite store URL option in {'sqlite:///' + rest!r}: the only option "
+            "is synchronous=NORMAL (the default) or synchronous=FULL, e.g. "
+            "'sqlite:///data/sessions.db?synchronous=FULL'."
+        )
+    return SQLiteStore(path, synchronous="FULL" if value[0].upper() == "FULL" else "NORMAL")
 
 
 def load_mongo_store() -> Any:

@@ -11,6 +11,7 @@ import json
 from picoflow.errors import SessionConflictError, SessionNotFoundError
 from picoflow.stores import _checks
 from picoflow.stores._codec import JSONCodec
+from picoflow.stores._limits import DocumentChecker
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["MemoryStore"]
@@ -34,6 +35,7 @@ class MemoryStore:
         """Start empty; no event loop is needed to construct the store."""
         self._docs: dict[str, tuple[int, _Encoded]] = {}
         self._codec = JSONCodec(capacity=None)  # every session is kept here anyway
+        self._limits = DocumentChecker(capacity=None)
         # (session_id, namespace) -> {position: (message JSON, lowercased search text)}
         self._archive: dict[tuple[str, str], dict[int, tuple[str, str]]] = {}
         self._closed = False
@@ -47,10 +49,13 @@ class MemoryStore:
 
         Raises:
             ValueError: `doc["id"]` is not a non-empty string or `doc["revision"]` is not 0.
+            TypeError: the document is not plain JSON.
+            DocumentLimitError: the document breaks a limit every store keeps (H7).
             SessionConflictError: a session with this id already exists.
         """
         _checks.check_open(self, self._closed)
         session_id = _checks.check_new_doc(doc)
+        self._limits.check(doc, session_id)
         text = self._codec.parts(doc, session_id)
         if session_id in self._docs:
             actual = self._docs[session_id][0]
@@ -76,11 +81,14 @@ class MemoryStore:
 
         Raises:
             ValueError: `doc["id"]` is not a string or `expected_revision` is not an int >= 0.
+            TypeError: the document is not plain JSON.
+            DocumentLimitError: the document breaks a limit every store keeps (H7).
             SessionNotFoundError: no session has this id.
             SessionConflictError: another writer saved first; nothing was written.
         """
         _checks.check_open(self, self._closed)
         session_id = _checks.check_saved_doc(doc, expected_revision)
+        self._limits.check(doc, session_id)
         revision = expected_revision + 1
         text = self._codec.parts({**doc, "revision": revision}, session_id)
         stored = self._docs.get(session_id)
@@ -97,6 +105,7 @@ class MemoryStore:
         for key in [key for key in self._archive if key[0] == session_id]:
             del self._archive[key]
         self._codec.forget(session_id)
+        self._limits.forget(session_id)
         return self._docs.pop(session_id, None) is not None
 
     async def archive(self, session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
@@ -145,6 +154,7 @@ class MemoryStore:
         self._docs.clear()
         self._archive.clear()
         self._codec.clear()
+        self._limits.clear()
 
 
 _Encoded = tuple[str, dict[str, list[str]]]  # (document without messages, message texts)

@@ -1,12 +1,24 @@
 """SQLiteStore: the embedded default store, one file, no server (P6).
 
 Each session is one row of the `sessions` table, its document kept as JSON text (readable with
-SQLite's `json_extract`); evicted messages live in the `archive` table. The file uses WAL mode,
-so readers never block the writer, and several processes (or several stores) may share it: every
-write is one transaction (a save or a create is a single statement; deletes and archive
-writes are `BEGIN IMMEDIATE` blocks) and `save` is a compare-and-set on the revision, so of
-two writers holding the same revision exactly one wins (P4). Saves reuse the JSON text of
-messages saved before (`_codec`), so encoding costs what a turn added.
+SQLite's `json_extract`) with each namespace's messages as rows of the `messages` table
+(`_sqlite_rows`), so a save writes what a turn added; evicted messages live in the `archive`
+table. The file is in WAL mode. What never waits runs on the event loop (`_sqlite_loop`): the
+revision check before a turn, and a write that finds the write lock free. A write that would
+wait runs on a writer thread, loads and searches on reader threads (`_sqlite_worker`), each
+with a connection of its own: a write waiting for the lock never holds up a read. Several
+processes (or several stores) may share the file: every write is one `BEGIN IMMEDIATE`
+transaction and `save` is a compare-and-set on the revision inside it, so of two writers
+holding the same revision exactly one wins (P4).
+
+Durability: `synchronous=NORMAL` by default. In WAL mode a commit then survives the process being
+killed (`kill -9`) or crashing; a power cut or an operating-system crash may lose the last turns
+(never half a turn, never the file). `synchronous="FULL"` syncs the disk on every save as well, at
+about 2 ms a save on an ordinary SSD.
+
+The file is watched: before each call the store checks that its path still names the file it
+opened (device and inode). A file deleted or replaced under a running store raises StoreError
+instead of writing turns into a file nobody will ever read again.
 """
 
 from __future__ import annotations
@@ -14,16 +26,17 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager, closing
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import aiosqlite
+from typing import Any, Literal, TypeVar
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
 from picoflow.stores import _checks
 from picoflow.stores._codec import JSONCodec
+from picoflow.stores._limits import DocumentChecker
+from picoflow.stores._sqlite_loop import LoopConnection
+from picoflow.stores._sqlite_rows import MESSAGES_SCHEMA, Plan, RowMemory, apply, fill
+from picoflow.stores._sqlite_worker import Gate, ReaderPool, Worker, WouldWait
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["SQLiteStore"]
@@ -31,8 +44,13 @@ __all__ = ["SQLiteStore"]
 # How long a write waits for another connection's write lock before giving up. Writes hold the
 # lock for milliseconds, so reaching this means something else holds the file.
 _BUSY_TIMEOUT_SECONDS = 10.0
+_READERS = 2
+_WOULD_WAIT = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_SYNCHRONOUS = ("NORMAL", "FULL")
+_T = TypeVar("_T")
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
     revision INTEGER NOT NULL,
@@ -48,29 +66,57 @@ CREATE TABLE IF NOT EXISTS archive (
     PRIMARY KEY (session_id, namespace, position)
 );
 """
+    + MESSAGES_SCHEMA
+)
 
 # `\` escapes `%` and `_` in the LIKE patterns built by _like_pattern.
 _LIKE_CLAUSE = " AND text LIKE ? ESCAPE '\\'"
 
 
 class SQLiteStore:
-    """Keeps sessions in one SQLite file through aiosqlite; `":memory:"` keeps them in RAM.
+    """Keeps sessions in one SQLite file; `":memory:"` keeps them in RAM.
 
     The constructor only records the path: the engine may be built outside an event loop, so
-    the parent directory and the connection are created on first use. Calls on one store share
-    one connection and run one at a time, which keeps each call's transaction its own.
+    the parent directory, the tables and the connections are created on first use.
 
     Args:
         path: The database file. A missing parent directory is created.
+        synchronous: "NORMAL" (default: a commit survives the process dying, see the module
+            docstring) or "FULL" (a commit also survives a power cut; each save syncs the disk).
+
+    Raises:
+        ValueError: `synchronous` is neither "NORMAL" nor "FULL".
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+    ) -> None:
         """Record the path; nothing touches the file system until the first call."""
+        if synchronous not in _SYNCHRONOUS:
+            raise ValueError(
+                f"SQLiteStore synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}."
+            )
         self._path = os.fspath(path)
-        self._connection: aiosqlite.Connection | None = None
-        self._lock = asyncio.Lock()
+        self._synchronous = synchronous
+        self._identity: tuple[int, int] | None = None  # (device, inode) of the file opened
+        # The event loop's own connection (`_sqlite_loop`); none for ":memory:".
+        self._loop = None if self._path == ":memory:" else LoopConnection(self._path)
+        self._thread_writes = 0  # writes queued on the writer thread: later ones queue too
+        self._open_lock = asyncio.Lock()
         self._closed = False
         self._codec = JSONCodec()
+        self._limits = DocumentChecker()
+        self._rows = RowMemory()
+        self._writer = Worker(self._connect, "picoflow-sqlite-writer")
+        # ":memory:" is one database per connection: reads must use the writer's.
+        self._readers: ReaderPool | Worker = (
+            self._writer
+            if self._path == ":memory:"
+            else ReaderPool(self._connect, _READERS, "picoflow-sqlite")
+        )
 
     def __repr__(self) -> str:
         """Show the file path, the first thing to check when a store fails."""
@@ -81,55 +127,81 @@ class SQLiteStore:
 
         Raises:
             ValueError: `doc["id"]` is not a non-empty string or `doc["revision"]` is not 0.
+            TypeError: the document is not plain JSON.
+            DocumentLimitError: the document breaks a limit every store keeps (H7).
             SessionConflictError: a session with this id already exists.
             StoreError: the database could not be opened or written.
         """
         session_id = _checks.check_new_doc(doc)
-        text = self._codec.text(doc, session_id)
+        self._limits.check(doc, session_id)
+        text, texts = self._codec.parts(doc, session_id)
+        plan = self._rows.plan(session_id, None, doc.get("memory"), texts)
         insert = (
             "INSERT OR IGNORE INTO sessions (id, revision, doc, expires_at) VALUES (?, 0, ?, ?)"
         )
         params = (session_id, text, _expires_at(doc))
-        async with self._connected(f"create session '{session_id}'") as connection:
-            actual = await _write(connection, insert, params, session_id)
+        actual = await self._write_session(
+            f"create session '{session_id}'", (insert, params), plan, doc, 0
+        )
         if actual is not None:  # the id is taken
             message = _checks.conflict_on_create_message(session_id, actual)
             raise SessionConflictError(session_id, 0, actual, message)
 
     async def load(self, session_id: str) -> JSONDict | None:
         """Return a fresh copy of the stored document, or None if there is none."""
-        async with self._connected(f"load session '{session_id}'") as connection:
-            async with connection.execute(
-                "SELECT doc FROM sessions WHERE id = ?", (session_id,)
-            ) as cursor:
-                row = await cursor.fetchone()
-        return None if row is None else _checks.decode(row[0], session_id)
+        stored = await self._read(f"load session '{session_id}'", lambda db: _load(db, session_id))
+        return (
+            None
+            if stored is None
+            else fill(_checks.decode(stored[0], session_id), stored[1], session_id)
+        )
 
     async def revision(self, session_id: str) -> int | None:
-        """The stored revision, or None, without reading the document."""
-        async with self._connected(f"read the revision of session '{session_id}'") as connection:
-            return await _revision_of(connection, session_id)
+        """The stored revision, or None, without reading the document.
+
+        The engine asks this before every turn of a session it holds in memory, so it is read
+        right here, on the event loop, by a connection of its own that never waits: one lookup
+        of a row on a cached page costs microseconds, while a trip to a thread costs a context
+        switch, on a busy machine a scheduler time slice (milliseconds). That connection has
+        no busy timeout; in the rare case where a read would have to wait (a crashed writer's
+        WAL being recovered), the read goes to a reader thread instead.
+        """
+        action = f"read the revision of session '{session_id}'"
+        await self._opened()
+        db = self._loop_connection(action)
+        if db is not None:
+            try:
+                return _revision_of(db, session_id)
+            except sqlite3.OperationalError as exc:
+                if _code(exc) not in _WOULD_WAIT:
+                    raise self._failure(action, exc) from exc
+        return await self._read(action, lambda db: _revision_of(db, session_id))
 
     async def save(self, doc: JSONDict, expected_revision: int) -> int:
         """Replace the session if its revision is still `expected_revision`; return the new one.
 
         Raises:
             ValueError: `doc["id"]` is not a string or `expected_revision` is not an int >= 0.
+            TypeError: the document is not plain JSON.
+            DocumentLimitError: the document breaks a limit every store keeps (H7).
             SessionNotFoundError: no session has this id.
             SessionConflictError: another writer saved first; nothing was written.
             StoreError: the database could not be opened or written.
         """
         session_id = _checks.check_saved_doc(doc, expected_revision)
+        self._limits.check(doc, session_id)
         revision = expected_revision + 1
-        text = self._codec.text({**doc, "revision": revision}, session_id)
+        text, texts = self._codec.parts({**doc, "revision": revision}, session_id)
+        plan = self._rows.plan(session_id, expected_revision, doc.get("memory"), texts)
         update = (
             "UPDATE sessions SET revision = ?, doc = ?, expires_at = ? "
             "WHERE id = ? AND revision = ?"
         )
         params = (revision, text, _expires_at(doc), session_id, expected_revision)
-        async with self._connected(f"save session '{session_id}'") as connection:
-            # P2/P4: the WHERE clause is the compare-and-set (see `_write`).
-            actual = await _write(connection, update, params, session_id)
+        # P2/P4: the WHERE clause is the compare-and-set, judged holding the write lock.
+        actual = await self._write_session(
+            f"save session '{session_id}'", (update, params), plan, doc, revision
+        )
         if actual is None:
             return revision
         if actual == _MISSING:
@@ -139,12 +211,17 @@ class SQLiteStore:
     async def delete(self, session_id: str) -> bool:
         """Remove the session and its whole archive; True if a session document existed."""
         self._codec.forget(session_id)
-        async with self._transaction(f"delete session '{session_id}'") as connection:
-            deleted = await _rowcount(
-                connection, "DELETE FROM sessions WHERE id = ?", (session_id,)
-            )
-            await _rowcount(connection, "DELETE FROM archive WHERE session_id = ?", (session_id,))
-        return deleted > 0
+        self._limits.forget(session_id)
+        self._rows.forget(session_id)
+
+        def delete(db: sqlite3.Connection, gate: Gate) -> bool:
+            with _immediate(db, gate):
+                deleted = db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+                db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+                db.execute("DELETE FROM archive WHERE session_id = ?", (session_id,))
+                return deleted.rowcount > 0
+
+        return await self._write(f"delete session '{session_id}'", delete)
 
     async def archive(self, session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
         """Keep evicted messages by position; a position already archived keeps its first entry.
@@ -163,13 +240,16 @@ class SQLiteStore:
             )
             for entry in entries
         ]
-        action = f"archive messages of session '{session_id}'"
-        async with self._transaction(action) as connection:
-            await connection.executemany(
-                "INSERT OR IGNORE INTO archive (session_id, namespace, position, message, text) "
-                "VALUES (?, ?, ?, ?, ?)",
-                rows,
-            )
+
+        def archive(db: sqlite3.Connection, gate: Gate) -> None:
+            with _immediate(db, gate):
+                db.executemany(
+                    "INSERT OR IGNORE INTO archive "
+                    "(session_id, namespace, position, message, text) VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+
+        await self._write(f"archive messages of session '{session_id}'", archive)
 
     async def search_archive(
         self,
@@ -194,67 +274,172 @@ class SQLiteStore:
         )
         params: list[Any] = [session_id, namespace, *map(_like_pattern, words)]
         params += [page_size, (page - 1) * page_size]
-        action = f"search the archive of session '{session_id}'"
-        async with self._connected(action) as connection:
-            rows = await connection.execute_fetchall(sql, params)
+        rows = await self._read(
+            f"search the archive of session '{session_id}'",
+            lambda db: db.execute(sql, params).fetchall(),
+        )
         return [{"position": row[0], "message": _checks.decode(row[1])} for row in rows]
 
     async def aclose(self) -> None:
-        """Close the connection; the store refuses further calls with StoreError."""
-        async with self._lock:
-            self._closed = True
-            self._codec.clear()
-            connection, self._connection = self._connection, None
-            if connection is not None:
-                await connection.close()
+        """Close the connections; the store refuses further calls with StoreError."""
+        self._closed = True
+        self._codec.clear()
+        self._limits.clear()
+        self._rows.clear()
+        if self._loop is not None:
+            await self._loop.close()  # first: it waits for a checkpoint on the writer
+        await self._writer.stop()
+        await self._readers.stop()
 
-    @asynccontextmanager
-    async def _connected(self, action: str) -> AsyncIterator[aiosqlite.Connection]:
-        """Hold the store's connection for one call, opening it on first use.
+    async def _write_session(
+        self,
+        action: str,
+        statement: tuple[str, tuple[Any, ...]],
+        plan: Plan,
+        doc: JSONDict,
+        revision: int,
+    ) -> int | None:
+        """Write a session row and, if it matched, its message rows; remember what was written.
 
-        The lock keeps calls from interleaving statements on the shared connection (one call's
-        transaction must not swallow another's). sqlite3 errors become StoreError here, at the
-        store boundary, and nowhere else.
+        Returns None on success, else what `_write_row` found stored.
         """
-        async with self._lock:
-            _checks.check_open(self, self._closed)
-            if self._connection is None:
-                self._connection = await self._open()
-            try:
-                yield self._connection
-            except sqlite3.Error as exc:
-                raise StoreError(
-                    f"SQLiteStore could not {action} in SQLite file '{self._path}': {exc}. "
-                    "Check that the disk is not full, that no other program keeps the file "
-                    "locked, and that its tables were not changed by hand."
-                ) from exc
-
-    @asynccontextmanager
-    async def _transaction(self, action: str) -> AsyncIterator[aiosqlite.Connection]:
-        """Run a write of several statements as one transaction (see `_immediate`)."""
-        async with self._connected(action) as connection, _immediate(connection):
-            yield connection
-
-    async def _open(self) -> aiosqlite.Connection:
-        """Create the parent directory and the tables, switch to WAL, then connect."""
+        session_id, (sql, params) = doc["id"], statement
         try:
-            if self._path != ":memory:":
-                # With plain sqlite3 first: a failed aiosqlite.connect leaves its worker thread
-                # to report to an event loop that may be gone, so only a file that is known to
-                # open is handed to aiosqlite.
-                await asyncio.to_thread(_prepare_file, self._path)
-            # isolation_level=None: no implicit transactions; writes open theirs explicitly.
-            connection = await aiosqlite.connect(
-                self._path, isolation_level=None, timeout=_BUSY_TIMEOUT_SECONDS
+            actual = await self._write(
+                action, lambda db, gate: _write_row(db, gate, sql, params, session_id, plan)
             )
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(self._open_failure(exc)) from exc
+        except BaseException:
+            self._rows.forget(session_id)  # the outcome is not known: rewrite in full next time
+            raise
+        memory = doc.get("memory")
+        if actual is None and type(memory) is dict and _all_lists(memory):
+            self._rows.written(session_id, revision, memory)
+        return actual
+
+    async def _read(self, action: str, job: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run a read on a reader connection (one trip); sqlite3 errors become StoreError."""
+        await self._opened()
+        return await self._readers.run(self._guarded(action, job), self._file_check(action))
+
+    async def _write(self, action: str, job: Callable[[sqlite3.Connection, Gate], _T]) -> _T:
+        """Run a write transaction: on the event loop if it need not wait, else on the writer.
+
+        On the loop (`_sqlite_loop`) only with `synchronous="NORMAL"` and while no write is
+        queued on the writer thread, so writes keep their order. On the writer, in one trip:
+        if the caller is cancelled meanwhile, the job is told (it rolls back instead of
+        committing) and a wait for the write lock is cut short.
+        """
+        await self._opened()
+        loop = self._loop
+        if loop is not None and self._synchronous == "NORMAL" and not self._thread_writes:
+            db = self._loop_db(loop, action)
+            try:
+                result = self._guarded(action, lambda db: job(db, Gate(may_wait=False)))(db)
+            except WouldWait:
+                pass  # another connection holds the write lock: wait for it on a thread
+            else:
+                loop.checkpoint_when_due(self._writer)
+                return result
+        gate = Gate()
+        self._thread_writes += 1
         try:
-            await connection.executescript(_SCHEMA)  # again, for ":memory:"
+            return await self._writer.run(
+                self._guarded(action, lambda db: job(db, gate)), self._file_check(action)
+            )
+        except asyncio.CancelledError:
+            gate.cancelled = True
+            self._writer.interrupt()
+            raise
+        finally:
+            self._thread_writes -= 1
+
+    def _guarded(
+        self, action: str, job: Callable[[sqlite3.Connection], _T]
+    ) -> Callable[[sqlite3.Connection], _T]:
+        """`job` with sqlite3 errors as StoreError: here, at the store boundary, only."""
+
+        def guarded(db: sqlite3.Connection) -> _T:
+            try:
+                return job(db)
+            except sqlite3.Error as exc:
+                raise self._failure(action, exc) from exc
+
+        return guarded
+
+    def _failure(self, action: str, exc: sqlite3.Error) -> StoreError:
+        return StoreError(
+            f"SQLiteStore could not {action} in SQLite file '{self._path}': {exc}. "
+            "Check that the disk is not full, that no other program keeps the file "
+            "locked, and that its tables were not changed by hand."
+        )
+
+    def _loop_connection(self, action: str) -> sqlite3.Connection | None:
+        """The event loop's connection (`_sqlite_loop`), after the file check.
+
+        None for ":memory:", whose one database lives in the writer's connection.
+        """
+        return None if self._loop is None else self._loop_db(self._loop, action)
+
+    def _loop_db(self, loop: LoopConnection, action: str) -> sqlite3.Connection:
+        self._check_file(action)
+        try:
+            return loop.get()
         except sqlite3.Error as exc:
-            await connection.close()
             raise StoreError(self._open_failure(exc)) from exc
-        return connection
+
+    def _file_check(self, action: str) -> Callable[[], None]:
+        """What a job runs first, before even a connection is opened (on its thread).
+
+        It refuses to go on if the file was deleted or replaced since the store opened it: a
+        connection opened on a replacement would share the old file's WAL and corrupt both.
+        """
+        if self._identity is None:
+            return _no_check  # ":memory:"
+        return lambda: self._check_file(action)
+
+    def _check_file(self, action: str) -> None:
+        try:
+            stat = os.stat(self._path)
+            found: tuple[int, int] | None = (stat.st_dev, stat.st_ino)
+        except FileNotFoundError:
+            found = None
+        if found != self._identity:
+            what = "deleted" if found is None else "replaced by another file"
+            raise StoreError(
+                f"SQLiteStore could not {action}: its SQLite file '{self._path}' was {what} "
+                "while the store had it open, so nothing was read or written. Restore the "
+                "file, or restart the application so that it opens the file now at that path."
+            )
+
+    async def _opened(self) -> None:
+        """Create the parent directory and the tables, switch to WAL, once (first call)."""
+        _checks.check_open(self, self._closed)
+        if self._identity is not None or self._path == ":memory:":
+            return
+        async with self._open_lock:
+            if self._identity is None:
+                try:
+                    self._identity = await asyncio.to_thread(_prepare_file, self._path)
+                except (OSError, sqlite3.Error) as exc:
+                    raise StoreError(self._open_failure(exc)) from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        """Open one connection (on its worker's thread); ":memory:" gets its tables here."""
+        try:
+            # isolation_level=None: no implicit transactions; writes open theirs explicitly.
+            # check_same_thread=False: `interrupt()` comes from the event loop's thread.
+            db = sqlite3.connect(
+                self._path,
+                isolation_level=None,
+                timeout=_BUSY_TIMEOUT_SECONDS,
+                check_same_thread=False,
+            )
+            db.execute(f"PRAGMA synchronous={self._synchronous}")
+            if self._path == ":memory:":
+                db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreError(self._open_failure(exc)) from exc
+        return db
 
     def _open_failure(self, exc: Exception) -> str:
         return (
@@ -263,76 +448,112 @@ class SQLiteStore:
         )
 
 
-def _prepare_file(path: str) -> None:
+def _code(exc: sqlite3.Error) -> int:
+    """SQLite's primary result code of an error (SQLITE_BUSY for all its extended codes)."""
+    return int(getattr(exc, "sqlite_errorcode", 0)) & 0xFF
+
+
+def _no_check() -> None:
+    pass
+
+
+def _prepare_file(path: str) -> tuple[int, int]:
+    """Create the file's directory and tables, switch it to WAL; return (device, inode)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with closing(sqlite3.connect(path, timeout=_BUSY_TIMEOUT_SECONDS)) as db:
+    db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_SECONDS)
+    try:
         db.execute("PRAGMA journal_mode=WAL")  # persists in the file for every later connection
         db.executescript(_SCHEMA)
+    finally:
+        db.close()
+    stat = os.stat(path)
+    return stat.st_dev, stat.st_ino
 
 
-@asynccontextmanager
-async def _immediate(connection: aiosqlite.Connection) -> AsyncIterator[None]:
+class _immediate:  # noqa: N801 - used as a statement: `with _immediate(db, gate):`
     """One transaction that takes the file's write lock up front.
+
+    It commits unless the caller was cancelled meanwhile (then, or on any error, it rolls
+    back).
 
     IMMEDIATE (not the default DEFERRED) so two connections never both read, then both try to
     upgrade to a write: the second waits for the lock and then sees the first's commit.
     """
-    try:
-        await connection.execute("BEGIN IMMEDIATE")
-        yield
-    except BaseException:
-        # Also when the caller was cancelled while BEGIN waited for the lock: aiosqlite's thread
-        # still runs a queued BEGIN, so the ROLLBACK is queued behind it unconditionally (and
-        # shielded from a second cancellation) instead of trusting `in_transaction` now.
-        await asyncio.shield(_rollback(connection))
-        raise
-    await connection.execute("COMMIT")
 
+    def __init__(self, db: sqlite3.Connection, gate: Gate) -> None:
+        self._db = db
+        self._gate = gate
 
-async def _rollback(connection: aiosqlite.Connection) -> None:
-    try:
-        await connection.execute("ROLLBACK")
-    except sqlite3.OperationalError as exc:
-        if "no transaction is active" not in str(exc):  # BEGIN itself failed: nothing to undo
+    def __enter__(self) -> None:
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if not self._gate.may_wait and _code(exc) in _WOULD_WAIT:
+                raise WouldWait from exc
             raise
 
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        try:
+            if kind is None and not self._gate.cancelled:
+                self._db.execute("COMMIT")
+        finally:
+            if self._db.in_transaction:  # an error, a cancelled caller, or a failed COMMIT
+                self._db.execute("ROLLBACK")
 
-_MISSING = -1  # what `_write` reports for a session that is not stored
+
+_MISSING = -1  # what `_write_row` reports for a session that is not stored
 
 
-async def _write(
-    connection: aiosqlite.Connection, sql: str, params: Iterable[Any], session_id: str
+def _write_row(
+    db: sqlite3.Connection,
+    gate: Gate,
+    sql: str,
+    params: tuple[Any, ...],
+    session_id: str,
+    plan: Plan,
 ) -> int | None:
-    """Run a one-row write; None if it matched, else the stored revision (`_MISSING`: none).
+    """Write the session row holding the lock, and its message rows if it matched.
 
-    One statement is one implicit transaction, which takes the write lock before it reads the
-    row: the fast path, a single trip to aiosqlite's thread. A write that matches nothing is
-    tried once more holding the lock, so that what is reported is what is stored then, even if
-    another process created or deleted the session in between.
+    Returns None if it did, else the stored revision (`_MISSING`: none), read under the same
+    lock.
     """
-    if await _rowcount(connection, sql, params):
-        return None
-    async with _immediate(connection):
-        if await _rowcount(connection, sql, params):
+    with _immediate(db, gate):
+        if db.execute(sql, params).rowcount:
+            apply(db, session_id, plan)
             return None
-        actual = await _revision_of(connection, session_id)
+        actual = _revision_of(db, session_id)
         return _MISSING if actual is None else actual
 
 
-async def _rowcount(connection: aiosqlite.Connection, sql: str, params: Iterable[Any]) -> int:
-    # The cursor is not closed: closing is one more trip to aiosqlite's thread, and a cursor of
-    # a write holds no rows; sqlite3 closes it when it is collected.
-    cursor = await connection.execute(sql, params)
-    return cursor.rowcount
+def _load(db: sqlite3.Connection, session_id: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """The session row's text and its message rows, read in one snapshot.
+
+    One read transaction: WAL readers see one commit, whatever writers do meanwhile.
+    """
+    db.execute("BEGIN")
+    try:
+        row = db.execute("SELECT doc FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            return None
+        messages = db.execute(
+            "SELECT namespace, message FROM messages WHERE session_id = ? "
+            "ORDER BY namespace, position",
+            (session_id,),
+        ).fetchall()
+        return row[0], messages
+    finally:
+        db.execute("ROLLBACK")
 
 
-async def _revision_of(connection: aiosqlite.Connection, session_id: str) -> int | None:
-    # execute_fetchall is one trip to aiosqlite's thread; execute, fetchone, close are three.
-    rows = list(
-        await connection.execute_fetchall(
-            "SELECT revision FROM sessions WHERE id = ?", (session_id,)
-        )
+def _all_lists(memory: dict[Any, Any]) -> bool:
+    return all(
+        type(entry) is dict and isinstance(entry.get("messages"), list) for entry in memory.values()
     )
+
+
+def _revision_of(db: sqlite3.Connection, session_id: str) -> int | None:
+    # fetchall: the statement runs to its end, so no read transaction stays open after it.
+    rows = db.execute("SELECT revision FROM sessions WHERE id = ?", (session_id,)).fetchall()
     return int(rows[0][0]) if rows else None
 
 

@@ -323,33 +323,6 @@ async def test_p2_save_rejects_an_invalid_expected_revision(
     assert await store.load("s-1") == new_doc()
 
 
-@pytest.mark.parametrize(
-    ("value", "reason"),
-    [
-        ({1, 2}, "Object of type set is not JSON serializable"),
-        (float("nan"), "Out of range float values are not JSON compliant"),
-        (float("-inf"), "Out of range float values are not JSON compliant"),
-    ],
-)
-async def test_s5_a_document_that_is_not_json_raises_type_error(
-    store: Store, value: Any, reason: str
-) -> None:
-    message = (
-        f"Session 's-1' is not plain JSON: {reason}. Store only dicts with string keys, "
-        "lists, strings, finite numbers, booleans and None."
-    )
-    with pytest.raises(TypeError) as caught:
-        await store.create(new_doc(context={"bad": value}))
-    assert str(caught.value) == message
-    assert await store.load("s-1") is None
-
-    await store.create(new_doc())
-    with pytest.raises(TypeError) as caught:
-        await store.save(new_doc(context={"bad": value}), 0)
-    assert str(caught.value) == message
-    assert await store.load("s-1") == new_doc()
-
-
 # --- lifecycle ---------------------------------------------------------------------------
 
 

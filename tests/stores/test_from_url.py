@@ -49,6 +49,31 @@ async def test_e1_sqlite_url_with_four_slashes_is_an_absolute_path(tmp_path: Pat
     assert path.is_file()
 
 
+@pytest.mark.parametrize(
+    ("query", "level"), [("", 1), ("?synchronous=FULL", 2), ("?synchronous=normal", 1)]
+)
+async def test_e1_sqlite_url_chooses_synchronous(tmp_path: Path, query: str, level: int) -> None:
+    store = from_url(f"sqlite:///{tmp_path / 'sessions.db'}{query}")
+    assert isinstance(store, SQLiteStore)
+    await store.create({"id": "s-1", "revision": 0})
+    read = await store._read("read", lambda db: db.execute("PRAGMA synchronous").fetchone()[0])
+    await store.aclose()
+
+    assert read == level
+    assert (tmp_path / "sessions.db").is_file()
+
+
+@pytest.mark.parametrize("query", ["?synchronous=OFF", "?journal=wal", "?synchronous=FULL&x=1"])
+def test_e1_sqlite_url_refuses_other_options(query: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        from_url(f"sqlite:///data/sessions.db{query}")
+    assert str(caught.value) == (
+        f"Unsupported SQLite store URL option in 'sqlite:///data/sessions.db{query}': the only "
+        "option is synchronous=NORMAL (the default) or synchronous=FULL, e.g. "
+        "'sqlite:///data/sessions.db?synchronous=FULL'."
+    )
+
+
 async def test_e1_sqlite_memory_url_builds_an_in_memory_sqlite_store() -> None:
     store = from_url("sqlite:///:memory:")
     assert isinstance(store, SQLiteStore)
