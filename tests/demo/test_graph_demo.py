@@ -17,7 +17,8 @@ from pathlib import Path
 from record_moves import RECORD
 
 from demo.hotel.flow import HotelFlow
-from picoflow.graph import flow_graph, load_flow
+from picoflow.graph import flow_graph
+from picoflow.graph._cli import load_flow
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
