@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from demo.hotel.flow import PROVIDERS, HotelFlow, default_model
-from demo.hotel.offline_model import ANNOUNCEMENT
+from demo.hotel.offline.model import ANNOUNCEMENT
 from picoflow import FlowDefinitionError, FlowEngine, StreamEvent, TurnResult
 from picoflow.stores import MemoryStore, SQLiteStore, from_url
 

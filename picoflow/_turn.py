@@ -28,6 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
 
 from ._invoke import invoke
+from ._redact import redact
 from ._tracing import run_metadata
 from .errors import ToolLoopError
 from .flow import Flow
@@ -293,7 +294,8 @@ async def _run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnCon
             result = await result
     except Exception as exc:  # R6: a handler that raises becomes a tool result, not a crash
         logger.exception("tool %s raised in %s", name, step.name, extra=extra)
-        return _Outcome(f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}", "error", None)
+        text = redact(str(exc))  # H2: the model may repeat it; paths and hosts stay in the log
+        return _Outcome(f"Error: tool '{name}' failed: {type(exc).__name__}: {text}", "error", None)
     return _interpret(name, result, extra)
 
 

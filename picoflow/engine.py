@@ -25,7 +25,7 @@ from ._sessions import Sessions
 from ._state import now_iso
 from ._tool_sources import check_tool_names, mcp_servers_of, step_tools
 from ._turn import TurnContext, append_message, run_turn
-from .errors import PicoflowError, SessionConflictError, SessionNotFoundError
+from .errors import PicoflowError, SessionConflictError, SessionNotFoundError, StoreError
 from .flow import Flow
 from .mcp import MCPServer
 from .memory import Namespace
@@ -48,6 +48,8 @@ logger = logging.getLogger(__name__)
 
 # TurnResult.error of a request refused before it ran (E2): the caller must change it.
 INVALID_REQUEST = "InvalidRequest"
+# TurnResult.error of a StoreError that retrying can never fix (retryable=False; H3).
+STORE_REFUSED = "StoreRefused"
 # TurnResult.error of a turn stopped at its deadline (H6): nothing was saved; send it again.
 TURN_TIMEOUT = "TurnTimeout"
 
@@ -66,7 +68,8 @@ class TurnResult:
 
     `error` says why a turn failed, so a server can map it to a status code without parsing the
     message: "InvalidRequest" for a request that cannot run as sent (E2: unknown flow, invalid
-    session id, empty message on a running session, a session of another flow), otherwise the
+    session id, empty message on a running session, a session of another flow), "StoreRefused"
+    for a `StoreError` that retrying can never fix (`retryable=False`), otherwise the
     name of the error class (e.g. "SessionConflictError", "ToolLoopError", or "KeyError" for an
     exception that escaped flow code), or "TurnTimeout" for a turn stopped at the engine's
     `turn_timeout` (nothing was saved; the same message may be sent again).
@@ -144,9 +147,16 @@ class FlowEngine:
         message: str,
         session_id: str | None = None,
         config: dict[str, Any] | None = None,
+        *,
+        owner: str | None = None,
     ) -> TurnResult:
-        """Run one turn; never raises for run failures (they come back as success=False)."""
-        return await self._run(flow_name, message, session_id, config, None)
+        """Run one turn; never raises for run failures (they come back as success=False).
+
+        `owner` (H4) names who runs the turn: a new session records it, and a session recorded
+        with another owner (or none) is treated as unknown, so a new session starts (P5).
+        Without `owner` the caller is trusted with any session id.
+        """
+        return await self._run(flow_name, message, session_id, config, None, owner=owner)
 
     async def stream(
         self,
@@ -154,6 +164,8 @@ class FlowEngine:
         message: str,
         session_id: str | None = None,
         config: dict[str, Any] | None = None,
+        *,
+        owner: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Run one turn, yielding its events as they happen; the last one is "done".
 
@@ -165,7 +177,9 @@ class FlowEngine:
         def emit(kind: str, data: dict[str, Any]) -> None:
             queue.put_nowait(StreamEvent(kind, data))
 
-        task = asyncio.ensure_future(self._run(flow_name, message, session_id, config, emit))
+        task = asyncio.ensure_future(
+            self._run(flow_name, message, session_id, config, emit, owner=owner)
+        )
         try:
             while not (task.done() and queue.empty()):
                 getter = asyncio.ensure_future(queue.get())
@@ -185,6 +199,8 @@ class FlowEngine:
         session_id: str | None,
         config: dict[str, Any] | None,
         emit: Callable[[str, dict[str, Any]], None] | None,
+        *,
+        owner: str | None,
     ) -> TurnResult:
         problem = turn_input_problem(self._flows, flow_name, message, session_id, config)
         if problem is not None:
@@ -192,7 +208,7 @@ class FlowEngine:
         async with self._sessions.lock(session_id):
             try:
                 flow_class = self._flows[flow_name]
-                return await self._turn(flow_class, message, session_id, config, emit)
+                return await self._turn(flow_class, message, session_id, config, emit, owner=owner)
             except _DeadlinePassed:
                 logger.warning(
                     "turn stopped at its deadline of %ss",
@@ -209,7 +225,9 @@ class FlowEngine:
                 return _failure(session_id, str(exc), INVALID_REQUEST)
             except PicoflowError as exc:
                 logger.warning("turn failed: %s", exc, extra={"session_id": session_id})
-                return _failure(session_id, str(exc), type(exc).__name__)
+                refused = isinstance(exc, StoreError) and not exc.retryable
+                error = STORE_REFUSED if refused else type(exc).__name__
+                return _failure(session_id, str(exc), error)
             except Exception as exc:  # P3: any failure leaves the stored session untouched
                 logger.exception("turn failed", extra={"session_id": session_id})
                 return _failure(
@@ -218,15 +236,18 @@ class FlowEngine:
                     type(exc).__name__,
                 )
 
-    async def get_session(self, session_id: str) -> JSONDict | None:
-        """The stored session document (P1), or None."""
+    async def get_session(self, session_id: str, *, owner: str | None = None) -> JSONDict | None:
+        """The stored session document (P1), or None (also if `owner` is not its owner)."""
         if not is_session_id(session_id):
             return None
-        return await self._store.load(session_id)
+        doc = await self._store.load(session_id)
+        return doc if doc is not None and _is_owner(doc, owner) else None
 
-    async def end_session(self, session_id: str) -> bool:
-        """Delete a session and its archive; True if it existed."""
+    async def end_session(self, session_id: str, *, owner: str | None = None) -> bool:
+        """Delete a session and its archive; True if it existed (and `owner` owns it)."""
         if not is_session_id(session_id):
+            return False
+        if owner is not None and await self.get_session(session_id, owner=owner) is None:
             return False
         async with self._sessions.lock(session_id):
             self._sessions.forget(session_id)
@@ -275,6 +296,8 @@ class FlowEngine:
         session_id: str | None,
         config: dict[str, Any] | None,
         emit: Callable[[str, dict[str, Any]], None] | None,
+        *,
+        owner: str | None,
     ) -> TurnResult:
         """One turn under the engine's deadline (H6), which ends where the write begins.
 
@@ -285,7 +308,7 @@ class FlowEngine:
         try:
             async with deadline:
                 return await self._turn_within(
-                    flow_class, message, session_id, config, emit, deadline=deadline
+                    flow_class, message, session_id, config, emit, owner=owner, deadline=deadline
                 )
         except TimeoutError as exc:
             if deadline.expired():
@@ -300,9 +323,10 @@ class FlowEngine:
         config: dict[str, Any] | None,
         emit: Callable[[str, dict[str, Any]], None] | None,
         *,
+        owner: str | None,
         deadline: asyncio.Timeout,
     ) -> TurnResult:
-        doc, spaces = await self._load_usable(flow_class, session_id)
+        doc, spaces = await self._load_usable(flow_class, session_id, owner)
         if doc is not None and not message.strip():
             return _failure(
                 session_id,
@@ -318,6 +342,8 @@ class FlowEngine:
             flow.add_warning(problem)
         if doc is None:
             doc = new_document(new_session_id(), flow_class.name, config)
+            if owner is not None:
+                doc["owner"] = owner  # H4: a top-level key, so no flow code can change it
             load_flow(flow, doc)
             await self._start(flow, message)
         else:
@@ -372,12 +398,14 @@ class FlowEngine:
                 append_message(step, opener)
 
     async def _load_usable(
-        self, flow_class: type[Flow], session_id: str | None
+        self, flow_class: type[Flow], session_id: str | None, owner: str | None
     ) -> tuple[JSONDict | None, dict[str, Namespace] | None]:
-        """The stored session to continue (and its cached namespaces), or None (P5)."""
+        """The stored session to continue (and its cached namespaces), or None (P5, H4)."""
         if session_id is None:
             return None, None
         doc, spaces = await self._sessions.load(session_id)
+        if doc is not None and not _is_owner(doc, owner):
+            return None, None  # H4: another principal's session behaves as an unknown id
         status = continuation(doc, datetime.now(UTC))
         if doc is None or status != "continue":
             if doc is not None and status == "expired":
@@ -432,6 +460,11 @@ class FlowEngine:
         )
         self._housekeeping.after_save(flow, saved)
         return saved
+
+
+def _is_owner(doc: JSONDict, owner: str | None) -> bool:
+    """H4: an owner sees only the sessions it created; no owner means a trusted caller."""
+    return owner is None or doc.get("owner") == owner
 
 
 def _failure(session_id: str | None, message: str, error: str) -> TurnResult:

@@ -5,7 +5,8 @@ PicoflowError
  ├── FlowDefinitionError      a mistake in flow code; raised by FlowEngine(...) before any turn
  ├── SessionConflictError     another writer saved the session first (revision check, P2/P4)
  ├── SessionNotFoundError     the session id names no stored session
- ├── StoreError               the store failed (server down, document too large, ...)
+ ├── StoreError               the store failed (server down, document too large, ...);
+ │                            `retryable` says whether sending the turn again can help
  └── ToolLoopError            a turn exceeded max_tool_rounds model calls (R7)
 ```
 
@@ -82,7 +83,19 @@ class SessionNotFoundError(PicoflowError):
 
 
 class StoreError(PicoflowError):
-    """The session store failed; the message says what to check. Nothing was half-written."""
+    """The session store failed; the message says what to check. Nothing was half-written.
+
+    `retryable` is False when sending the same turn again can never succeed: the document is
+    over the store's size limit, holds a value the store cannot keep, is damaged, or was
+    written by a newer picoflow. A server answers those with a refusal, not "retry later" (H3).
+    """
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        self.retryable = retryable
+        super().__init__(message)
+
+    def __repr__(self) -> str:
+        return f"StoreError({str(self)!r}, retryable={self.retryable!r})"
 
 
 class ToolLoopError(PicoflowError):

@@ -3,13 +3,16 @@
 A flow names its models as data (`"openai:gpt-4o"` or a `ModelSpec`) so that the same flow code
 runs against OpenAI in production and a scripted model in tests: the engine's provider registry
 decides what a name becomes. A ready `BaseChatModel` instance is accepted too, for tests and for
-providers that need hand-built clients. Provider names are checked when the engine starts; chat
-model objects are built on first use, so a missing API key never stops an engine that does not
-need that model.
+providers that need hand-built clients. The built-in providers (`_providers.BUILTIN_PROVIDERS`)
+are checked when the engine starts: the integration package must be installed and the params
+must be ones the chat model class accepts. A model that cannot be built yet for want of a
+credential is built on first use, so a missing API key never stops an engine that does not need
+that model.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +20,7 @@ from typing import Any, TypeAlias
 
 from langchain_core.language_models import BaseChatModel
 
+from ._providers import BUILTIN_PROVIDERS
 from .errors import FlowDefinitionError
 
 __all__ = ["ModelSpec", "ModelLike", "ProviderFactory", "parse_model", "ProviderRegistry"]
@@ -35,6 +39,14 @@ class ModelSpec:
     params: dict[str, Any] = field(default_factory=dict)
     retry_attempts: int = 3
 
+    def __repr__(self) -> str:
+        """Like the dataclass repr, with credential-like params masked (it may reach a log)."""
+        params = _masked(self.params)
+        return (
+            f"ModelSpec(provider={self.provider!r}, name={self.name!r}, params={params!r}, "
+            f"retry_attempts={self.retry_attempts!r})"
+        )
+
     def describe(self) -> dict[str, Any]:
         """The persisted form, with credential-like parameters removed."""
         return {
@@ -49,7 +61,11 @@ ModelLike: TypeAlias = "str | ModelSpec | BaseChatModel"
 ProviderFactory: TypeAlias = Callable[[ModelSpec], BaseChatModel]
 
 _MODEL_STRING = re.compile(r"^([A-Za-z][\w.-]*):(\S+)$")
-_SECRET = re.compile(r"api_?key|authorization|credential|password|secret|token", re.I)
+# A key ending in "token" is a credential (`token`, `azure_ad_token`, `accessToken`); one ending
+# in "tokens" is a limit (`max_tokens`) and is kept.
+_SECRET = re.compile(
+    r"api_?key|authorization|credential|password|secret|token$|token_provider$", re.I
+)
 
 
 def parse_model(model: Any, where: str) -> ModelSpec | BaseChatModel:
@@ -66,31 +82,43 @@ def parse_model(model: Any, where: str) -> ModelSpec | BaseChatModel:
     )
 
 
-def _openai(spec: ModelSpec) -> BaseChatModel:
-    """The built-in provider; langchain-openai reads OPENAI_API_KEY and OPENAI_BASE_URL."""
-    from langchain_openai import ChatOpenAI
-
-    params = {"max_retries": spec.retry_attempts, **spec.params}
-    return ChatOpenAI(model=spec.name, **params)
-
-
 class ProviderRegistry:
     """Resolves model selections to chat models, building each distinct model once."""
 
     def __init__(self, providers: Mapping[str, ProviderFactory] | None = None) -> None:
-        self._factories: dict[str, ProviderFactory] = {"openai": _openai, **(providers or {})}
+        """The built-in providers, plus `providers`, which add names or replace built-in ones."""
+        self._factories: dict[str, ProviderFactory] = {
+            name: _builtin(name) for name in BUILTIN_PROVIDERS
+        }
+        self._factories.update(providers or {})
+        self._custom = set(providers or {})
         self._built: dict[tuple[str, str, str, int], BaseChatModel] = {}
         self._bound: dict[tuple[int, ...], tuple[BaseChatModel, list[dict[str, Any]], Any]] = {}
 
     def check(self, model: ModelSpec | BaseChatModel, where: str) -> None:
-        """Fail now, at engine start, if nothing can build this model (F5)."""
-        if isinstance(model, ModelSpec) and model.provider not in self._factories:
-            known = ", ".join(sorted(self._factories))
+        """Fail now, at engine start, if nothing can build this model (F5).
+
+        A built-in provider's model is also built here when it can be, which validates its
+        params with the integration's own checks; the model is then reused by `resolve`.
+        """
+        if not isinstance(model, ModelSpec):
+            return
+        if model.provider not in self._factories:
+            known = sorted(self._factories)
+            close = difflib.get_close_matches(model.provider, known, n=1)
+            hint = f"Did you mean '{close[0]}'? " if close else ""
             raise FlowDefinitionError(
                 f"{where}: unknown model provider '{model.provider}' in "
-                f"'{model.provider}:{model.name}'. Known providers: {known}. Register it with "
-                "FlowEngine(providers={'" + model.provider + "': factory})."
+                f"'{model.provider}:{model.name}'. {hint}Known providers: {', '.join(known)}. "
+                "Register it with FlowEngine(providers={'" + model.provider + "': factory})."
             )
+        key = _key(model)
+        if model.provider in self._custom or key in self._built:
+            return
+        builtin = BUILTIN_PROVIDERS[model.provider]
+        built = builtin.check(model.name, model.params, model.retry_attempts, where)
+        if built is not None:
+            self._built[key] = built
 
     def bound(self, model: BaseChatModel, tools: list[dict[str, Any]]) -> Any:
         """`model.bind_tools(tools)`, built once per model and tool set.
@@ -112,12 +140,25 @@ class ProviderRegistry:
         """The chat model for a selection, built on first use and then reused."""
         if isinstance(model, BaseChatModel):
             return model
-        key = (model.provider, model.name, repr(sorted(model.params.items())), model.retry_attempts)
+        key = _key(model)
         built = self._built.get(key)
         if built is None:
             built = self._factories[model.provider](model)
             self._built[key] = built
         return built
+
+
+def _key(spec: ModelSpec) -> tuple[str, str, str, int]:
+    return (spec.provider, spec.name, repr(sorted(spec.params.items())), spec.retry_attempts)
+
+
+def _builtin(name: str) -> ProviderFactory:
+    provider = BUILTIN_PROVIDERS[name]
+
+    def build(spec: ModelSpec) -> BaseChatModel:
+        return provider.build(spec.name, spec.params, spec.retry_attempts)
+
+    return build
 
 
 def describe_model(model: ModelSpec | BaseChatModel) -> dict[str, Any]:
@@ -127,10 +168,25 @@ def describe_model(model: ModelSpec | BaseChatModel) -> dict[str, Any]:
     return {"provider": "instance", "name": type(model).__name__}
 
 
+def _masked(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        key: "***" if _SECRET.search(str(key)) else _nested(value, _masked)
+        for key, value in params.items()
+    }
+
+
 def _without_secrets(params: Mapping[str, Any]) -> dict[str, Any]:
-    clean: dict[str, Any] = {}
-    for key, value in params.items():
-        if _SECRET.search(key):
-            continue
-        clean[key] = _without_secrets(value) if isinstance(value, Mapping) else value
-    return clean
+    return {
+        key: _nested(value, _without_secrets)
+        for key, value in params.items()
+        if not _SECRET.search(str(key))
+    }
+
+
+def _nested(value: Any, clean: Callable[[Mapping[str, Any]], dict[str, Any]]) -> Any:
+    """Apply `clean` to mappings at any depth, inside lists too (a list of header dicts)."""
+    if isinstance(value, Mapping):
+        return clean(value)
+    if isinstance(value, (list, tuple)):
+        return [_nested(item, clean) for item in value]
+    return value

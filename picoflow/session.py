@@ -12,7 +12,7 @@ import pickle
 import re
 import secrets
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
@@ -63,6 +63,7 @@ class SessionDocument(TypedDict):
     memory: dict[str, dict[str, Any]]
     usage: dict[str, dict[str, int]]
     warnings: list[dict[str, str]]
+    owner: NotRequired[str]  # H4: only in sessions created with an owner
 
 
 def new_session_id() -> str:
@@ -126,7 +127,8 @@ def check_schema(doc: dict[str, Any]) -> None:
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise StoreError(
             f"Session '{doc.get('id')}' has schema_version {version!r}, but this picoflow "
-            f"reads up to {SCHEMA_VERSION}. Upgrade picoflow to read it."
+            f"reads up to {SCHEMA_VERSION}. Upgrade picoflow to read it.",
+            retryable=False,
         )
 
 

@@ -290,7 +290,7 @@ async def test_p1_newer_schema_version_is_refused_clearly() -> None:
     doc["schema_version"] = SCHEMA_VERSION + 1
     await store.save(doc, doc["revision"])
     result = await engine.run("F", "again", session_id=first.session_id)
-    assert (result.success, result.error) == (False, "StoreError")
+    assert (result.success, result.error) == (False, "StoreRefused")  # H3: retrying cannot help
     assert result.message == (
         f"Session '{first.session_id}' has schema_version {SCHEMA_VERSION + 1}, but this picoflow "
         f"reads up to {SCHEMA_VERSION}. Upgrade picoflow to read it."

@@ -97,7 +97,8 @@ def test_f5_unknown_provider_fails_at_engine_start() -> None:
     flow = make_flow(lambda f: [ExploreStep(f)], config_model="acme:big-model")
     assert definition_error(flow) == (
         "F.config_model(): unknown model provider 'acme' in 'acme:big-model'. Known providers: "
-        "openai. Register it with FlowEngine(providers={'acme': factory})."
+        "anthropic, azure_openai, deepseek, google_genai, ollama, openai, openrouter. Register "
+        "it with FlowEngine(providers={'acme': factory})."
     )
     # Registering the provider fixes it; the factory is only called on first use.
     FlowEngine(flows=[flow], store=MemoryStore(), providers={"acme": lambda spec: None})  # type: ignore[dict-item]

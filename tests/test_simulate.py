@@ -616,8 +616,8 @@ async def test_simulator_summary_model_strings_use_the_built_in_providers() -> N
         await simulate_compaction(store, doc["id"], [None], summary_model="acme:small")
     assert str(unknown.value) == (
         "simulate_compaction(summary_model=...): unknown model provider 'acme' in "
-        "'acme:small'. Known providers: openai. Register it with "
-        "FlowEngine(providers={'acme': factory})."
+        "'acme:small'. Known providers: anthropic, azure_openai, deepseek, google_genai, "
+        "ollama, openai, openrouter. Register it with FlowEngine(providers={'acme': factory})."
     )
 
 

@@ -227,8 +227,8 @@ def wait_until_dead(pid: int) -> None:
     while True:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1]
-        except FileNotFoundError:
-            return  # reaped
+        except (FileNotFoundError, ProcessLookupError):
+            return  # reaped (reading a vanishing /proc entry can fail either way)
         if state == "Z":
             return
         assert time.monotonic() < deadline, f"process {pid} outlived SIGKILL"

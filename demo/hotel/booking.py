@@ -21,11 +21,9 @@ from decimal import Decimal
 from pydantic import BaseModel, ConfigDict, Field
 
 from demo.hotel import catalog
-from demo.hotel.pricing import format_usd, quote
+from demo.hotel.formats import PAGE_SIZE, SORT_KEYS, OfferLine
+from demo.hotel.pricing import quote
 from demo.hotel.types import Quote, RoomType, StayCriteria, describe_dates
-
-MAX_OFFERS = 6
-"""How many of the cheapest matches the guest is shown: a list you can read in a chat."""
 
 _NUMBERED = re.compile(r"^(?:#|no\.?|number|option|hotel)?\s*(\d+)$", re.IGNORECASE)
 """A list reference by number: "3", "#3", "number 3"."""
@@ -44,6 +42,8 @@ class Offer(BaseModel):
     nights: int = Field(ge=1)
     total: Decimal
     average: Decimal
+    miles_to_airport: float
+    miles_to_downtown: float
 
     @classmethod
     def from_quote(cls, number: int, stay: Quote) -> Offer:
@@ -58,15 +58,27 @@ class Offer(BaseModel):
             nights=stay.night_count,
             total=stay.total,
             average=stay.average,
+            miles_to_airport=hotel.miles_to_airport,
+            miles_to_downtown=hotel.miles_to_downtown,
+        )
+
+    def formatted(self) -> OfferLine:
+        """The offer in the shared line format (``demo.hotel.formats``)."""
+        return OfferLine(
+            number=self.number,
+            name=self.name,
+            hotel_id=self.hotel_id,
+            city=self.city,
+            room_type=str(self.room_type),
+            nights=self.nights,
+            total=float(self.total),
+            airport=self.miles_to_airport,
+            downtown=self.miles_to_downtown,
         )
 
     def line(self) -> str:
         """The offer as one line of a prompt: number, name, catalog id, room, nights, total."""
-        nights = f"{self.nights} night{'s' if self.nights != 1 else ''}"
-        return (
-            f"{self.number}. {self.name} [{self.hotel_id}] — {self.city} — {self.room_type}, "
-            f"{nights}, total {format_usd(self.total)}"
-        )
+        return self.formatted().prompt_line()
 
     def quote(self, criteria: StayCriteria) -> Quote:
         """The full quote again (nightly prices), for a price comparison."""
@@ -76,9 +88,32 @@ class Offer(BaseModel):
         return quote(hotel, self.room_type, criteria.nights())
 
 
-def shortlist(quotes: Sequence[Quote], limit: int = MAX_OFFERS) -> list[Offer]:
-    """The first ``limit`` quotes (the search sorts them cheapest first), numbered from 1."""
-    return [Offer.from_quote(number, stay) for number, stay in enumerate(quotes[:limit], 1)]
+def numbered(quotes: Sequence[Quote]) -> list[Offer]:
+    """Every quote (the search sorts them cheapest first), numbered from 1.
+
+    The numbers stay with the hotels until the next search: sorting the list differently shows
+    the same numbers in another order, so "number 8" always means the same hotel.
+    """
+    return [Offer.from_quote(number, stay) for number, stay in enumerate(quotes, 1)]
+
+
+def sort_offers(offers: Sequence[Offer], key: str) -> list[Offer]:
+    """The offers in the order asked for; distances sort closest first.
+
+    ``key`` is "price", "airport" or "downtown"; the numbers stay as they are.
+    """
+    if key not in SORT_KEYS:
+        raise ValueError(f"Unknown order {key!r}; choose one of: {', '.join(SORT_KEYS)}.")
+    if key == "airport":
+        return sorted(offers, key=lambda offer: (offer.miles_to_airport, offer.number))
+    if key == "downtown":
+        return sorted(offers, key=lambda offer: (offer.miles_to_downtown, offer.number))
+    return sorted(offers, key=lambda offer: offer.number)
+
+
+def page_of(offers: Sequence[Offer], page: int) -> list[Offer]:
+    """The offers of one page (from 1) of an already sorted list."""
+    return list(offers[(page - 1) * PAGE_SIZE : page * PAGE_SIZE])
 
 
 def pick_offer(offers: Sequence[Offer], reference: str) -> Offer | None:

@@ -17,9 +17,10 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import date
 from decimal import Decimal
-from difflib import SequenceMatcher
 from functools import lru_cache
 from importlib import resources
+
+from rapidfuzz.distance import OSA
 
 from demo.hotel.pricing import quote
 from demo.hotel.types import Hotel, Quote, RoomType, StayCriteria, parse_criteria
@@ -27,14 +28,19 @@ from demo.hotel.types import Hotel, Quote, RoomType, StayCriteria, parse_criteri
 _PriceTable = dict[tuple[str, RoomType], Quote]
 """Every (hotel id, room type) quote of one stay, computed once, reused by variant searches."""
 
-GENERIC_NAME_WORDS = frozenset({"the", "a", "an", "hotel", "inn", "suites", "lodge", "of", "at"})
-"""Words that alone never identify a hotel."""
+GENERIC_NAME_WORDS = frozenset(
+    "the a an hotel inn suite lodge guesthouse motel resort place of at one".split()
+)
+"""Words that never identify a hotel, singular or plural ("hotels", "suites", "inns")."""
 
 COMMON_NAME_WORDS = frozenset(
     "happy short grand square landing crossing station valley tower forest mount hood lake river "
-    "creek meadows commons manor gateway".split()
+    "creek meadows commons manor gateway conference terrace hills pearl fort sandy cedar "
+    "portland beaverton hillsboro tigard oswego gresham vancouver troutdale milwaukie tualatin "
+    "airfield runway".split()
 )
-"""Name words too common in ordinary speech ("I'm happy with that") to identify a hotel alone."""
+"""Name words too common in ordinary speech ("I'm happy with that"), or a city's name, to
+identify a hotel alone; with another word of the name they do ("Orenco Station")."""
 
 HOTEL_ID = re.compile(r"\bH\d{2}\b", re.IGNORECASE)
 """An explicit catalog id such as "H07"."""
@@ -233,12 +239,16 @@ def _words(text: str) -> list[str]:
 
 
 def _same_word(said: str, name_word: str) -> bool:
-    """Tolerant word equality: plural/possessive "s" and small typos in longer words."""
+    """Tolerant word equality: a plural or possessive "s", and one typo in longer words.
+
+    One typo is a wrong, missing, extra or swapped letter, in a word of five letters or more:
+    "Hawthrone" is "Hawthorne", but "situation" is not "station".
+    """
     if said == name_word or said.rstrip("s") == name_word.rstrip("s"):
         return True
-    return min(len(said), len(name_word)) >= 5 and (
-        SequenceMatcher(None, said, name_word).ratio() >= 0.85
-    )
+    if min(len(said), len(name_word)) < 5:
+        return False
+    return OSA.distance(said, name_word, score_cutoff=1) <= 1
 
 
 def _match_length(said: list[str], name: list[str]) -> int:
@@ -258,10 +268,14 @@ def _match_length(said: list[str], name: list[str]) -> int:
 
 def _identifies(run: list[str]) -> bool:
     """Whether a run of name words is specific enough to count as naming the hotel."""
-    specific = [word for word in run if word not in GENERIC_NAME_WORDS]
+    specific = [word for word in run if _singular(word) not in GENERIC_NAME_WORDS]
     if not specific:
         return False
-    return len(run) >= 2 or specific[0] not in COMMON_NAME_WORDS
+    return len(specific) >= 2 or _singular(specific[0]) not in COMMON_NAME_WORDS
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if word.endswith("s") and word[:-1] in GENERIC_NAME_WORDS else word
 
 
 def mentioned_hotels(text: str, among: Iterable[Hotel] | None = None) -> list[Hotel]:

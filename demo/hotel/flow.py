@@ -18,13 +18,22 @@ from __future__ import annotations
 import os
 from typing import ClassVar
 
-from demo.hotel.offline_model import offline_provider
+from langchain_core.language_models import BaseChatModel
+
 from demo.hotel.steps import CompareStep, ExploreStep, PresentStep
-from picoflow import EndStep, Flow, ModelLike, Step
+from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step
 
 OFFLINE_MODEL = "offline:hotel"
 OPENAI_MODEL = "openai:gpt-4o-mini"
 EXPLORE_MEMORY = "hotel-explore"
+
+
+def offline_provider(spec: ModelSpec) -> BaseChatModel:
+    """The offline demo model, imported on first use: the flow does not depend on it."""
+    from demo.hotel.offline.model import offline_provider as provide
+
+    return provide(spec)
+
 
 PROVIDERS = {"offline": offline_provider}
 """Model providers the demo adds to picoflow's built-in ones: ``FlowEngine(providers=...)``."""
@@ -42,6 +51,7 @@ class HotelFlow(Flow):
     """The model of every step and of the summariser; None means ``default_model()``."""
 
     def __init__(self) -> None:
+        """Summarise the long criteria conversation with the flow's own model."""
         super().__init__()
         # The criteria conversation can run long: past 8 messages, all but the newest 4 are
         # summarised (and archived). Present and Compare start afresh on entry instead.
@@ -58,9 +68,11 @@ class HotelFlow(Flow):
         return type(cls.name, (cls,), {"name": cls.name, "chat_model": model})
 
     def config_model(self) -> ModelLike:
+        """The model of every step and of the summariser."""
         return self.chat_model if self.chat_model is not None else default_model()
 
     def define_steps(self) -> list[Step]:
+        """Explore, present, compare and end, in this order."""
         return [
             ExploreStep(self).use_memory(EXPLORE_MEMORY),
             PresentStep(self),

@@ -13,8 +13,22 @@ from datetime import date
 from importlib import resources
 from string import Template
 
-from demo.hotel.booking import Booking, Offer
+from demo.hotel.booking import Booking, Offer, sort_offers
 from demo.hotel.compare import FEATURES
+from demo.hotel.formats import (
+    CRITERIA_JSON,
+    LAST_COMPARISON,
+    MATCHES,
+    PAGE,
+    PAGE_SIZE,
+    SELECTED,
+    SORTED_BY,
+    STAY,
+    TODAY,
+    label_line,
+    page_count,
+    page_value,
+)
 from demo.hotel.pricing import format_usd
 from demo.hotel.types import Amenity, RoomType, StayCriteria, describe_dates
 
@@ -36,8 +50,7 @@ def explore_prompt(today: date, last_search: StayCriteria | None) -> str:
     """ExploreStep: collect the criteria; shows today's date and the last search, if any."""
     return EXPLORE.substitute(
         role=ROLE,
-        today=today.isoformat(),
-        weekday=f"{today:%A}",
+        today_line=label_line(TODAY, f"{today.isoformat()} ({today:%A})"),
         year=today.year,
         room_types=", ".join(f"'{room}'" for room in RoomType),
         amenities=", ".join(str(amenity) for amenity in Amenity),
@@ -49,15 +62,26 @@ def _last_search(criteria: StayCriteria | None) -> str:
     if criteria is None:
         return "No search yet."
     as_json = json.dumps(criteria.model_dump(mode="json"), ensure_ascii=False)
-    return f"{criteria.summary()}\nCriteria JSON: {as_json}"
+    return f"{criteria.summary()}\n{label_line(CRITERIA_JSON, as_json)}"
 
 
-def present_prompt(offers: Sequence[Offer], matches: int, criteria: StayCriteria | None) -> str:
-    """PresentStep: the numbered list the guest chooses from."""
+def present_prompt(
+    offers: Sequence[Offer], sort: str, page: int, criteria: StayCriteria | None
+) -> str:
+    """PresentStep: every hotel found, in the order shown, and the page the guest sees."""
     dates = describe_dates(criteria.dates) if criteria else "unknown"
-    shown = f"the {len(offers)} cheapest of {matches}" if matches > len(offers) else "all"
-    stay = f"Stay: {dates}. Hotels found: {matches} (showing {shown})."
-    return PRESENT.substitute(role=ROLE, stay=stay, offers=_lines(offers))
+    state = [
+        label_line(STAY, dates),
+        label_line(MATCHES, len(offers)),
+        label_line(SORTED_BY, sort),
+        label_line(PAGE, page_value(page, page_count(len(offers)))),
+    ]
+    return PRESENT.substitute(
+        role=ROLE,
+        state="\n".join(state),
+        page_size=PAGE_SIZE,
+        offers=_lines(sort_offers(offers, sort)),
+    )
 
 
 def compare_prompt(
@@ -71,8 +95,8 @@ def compare_prompt(
     return COMPARE.substitute(
         role=ROLE,
         offers=_lines(offers),
-        selected=_numbered(offers, selected) or "none yet",
-        last_comparison=last,
+        selected_line=label_line(SELECTED, _numbered(offers, selected) or "none yet"),
+        last_comparison_line=label_line(LAST_COMPARISON, last),
         features=", ".join(FEATURES),
     )
 
@@ -99,7 +123,7 @@ def _lines(offers: Sequence[Offer]) -> str:
 
 
 def _numbered(offers: Sequence[Offer], names: Sequence[str]) -> str:
-    """ "1. Riverside Inn; 3. Murray Creek Inn" for the names that are in the list."""
+    """The names that are in the list, numbered: "1. Riverside Inn; 3. Murray Creek Inn"."""
     by_name = {offer.name: offer for offer in offers}
     listed = [by_name[name] for name in names if name in by_name]
     return "; ".join(f"{offer.number}. {offer.name}" for offer in listed)

@@ -4,8 +4,9 @@ Each step is a prompt (``demo.hotel.prompting``), a few ``@tool`` methods that r
 transitions, and the state it owns:
 
 * ExploreStep: ``criteria`` — the ``StayCriteria`` of the last search.
-* PresentStep: ``offers`` (the numbered list shown), ``matches`` (how many hotels matched) and,
-  once booked, ``booking`` (with its confirmation number).
+* PresentStep: ``offers`` (every match, numbered cheapest first until the next search),
+  ``sort`` and ``page`` (what the guest is looking at) and, once booked, ``booking`` (with its
+  confirmation number).
 * CompareStep: ``selected`` (hotel names picked for comparison) and ``compared`` (the hotels and
   feature of the last table).
 
@@ -16,14 +17,16 @@ decide where the conversation goes next.
 from __future__ import annotations
 
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import Field, ValidationError
 
-from demo.hotel import catalog
-from demo.hotel.booking import Booking, Offer, not_in_list, pick_offer, pick_offers, shortlist
+from demo.hotel import catalog, facts
+from demo.hotel.booking import Booking, Offer, not_in_list, numbered, pick_offer, pick_offers
 from demo.hotel.compare import comparison_table, normalize_feature
+from demo.hotel.formats import LIST_OPENER, SORT_KEYS, page_count
+from demo.hotel.listing import render_page
 from demo.hotel.prompting import (
     booked_prompt,
     compare_prompt,
@@ -31,8 +34,10 @@ from demo.hotel.prompting import (
     farewell_prompt,
     present_prompt,
 )
-from demo.hotel.types import StayCriteria, describe_errors, parse_criteria
+from demo.hotel.types import StayCriteria, describe_dates, describe_errors, parse_criteria
 from picoflow import EndStep, Step, ToolResult, direct, go, stay, tool
+
+SortKey = Literal["price", "airport", "downtown"]
 
 COMPARISON_FOLLOW_UP = "Compare on another feature, or tell me which hotel you would like to book."
 
@@ -67,6 +72,27 @@ class HotelStep(Step):
         saved = self.flow.get_step_state(PresentStep, "offers") or []
         return [Offer.model_validate(offer) for offer in saved]
 
+    def book(self, hotel: str) -> ToolResult:
+        """Book the listed hotel ``hotel`` names and end; refuse what is not in the list."""
+        offers, criteria = self.offers(), self.criteria()
+        offer = pick_offer(offers, hotel)
+        if offer is None or criteria is None:
+            return stay(not_in_list([hotel], offers))
+        booking = Booking.confirm(offer, criteria, self.today())
+        self.flow.save_step_state(PresentStep, {"booking": booking.model_dump(mode="json")})
+        return go(EndStep).with_prompt(booked_prompt(booking))
+
+    def answer(self, hotels: list[str], topic: str) -> ToolResult:
+        """Answer a question about listed hotels from the catalog; nothing else changes."""
+        offers = self.offers()
+        picked, unknown = pick_offers(offers, hotels) if hotels else (offers, [])
+        if unknown:
+            return stay(not_in_list(unknown, offers))
+        try:
+            return direct(facts.answer(picked, topic))
+        except ValueError as exc:
+            return stay(str(exc))
+
     def forward_to(self, destination: type[Step]) -> ToolResult:
         """Go to ``destination`` and hand it the guest's last sentence to act on."""
         said = next((m for m in reversed(self.get_messages()) if isinstance(m, HumanMessage)), None)
@@ -77,6 +103,7 @@ class ExploreStep(HotelStep):
     """Collects dates, budget, room type, amenities and distances, then searches."""
 
     def get_prompt(self) -> str:
+        """The criteria prompt, with today's date and the last search."""
         return explore_prompt(self.today(), self.criteria())
 
     @tool(args_schema=StayCriteria)
@@ -91,35 +118,73 @@ class ExploreStep(HotelStep):
         found = catalog.search(criteria, today)
         if not found:
             return stay(catalog.relax_advice(criteria, today))
-        offers = [offer.model_dump(mode="json") for offer in shortlist(found)]
-        return go(PresentStep).with_state({"offers": offers, "matches": len(found)})
+        offers = [offer.model_dump(mode="json") for offer in numbered(found)]
+        return go(PresentStep).with_state({"offers": offers, "sort": "price", "page": 1})
 
 
 class PresentStep(HotelStep):
     """Shows the numbered hotels with their totals; the guest books, compares or searches again."""
 
     def on_enter(self) -> None:
+        """A new list is a new conversation about it."""
         self.erase_memory()  # a new list, a new conversation about it
 
     def on_crossing(self, message: BaseMessage | None, prior_step: str | None) -> Any:
-        return message if message is not None else HumanMessage("Which hotels did you find?")
+        """The flow's own opener when no guest message crossed: the model shows the list."""
+        return message if message is not None else HumanMessage(LIST_OPENER)
 
     def get_prompt(self) -> str:
-        return present_prompt(self.offers(), self.get_state("matches") or 0, self.criteria())
+        """The list prompt: every hotel found, in the order shown, and the page the guest sees."""
+        return present_prompt(
+            self.offers(), self.get_state("sort") or "price", self.page(), self.criteria()
+        )
+
+    def page(self) -> int:
+        """The page of the list the guest is looking at (from 1)."""
+        return int(self.get_state("page") or 1)
 
     @tool
     def chosen_hotel(
         self,
         hotel: Annotated[str, Field(description="The chosen hotel's name exactly as listed.")],
     ) -> ToolResult:
-        """Book the hotel the guest picked from the list; this ends the conversation."""
-        offers, criteria = self.offers(), self.criteria()
-        offer = pick_offer(offers, hotel)
-        if offer is None or criteria is None:
-            return stay(not_in_list([hotel], offers))
-        booking = Booking.confirm(offer, criteria, self.today())
-        self.save_state({"booking": booking.model_dump(mode="json")})
-        return go(EndStep).with_prompt(booked_prompt(booking))
+        """Book the hotel the guest explicitly chose to book; this ends the conversation."""
+        return self.book(hotel)
+
+    @tool
+    def show_hotels(
+        self,
+        page: Annotated[int, Field(ge=1, description="The page to show, from 1.")] = 1,
+        sort_by: Annotated[
+            SortKey | None, Field(description="A new order, only when the guest asks for one.")
+        ] = None,
+    ) -> ToolResult:
+        """Show a page of the list ("more", "next", "previous") or the list in another order.
+
+        The hotels keep their numbers in every order, until the next search.
+        """
+        sort = sort_by or self.get_state("sort") or "price"
+        if sort not in SORT_KEYS:
+            return stay(f"Unknown order {sort!r}; choose one of: {', '.join(SORT_KEYS)}.")
+        page = min(page, page_count(len(self.offers())))
+        self.save_state({"sort": sort, "page": page})
+        criteria = self.criteria()
+        dates = describe_dates(criteria.dates) if criteria else "your dates"
+        return direct(render_page(self.offers(), sort, page, dates))
+
+    @tool
+    def answer_question(
+        self,
+        hotels: Annotated[
+            list[str], Field(description="Listed hotels asked about; empty for the whole list.")
+        ],
+        topic: Annotated[
+            str,
+            Field(description="price, amenities, room_types, distance, overview, or one amenity."),
+        ],
+    ) -> ToolResult:
+        """Answer a question about listed hotels from the catalog; a question books nothing."""
+        return self.answer(hotels, topic)
 
     @tool
     def search_again(self) -> ToolResult:
@@ -146,9 +211,11 @@ class CompareStep(HotelStep):
     """Side-by-side tables of listed hotels on price, amenities, room types or distance."""
 
     def on_enter(self) -> None:
+        """A new comparison is a new conversation."""
         self.erase_memory()
 
     def get_prompt(self) -> str:
+        """The comparison prompt: the list, the hotels selected and the last table."""
         compared = self.get_state("compared") or {}
         return compare_prompt(
             self.offers(),
@@ -180,6 +247,34 @@ class CompareStep(HotelStep):
         return direct(reply).with_content_type("text/markdown")
 
     @tool
+    def chosen_hotel(
+        self,
+        hotel: Annotated[str, Field(description="The chosen hotel's name exactly as listed.")],
+    ) -> ToolResult:
+        """Book the hotel the guest explicitly chose to book; this ends the conversation."""
+        return self.book(hotel)
+
+    @tool
+    def answer_question(
+        self,
+        hotels: Annotated[
+            list[str], Field(description="Listed hotels asked about; empty for the compared ones.")
+        ],
+        topic: Annotated[
+            str,
+            Field(description="price, amenities, room_types, distance, overview, or one amenity."),
+        ],
+    ) -> ToolResult:
+        """Answer a question about listed hotels from the catalog; a question books nothing."""
+        compared = (self.get_state("compared") or {}).get("hotels", [])
+        return self.answer(hotels or compared or self.get_state("selected") or [], topic)
+
+    @tool
     def resume_booking(self) -> ToolResult:
-        """Go back to the hotel list when the guest wants to book, see the list or search again."""
+        """Go back to the hotel list: the guest wants to see it again or book from it."""
         return self.forward_to(PresentStep)
+
+    @tool
+    def search_again(self) -> ToolResult:
+        """Go back to the criteria: the guest wants to change them or search again."""
+        return self.forward_to(ExploreStep)

@@ -5,11 +5,13 @@ Needs the `server` extra (`pip install 'picoflow[server]'`: FastAPI and uvicorn)
     app = create_app(FlowEngine(flows=[HotelFlow]))
     uvicorn.run(app, host="127.0.0.1", port=8000)
 
-See `docs/server.md` for the routes, the status codes and deployment notes.
+See `docs/server.md` for the routes and `docs/deployment.md` for limits, authentication and
+what each status code means for a client.
 """
 
 from __future__ import annotations
 
+from ._auth import api_key_auth
 from .app import create_app
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "api_key_auth"]

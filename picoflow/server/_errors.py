@@ -1,20 +1,25 @@
-"""How failures become HTTP replies: one envelope, a status that says whose fault it was.
+"""How failures become HTTP replies: one envelope, a status that says what the client can do.
 
-Every error reply is the PicoFlow envelope with `success: false` and a message a person can act
-on, never FastAPI's raw `{"detail": ...}`. The status tells a client what to do:
+Every error reply is the PicoFlow envelope with `success: false`, a message a person can act on,
+a stable machine `code` and the `requestId` the server logged the details under (also in the
+`X-Request-ID` header). The message never carries internals (H2): store paths, host names,
+driver errors and exception texts go to the log only. The status (H3):
 
-- 400: the request is wrong (unknown flow, malformed body or session id, empty message on a
-  running session, a session of another flow); fix the request.
+- 400: the request is wrong; fix it.  401/403: not allowed; send credentials.
+- 404/405: not a route of this API.
 - 409: another request saved the same session first; send the turn again.
-- 413: the message is longer than the server accepts; shorten it.
-- 503: the session store is unreachable; retry later.
-- 500: a bug in the flow or the server; the reply carries the `requestId` it was logged under.
+- 413: the body, message or config is over a limit; make it smaller.
+- 422: the session can never be saved or read again (over the store's limits, damaged, or
+  written by a newer server); sending it again cannot help, start a new session.
+- 503 with `Retry-After`: the store or the model is unavailable for now; retry later.
+- 500: a bug in the flow or the server; report the `requestId`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -23,22 +28,100 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..engine import TurnResult
-from ..errors import PicoflowError
+from ..errors import PicoflowError, StoreError
 from ._headers import REQUEST_ID_HEADER, request_id_for, session_headers
 from ._schemas import ErrorEnvelope
 
-__all__ = ["ApiError", "status_for", "turn_error", "install_error_handlers"]
+__all__ = [
+    "ApiError",
+    "RETRY_AFTER_SECONDS",
+    "turn_error",
+    "install_error_handlers",
+    "validation_problem",
+]
 
 logger = logging.getLogger(__name__)
 
-# TurnResult.error (an error class name) -> status. Anything not listed is a bug: 500.
-TURN_ERROR_STATUS: dict[str, int] = {
-    "InvalidRequest": 400,  # E2: the request cannot run as sent (unknown flow, empty message, ...)
-    "SessionConflictError": 409,  # P4: another writer saved first
-    "SessionNotFoundError": 409,  # the session was deleted during the turn
-    "StoreError": 503,
-}
+RETRY_AFTER_SECONDS = 5
 _ROUTES = "POST /ai/run, POST /ai/stream, POST /ai/end, GET /ai/flows, GET /healthcheck"
+_NOTHING_SAVED = "nothing was changed"
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """How one kind of failed turn is answered; `message` None passes the turn's own text."""
+
+    status: int
+    code: str
+    message: str | None
+    retry_after: int | None = None
+
+
+_MODEL_DOWN = _Failure(
+    503,
+    "model_unavailable",
+    f"The language model is unavailable or rate limited right now; {_NOTHING_SAVED}. "
+    "Send the same request again in a few seconds.",
+    RETRY_AFTER_SECONDS,
+)
+_TIMEOUT = _Failure(
+    503,
+    "turn_timeout",
+    f"The turn took longer than this server allows; {_NOTHING_SAVED}. Send the same request "
+    "again in a few seconds.",
+    RETRY_AFTER_SECONDS,
+)
+_BUG = _Failure(500, "internal_error", None)
+
+# TurnResult.error (an error class name, or the engine's own labels) -> the answer (H3).
+TURN_FAILURES: dict[str, _Failure] = {
+    # E2: the request cannot run as sent; the engine's message is ours and names no internals.
+    "InvalidRequest": _Failure(400, "invalid_request", None),
+    "SessionConflictError": _Failure(
+        409,
+        "session_conflict",
+        f"Another request saved this session first; {_NOTHING_SAVED}. Send the same request "
+        "again: it runs on the saved session.",
+    ),
+    "SessionNotFoundError": _Failure(
+        409,
+        "session_ended",
+        f"The session was ended while this turn ran; {_NOTHING_SAVED}. Send the message again "
+        "to start a new session.",
+    ),
+    "StoreError": _Failure(
+        503,
+        "store_unavailable",
+        f"The session store is unavailable right now; {_NOTHING_SAVED}. Send the same request "
+        "again in a few seconds.",
+        RETRY_AFTER_SECONDS,
+    ),
+    "StoreRefused": _Failure(
+        422,
+        "session_refused",
+        f"This session can no longer be saved or read: it is over the store's limits, was "
+        f"damaged, or was written by a newer version of this server; {_NOTHING_SAVED}. Sending "
+        "it again cannot help: omit the session header to start a new session.",
+    ),
+    # Transient provider failures (openai, httpx): V9's retries were not enough.
+    **dict.fromkeys(
+        (
+            "RateLimitError",
+            "APITimeoutError",
+            "APIConnectionError",
+            "InternalServerError",
+            "ConnectError",
+            "ConnectTimeout",
+            "ReadTimeout",
+            "WriteTimeout",
+            "PoolTimeout",
+            "RemoteProtocolError",
+        ),
+        _MODEL_DOWN,
+    ),
+    "TurnTimeout": _TIMEOUT,  # H6: the engine's turn_timeout stopped the turn
+    "TimeoutError": _TIMEOUT,
+}
 
 
 class ApiError(Exception):
@@ -49,51 +132,53 @@ class ApiError(Exception):
         status: int,
         message: str,
         *,
+        code: str,
         session: str | None = None,
-        request_id: str | None = None,
+        retry_after: int | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.code = code
         self.session = session
-        self.request_id = request_id
+        self.retry_after = retry_after
 
-    def envelope(self) -> ErrorEnvelope:
+    def envelope(self, request_id: str) -> ErrorEnvelope:
         """The JSON body of the reply."""
         return ErrorEnvelope(
             success=False,
             completed=False,
             message=self.message,
             session=self.session or "",
-            request_id=self.request_id,
+            code=self.code,
+            request_id=request_id,
         )
 
 
-def status_for(result: TurnResult) -> int:
-    """The HTTP status of a turn: 200, or the mapping above for a failed one."""
-    if result.success:
-        return 200
-    return TURN_ERROR_STATUS.get(result.error or "", 500)
-
-
 def turn_error(result: TurnResult, request: Request, flow_name: str) -> ApiError:
-    """The ApiError for a failed turn; a 500 is logged with the request id it will carry.
-
-    A 500 reply does not repeat the exception text (it may hold internals); the log has it.
-    """
-    status = status_for(result)
-    if status != 500:
-        return ApiError(status, result.message, session=result.session_id)
+    """The ApiError for a failed turn; the turn's own text goes to the log, not the client."""
+    failure = TURN_FAILURES.get(result.error or "", _BUG)
     request_id = request_id_for(request)
-    logger.error(
-        "turn of %s failed with %s (request id %s): %s",
-        flow_name,
-        result.error,
-        request_id,
-        result.message,
-        extra={"session_id": result.session_id, "request_id": request_id},
+    message = failure.message or result.message
+    if failure is _BUG:
+        message = _bug_message(request_id)
+    if failure.message is not None or failure is _BUG:
+        logger.log(
+            logging.ERROR if failure is _BUG else logging.WARNING,
+            "turn of %s failed with %s (request id %s): %s",
+            flow_name,
+            result.error,
+            request_id,
+            result.message,
+            extra={"session_id": result.session_id, "request_id": request_id},
+        )
+    return ApiError(
+        failure.status,
+        message,
+        code=failure.code,
+        session=result.session_id,
+        retry_after=failure.retry_after,
     )
-    return ApiError(500, _bug_message(request_id), session=result.session_id, request_id=request_id)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -117,37 +202,57 @@ def _bug_message(request_id: str) -> str:
     )
 
 
-def _render(error: ApiError) -> JSONResponse:
+def render(request: Request, error: ApiError) -> JSONResponse:
+    """The reply for `error`: envelope, status, request id header, and `Retry-After` if any."""
+    request_id = request_id_for(request)
     headers = session_headers(error.session)
-    if error.request_id:
-        headers[REQUEST_ID_HEADER] = error.request_id
-    return JSONResponse(error.envelope().to_wire(), status_code=error.status, headers=headers)
+    headers[REQUEST_ID_HEADER] = request_id
+    if error.retry_after is not None:
+        headers["Retry-After"] = str(error.retry_after)
+    if error.status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    body = error.envelope(request_id).to_wire()
+    return JSONResponse(body, status_code=error.status, headers=headers)
 
 
 async def _api_error(request: Request, exc: Exception) -> JSONResponse:
+    """A refusal the client can act on; logged at INFO, so its request id finds it too."""
     assert isinstance(exc, ApiError)
-    return _render(exc)
+    request_id = request_id_for(request)
+    logger.info(
+        "%s %s answered %d %s (request id %s)",
+        request.method,
+        request.url.path,
+        exc.status,
+        exc.code,
+        request_id,
+        extra={"request_id": request_id, "session_id": exc.session},
+    )
+    return render(request, exc)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     """400 instead of FastAPI's raw 422: say which fields were wrong and what to send."""
     assert isinstance(exc, RequestValidationError)
-    problems = [_problem(error) for error in exc.errors()[:3]]
+    problems = [validation_problem(error) for error in exc.errors()[:3]]
     message = (
         f"The request is not valid ({'; '.join(problems)}). Send a JSON object such as "
         '{"flowName": "HotelFlow", "message": "Hi"} with Content-Type: application/json.'
     )
-    return _render(ApiError(400, message))
+    return render(request, ApiError(400, message, code="invalid_body"))
 
 
-def _problem(error: Mapping[str, Any]) -> str:
+def validation_problem(error: Mapping[str, Any]) -> str:
     """One validation error in the client's terms: the wire field name and what was wrong."""
     location = [str(part) for part in error["loc"] if part != "body"]
     if error["type"] == "json_invalid":
         return "the body is not valid JSON"
-    if error["type"] in ("model_attributes_type", "dict_type") and not location:
+    if error["type"] in ("model_attributes_type", "model_type", "dict_type") and not location:
         return "the body must be a JSON object"
     return f"{'.'.join(location) or 'body'}: {error['msg']}"
+
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -157,17 +262,34 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
         f"{exc.detail}: {request.method} {request.url.path} is not part of this API. "
         f"The routes are {_ROUTES}."
     )
-    response = _render(ApiError(exc.status_code, message))
+    code = _HTTP_CODES.get(exc.status_code, "bad_request")
+    response = render(request, ApiError(exc.status_code, message, code=code))
     response.headers.update(exc.headers or {})
     return response
 
 
 async def _picoflow_error(request: Request, exc: Exception) -> JSONResponse:
     """A PicoflowError raised outside a turn (e.g. by the store while ending a session)."""
-    status = TURN_ERROR_STATUS.get(type(exc).__name__, 500)
-    if status == 500:
+    name = type(exc).__name__
+    if isinstance(exc, StoreError) and not exc.retryable:
+        name = "StoreRefused"
+    failure = TURN_FAILURES.get(name, _BUG)
+    if failure.message is None:
         return await _unexpected_error(request, exc)
-    return _render(ApiError(status, str(exc), session=getattr(exc, "session_id", None)))
+    request_id = request_id_for(request)
+    logger.warning(
+        "%s %s failed with %s (request id %s): %s",
+        request.method,
+        request.url.path,
+        name,
+        request_id,
+        exc,
+        extra={"request_id": request_id},
+    )
+    error = ApiError(
+        failure.status, failure.message, code=failure.code, retry_after=failure.retry_after
+    )
+    return render(request, error)
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
@@ -181,4 +303,4 @@ async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
         exc_info=exc,
         extra={"request_id": request_id},
     )
-    return _render(ApiError(500, _bug_message(request_id), request_id=request_id))
+    return render(request, ApiError(500, _bug_message(request_id), code="internal_error"))

@@ -18,6 +18,7 @@ __all__ = [
     "REQUEST_ID_HEADER",
     "session_headers",
     "request_id_for",
+    "wants_raw",
 ]
 
 SESSION_HEADER = "CHAT_SESSION_ID"
@@ -36,9 +37,52 @@ def session_headers(session_id: str | None) -> dict[str, str]:
 def request_id_for(request: Request) -> str:
     """The id a failure is logged under: the proxy's `X-Request-ID` if sane, else a new one.
 
-    Reusing the proxy's id lets an operator follow one request through both logs.
+    Reusing the proxy's id lets an operator follow one request through both logs. The id is
+    kept on the request, so the log entry and the reply always name the same one.
     """
+    known: str | None = getattr(request.state, "request_id", None)
+    if known is not None:
+        return known
     incoming = request.headers.get(REQUEST_ID_HEADER, "")
-    if _REQUEST_ID.fullmatch(incoming):
-        return incoming
-    return uuid.uuid4().hex
+    request_id = incoming if _REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex
+    request.state.request_id = request_id
+    return request_id
+
+
+def wants_raw(accept: str | None, content_type: str) -> bool:
+    """True only when the `Accept` header prefers the reply's own media type to JSON.
+
+    PicoFlow's JS client and chat-ui parse every reply as JSON, so the envelope is the default;
+    a wildcard (`*/*`) never selects a raw body, only the media type named outright does.
+
+    >>> wants_raw("text/markdown", "text/markdown")
+    True
+    >>> wants_raw("application/json, text/plain, */*", "text/markdown")
+    False
+    >>> wants_raw("text/markdown, application/json;q=0.5", "text/markdown; charset=utf-8")
+    True
+    """
+    if not accept:
+        return False
+    media = content_type.split(";")[0].strip().lower()
+    raw = envelope = 0.0
+    for part in accept.split(","):
+        name, _, params = part.partition(";")
+        name = name.strip().lower()
+        if name == media:
+            raw = max(raw, _quality(params))
+        elif name == "application/json":
+            envelope = max(envelope, _quality(params))
+    return raw > envelope
+
+
+def _quality(params: str) -> float:
+    """The `q` of one Accept entry: 1 when absent, 0 when unreadable (never prefer it)."""
+    for param in params.split(";"):
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "q":
+            try:
+                return min(max(float(value), 0.0), 1.0)
+            except ValueError:
+                return 0.0
+    return 1.0

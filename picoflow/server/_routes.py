@@ -1,25 +1,39 @@
 """The routes of PicoFlow's HTTP contract, plus streaming and the chat page.
 
-Routes read the engine and limits from `app.state.picoflow` (set by `create_app`), so one module
-serves any number of apps. Failures are raised as `ApiError` and rendered by `_errors`.
+Routes read the engine, the limits and the auth hook from `app.state.picoflow` (set by
+`create_app`), so one module serves any number of apps. Failures are raised as `ApiError` and
+rendered by `_errors`. Every dependency is `async def`: a plain `def` dependency runs in the
+thread pool, which costs more than the work it does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 
-from ..engine import FlowEngine
+from ..engine import FlowEngine, TurnResult
 from ..session import is_session_id
+from ._auth import Authorize, principal_of
 from ._errors import ApiError, turn_error
-from ._headers import SESSION_HEADER, SESSION_HEADER_ALT, session_headers
+from ._headers import (
+    REQUEST_ID_HEADER,
+    SESSION_HEADER,
+    SESSION_HEADER_ALT,
+    request_id_for,
+    session_headers,
+    wants_raw,
+)
+from ._idempotency import IDEMPOTENCY_HEADER, IdempotencyCache, check_key, fingerprint
+from ._limits import Limits, read_run_request
 from ._schemas import EndEnvelope, ErrorEnvelope, Health, RunEnvelope, RunRequest, envelope_of
-from ._stream import STREAM_HEADERS, sse_events
+from ._stream import STREAM_HEADERS, idempotent_events, replayed_events, sse_events
 
 __all__ = ["router", "ServerSettings", "STATIC_DIR"]
 
@@ -27,12 +41,23 @@ STATIC_DIR = Path(__file__).parent / "static"
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorEnvelope, "description": "Bad request: fix it before retrying."},
+    401: {"model": ErrorEnvelope, "description": "No valid credentials were sent."},
+    403: {"model": ErrorEnvelope, "description": "These credentials may not use the API."},
     409: {"model": ErrorEnvelope, "description": "Another request saved the session first."},
-    413: {"model": ErrorEnvelope, "description": "The message is too long."},
+    413: {"model": ErrorEnvelope, "description": "The body, message or config is too large."},
+    422: {"model": ErrorEnvelope, "description": "Can never succeed as sent; do not retry."},
     500: {"model": ErrorEnvelope, "description": "A bug; `requestId` names the log entry."},
-    503: {"model": ErrorEnvelope, "description": "The session store is unavailable."},
-    # Also stops FastAPI from documenting a 422 this API never sends (see _errors).
+    503: {"model": ErrorEnvelope, "description": "Unavailable for now; see `Retry-After`."},
+    # Also stops FastAPI from documenting a 422 of its own shape (see _errors).
     "4XX": {"model": ErrorEnvelope, "description": "Any other client error, same envelope."},
+}
+# The body is read by `read_run_request` (limits first), so FastAPI does not see a body
+# parameter; this documents it for `/docs` all the same (create_app adds the schema).
+_RUN_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunRequest"}}},
+    }
 }
 
 
@@ -41,15 +66,25 @@ class ServerSettings:
     """What the routes need from `create_app`."""
 
     engine: FlowEngine
-    max_message_chars: int
+    limits: Limits
+    authorize: Authorize | None = None
+    idempotency: IdempotencyCache = field(default_factory=IdempotencyCache)
 
 
-def _settings(request: Request) -> ServerSettings:
+async def _settings(request: Request) -> ServerSettings:
     settings: ServerSettings = request.app.state.picoflow
     return settings
 
 
-def _session_id(
+Settings = Annotated[ServerSettings, Depends(_settings)]
+
+
+async def _principal(request: Request, settings: Settings) -> str | None:
+    """Checked before anything else, so no body is read for a caller without credentials."""
+    return await principal_of(request, settings.authorize)
+
+
+async def _session_id(
     chat_session_id: Annotated[
         str | None,
         Header(
@@ -76,6 +111,7 @@ def _session_id(
             400,
             f"The {SESSION_HEADER} and {SESSION_HEADER_ALT} headers name different sessions "
             f"('{first}' and '{second}'). Send the session id in one of them.",
+            code="invalid_session_header",
         )
     session_id = first or second
     if session_id is not None and not is_session_id(session_id):
@@ -83,57 +119,94 @@ def _session_id(
             400,
             f"The {SESSION_HEADER} header is not a session id this server issued. Send the "
             "`session` value of an earlier reply, or omit the header to start a new session.",
+            code="invalid_session_header",
         )
     return session_id
 
 
-Settings = Annotated[ServerSettings, Depends(_settings)]
+async def _idempotency_key(
+    key: Annotated[
+        str | None,
+        Header(
+            alias=IDEMPOTENCY_HEADER,
+            description="A new random key per message; the same key when retrying it, so the "
+            "retry gets the first result instead of running the turn twice.",
+        ),
+    ] = None,
+) -> str | None:
+    return check_key(key)
+
+
+Principal = Annotated[str | None, Depends(_principal)]
 SessionId = Annotated[str | None, Depends(_session_id)]
+IdempotencyKey = Annotated[str | None, Depends(_idempotency_key)]
 router = APIRouter()
 
 
-def _check_turn(settings: ServerSettings, body: RunRequest, session_id: str | None) -> None:
-    """Refuse a turn that cannot run before anything streams, so it gets a real status."""
+async def _turn_request(
+    request: Request, settings: ServerSettings, session_id: str | None
+) -> RunRequest:
+    """The body, read within the limits, naming a flow this server runs."""
+    body = await read_run_request(request, settings.limits)
     names = settings.engine.flow_names()
     if body.flow_name not in names:
         raise ApiError(
             400,
             f"Unknown flow {body.flow_name!r}. Registered flows: {', '.join(names) or 'none'} "
             "(GET /ai/flows lists them).",
+            code="unknown_flow",
             session=session_id,
         )
-    if len(body.message) > settings.max_message_chars:
-        raise ApiError(
-            413,
-            f"The message has {len(body.message)} characters; this server accepts at most "
-            f"{settings.max_message_chars}. Shorten it or send it over several turns.",
-            session=session_id,
-        )
+    return body
 
 
 @router.post(
     "/ai/run",
     response_model=RunEnvelope,
-    responses={
-        **_ERRORS,
-        200: {
-            "content": {"text/markdown": {}},
-            "description": "The envelope; or the raw reply, with its own media type, when "
-            "the turn set a content type other than text/plain.",
-        },
-    },
+    responses={**_ERRORS, 200: {"content": {"text/markdown": {}}}},
+    openapi_extra=_RUN_BODY,
     summary="Run one turn",
 )
 async def run_turn(
-    body: RunRequest, request: Request, settings: Settings, session_id: SessionId
+    principal: Principal,
+    request: Request,
+    settings: Settings,
+    session_id: SessionId,
+    key: IdempotencyKey,
 ) -> Response:
-    """Run one turn of a flow. Keep the returned session id and send it with the next turn."""
-    _check_turn(settings, body, session_id)
-    result = await settings.engine.run(body.flow_name, body.message, session_id, body.config)
+    """Run one turn of a flow. Keep the returned session id and send it with the next turn.
+
+    The reply is the JSON envelope; its `contentType` says what `message` holds (e.g.
+    `text/markdown`). A client that wants the bare reply instead names its media type in
+    `Accept` (e.g. `Accept: text/markdown`); the session id is then in the header only.
+    """
+    body = await _turn_request(request, settings, session_id)
+    start = partial(
+        settings.engine.run,
+        body.flow_name,
+        body.message,
+        session_id,
+        body.config,
+        owner=principal,
+    )
+    replayed = False
+    if key is None:
+        result = await start()
+    else:
+        slot = (principal, key)
+        request_print = fingerprint(body.flow_name, body.message, session_id, body.config)
+        result, replayed = await settings.idempotency.run(slot, request_print, start)
     if not result.success:
         raise turn_error(result, request, body.flow_name)
+    return _reply(result, request, replayed)
+
+
+def _reply(result: TurnResult, request: Request, replayed: bool) -> Response:
     headers = session_headers(result.session_id)
-    if result.content_type.split(";")[0].strip().lower() != "text/plain":
+    headers[REQUEST_ID_HEADER] = request_id_for(request)
+    if replayed:
+        headers["Idempotent-Replayed"] = "true"
+    if wants_raw(request.headers.get("accept"), result.content_type):
         return Response(result.message, media_type=result.content_type, headers=headers)
     return JSONResponse(envelope_of(result).to_wire(), headers=headers)
 
@@ -142,45 +215,78 @@ async def run_turn(
     "/ai/stream",
     response_class=StreamingResponse,
     responses={**_ERRORS, 200: {"content": {"text/event-stream": {}}}},
+    openapi_extra=_RUN_BODY,
     summary="Run one turn, streaming its events",
 )
 async def stream_turn(
-    body: RunRequest, request: Request, settings: Settings, session_id: SessionId
+    principal: Principal,
+    request: Request,
+    settings: Settings,
+    session_id: SessionId,
+    key: IdempotencyKey,
 ) -> StreamingResponse:
     """Run one turn as Server-Sent Events: token, tool_call, step_changed, compaction, done.
 
     The `done` event carries the `/ai/run` envelope plus `status`. The session header is set
     when the request continues a running session; a new session's id is in `done`.
     """
-    _check_turn(settings, body, session_id)
-    headers = dict(STREAM_HEADERS)
+    body = await _turn_request(request, settings, session_id)
+    headers = {**STREAM_HEADERS, REQUEST_ID_HEADER: request_id_for(request)}
     if session_id is not None:
-        doc = await settings.engine.get_session(session_id)
+        doc = await settings.engine.get_session(session_id, owner=principal)
         if doc is not None and doc.get("run_status") == "running":
             headers.update(session_headers(session_id))
-    events = settings.engine.stream(body.flow_name, body.message, session_id, body.config)
     return StreamingResponse(
-        sse_events(events, request, body.flow_name),
+        _stream_events(request, settings, body, session_id, principal, key),
         media_type="text/event-stream",
         headers=headers,
     )
 
 
+def _stream_events(
+    request: Request,
+    settings: ServerSettings,
+    body: RunRequest,
+    session_id: str | None,
+    principal: str | None,
+    key: str | None,
+) -> AsyncIterator[str]:
+    """The turn's events; a retried idempotent request gets only the first one's `done`."""
+    flow = body.flow_name
+    if key is None:
+        events = settings.engine.stream(
+            flow, body.message, session_id, body.config, owner=principal
+        )
+        return sse_events(events, request, flow)
+    slot = (principal, key)
+    request_print = fingerprint(flow, body.message, session_id, body.config)
+    first = settings.idempotency.waiting(slot, request_print)
+    if first is not None:
+        return replayed_events(first, request, flow)
+    claim = settings.idempotency.begin(slot, request_print)
+    events = settings.engine.stream(flow, body.message, session_id, body.config, owner=principal)
+    return idempotent_events(events, request, flow, claim)
+
+
 @router.post("/ai/end", response_model=EndEnvelope, responses=_ERRORS, summary="End a session")
-async def end_session(settings: Settings, session_id: SessionId) -> JSONResponse:
+async def end_session(
+    principal: Principal, request: Request, settings: Settings, session_id: SessionId
+) -> JSONResponse:
     """Delete the session named by the header. Ending an unknown session also succeeds."""
     if session_id is None:
         raise ApiError(
-            400, f"Send the session to end in the {SESSION_HEADER} header; none was sent."
+            400,
+            f"Send the session to end in the {SESSION_HEADER} header; none was sent.",
+            code="invalid_session_header",
         )
-    existed = await settings.engine.end_session(session_id)
+    existed = await settings.engine.end_session(session_id, owner=principal)
     message = "The session was ended." if existed else "There was no such session to end."
     body = EndEnvelope(success=True, session=session_id, message=message)
-    return JSONResponse(body.to_wire())
+    return JSONResponse(body.to_wire(), headers={REQUEST_ID_HEADER: request_id_for(request)})
 
 
-@router.get("/ai/flows", response_model=list[str], summary="List the flows")
-async def list_flows(settings: Settings) -> list[str]:
+@router.get("/ai/flows", response_model=list[str], responses=_ERRORS, summary="List the flows")
+async def list_flows(principal: Principal, settings: Settings) -> list[str]:
     """The names to use as `flowName`, in registration order."""
     return settings.engine.flow_names()
 

@@ -67,12 +67,18 @@ class RunEnvelope(_WireModel):
 
 
 class ErrorEnvelope(RunEnvelope):
-    """A failed request: the same envelope with `success: false`."""
+    """A failed request: the same envelope with `success: false`, a code and a request id."""
 
+    code: str | None = Field(
+        None,
+        description="What went wrong, for programs: a stable name such as `body_too_large` "
+        "or `store_unavailable` (docs/deployment.md lists them).",
+    )
     request_id: str | None = Field(
         None,
         alias="requestId",
-        description="Set on 500 replies: the id the server logged the failure under.",
+        description="The id the server logged the failure's details under (also the "
+        "X-Request-ID header); quote it when reporting a problem.",
     )
 
 

@@ -129,9 +129,22 @@ def encode(doc: object, session_id: str) -> str:
     ) from cause
 
 
-def decode(text: str) -> JSONDict:
-    """Parse stored JSON text into a fresh dict the caller owns."""
-    doc: JSONDict = json.loads(text)
+def decode(text: str, session_id: str = "") -> JSONDict:
+    """Parse stored JSON text into a fresh dict the caller owns.
+
+    Text that is not a JSON object was changed outside picoflow: retrying cannot help (H3).
+    """
+    try:
+        doc = json.loads(text)
+    except (TypeError, ValueError):  # ValueError covers JSONDecodeError and bad UTF-8
+        doc = None
+    if not isinstance(doc, dict):
+        raise StoreError(
+            f"The stored document of session '{session_id}' is damaged: it is not a JSON "
+            "object, so it was changed outside picoflow. Delete the session or restore it "
+            "from a backup.",
+            retryable=False,
+        )
     return doc
 
 

@@ -99,7 +99,7 @@ class SessionEncoder:
             record[_ESCAPED] = True
         data = _encode(record, session_id)
         if len(data) > MAX_DOCUMENT_BYTES:
-            raise StoreError(_too_large_message(session_id, len(data), body))
+            raise StoreError(_too_large_message(session_id, len(data), body), retryable=False)
         return RawBSONDocument(data)
 
     def forget(self, session_id: str) -> None:
@@ -177,7 +177,8 @@ def archive_record(session_id: str, namespace: str, entry: ArchiveEntry) -> RawB
         raise StoreError(
             f"A message archived from session '{session_id}', namespace '{namespace}' is "
             f"{len(data) / _MEBIBYTE:.1f} MB, over MongoStore's 15 MB limit. Keep large data "
-            "out of messages (store a reference instead); nothing was archived."
+            "out of messages (store a reference instead); nothing was archived.",
+            retryable=False,
         )
     return RawBSONDocument(data)
 
@@ -206,7 +207,8 @@ def _plain(value: Any, session_id: str) -> tuple[Any, bool]:
         raise StoreError(
             f"Session '{session_id}' holds the integer {exc.value}, which MongoDB cannot store "
             "(integers are limited to 64 bits). Store such numbers as strings; nothing was "
-            "written."
+            "written.",
+            retryable=False,
         ) from None
     return (_escape(value) if needs_escape else value), needs_escape
 
@@ -294,7 +296,8 @@ def _encode(record: JSONDict, session_id: str) -> bytes:
     except UnicodeEncodeError as exc:  # a lone surrogate: JSON text holds it, UTF-8 cannot
         raise StoreError(
             f"Session '{session_id}' cannot be encoded for MongoDB: {exc}. Store only valid "
-            "Unicode text; nothing was written."
+            "Unicode text; nothing was written.",
+            retryable=False,
         ) from exc
 
 

@@ -103,7 +103,7 @@ class SQLiteStore:
                 "SELECT doc FROM sessions WHERE id = ?", (session_id,)
             ) as cursor:
                 row = await cursor.fetchone()
-        return None if row is None else _checks.decode(row[0])
+        return None if row is None else _checks.decode(row[0], session_id)
 
     async def revision(self, session_id: str) -> int | None:
         """The stored revision, or None, without reading the document."""

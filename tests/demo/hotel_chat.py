@@ -38,7 +38,8 @@ class Guest:
         return result
 
     async def doc(self) -> dict[str, Any]:
-        doc = await self.engine.get_session(self.session_id)
+        assert self.session_id is not None
+        doc: dict[str, Any] | None = await self.engine.get_session(self.session_id)
         assert doc is not None
         return doc
 
@@ -53,12 +54,15 @@ class Guest:
 
 
 async def search_july(guest: Guest, preferences: str) -> TurnResult:
-    """The common opening: greeting, Portland, July 1 to 6, then ``preferences`` (searches)."""
+    """The common opening: greeting, Portland, July 1 to 6, ``preferences``, then "search now"
+    (ExploreStep asks the criteria one at a time and searches when told to)."""
     if guest.session_id is None:
         await guest.start()
     await guest.say("Hi! I need a hotel in Portland.")
     await guest.say("July 1 to July 6")
     result = await guest.say(preferences)
+    assert result.step == "ExploreStep", result.message
+    result = await guest.say("search now")
     assert result.step == "PresentStep", result.message
     return result
 

@@ -12,7 +12,7 @@ import subprocess
 
 from cli_runner import REPO, demo, demo_env
 
-from demo.hotel.offline_model import ANNOUNCEMENT
+from demo.hotel.offline.model import ANNOUNCEMENT
 
 TOUR = REPO / "demo" / "hotel" / "scripts" / "tour.txt"
 
@@ -23,9 +23,10 @@ def test_script_prints_the_transcript_on_the_default_sqlite_store(tmp_path) -> N
     lines = run.stdout.splitlines()
     assert lines[0] == ANNOUNCEMENT
     assert lines[1].startswith("bot> Hello! I'm the HotelFlow assistant")
-    assert "you> compare 1 and 3 on price" in lines
-    assert "bot> | Price | Columbia Slough Lodge | Mount Hood Gateway Inn |" in lines
-    assert "     | Total | $815.68 | $998.98 |" in lines
+    assert "you> compare 1,3,12 on price" in lines
+    table = "bot> | Price | Columbia Slough Lodge | Mount Hood Gateway Inn | Cedar Hills Suites |"
+    assert table in lines
+    assert "     | Total | $815.68 | $998.98 | $1,365.58 |" in lines
     assert re.search(r"Your confirmation number is HF-\d{6}\.", lines[-1])
     assert re.fullmatch(r"Session \S+ is complete\.\n", run.stderr)
     assert (tmp_path / ".picoflow" / "sessions.db").is_file()
@@ -38,8 +39,8 @@ def test_debug_shows_tool_calls_and_step_changes(tmp_path) -> None:
     lines = run.stdout.splitlines()
     assert "  · step ExploreStep → PresentStep" in lines
     assert "  · step PresentStep → CompareStep" in lines
-    assert "  · tool CompareStep.resume_booking({})" in lines
-    assert '  · tool PresentStep.chosen_hotel({"hotel": "Columbia Slough Lodge"})' in lines
+    assert '  · tool PresentStep.show_hotels({"page": 2})' in lines
+    assert '  · tool CompareStep.chosen_hotel({"hotel": "Columbia Slough Lodge"})' in lines
     assert not (tmp_path / ".picoflow").exists()
 
 

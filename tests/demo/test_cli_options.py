@@ -18,7 +18,7 @@ from cli_runner import demo
 from fastapi.testclient import TestClient
 
 from demo.cli import main
-from demo.hotel.offline_model import ANNOUNCEMENT
+from demo.hotel.offline.model import ANNOUNCEMENT
 
 
 @pytest.fixture

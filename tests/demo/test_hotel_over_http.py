@@ -12,7 +12,7 @@ import re
 from hotel_chat import CONFIRMATION, Guest, offline_engine, search_july
 from openai_server import OpenAIServer
 
-from demo.hotel.offline_model import OfflineHotelModel
+from demo.hotel.offline.model import OfflineHotelModel
 from picoflow import ModelSpec
 
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from demo.hotel import catalog
-from demo.hotel.language import (
+from demo.hotel.offline._text import NUMBER_WORDS
+from demo.hotel.offline.language import (
     Budget,
     DistanceLimits,
     is_affirmative,
@@ -31,7 +32,6 @@ from demo.hotel.language import (
     wants_to_quit,
     wants_to_see_criteria,
 )
-from demo.hotel.language_text import NUMBER_WORDS
 from demo.hotel.types import Amenity, DateRange, RoomType, parse_criteria
 
 TODAY = date(2026, 5, 15)  # a Friday

@@ -9,8 +9,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from demo.hotel import catalog
-from demo.hotel.booking import Booking, shortlist
-from demo.hotel.offline_model import OfflineHotelModel, offline_provider
+from demo.hotel.booking import Booking, numbered
+from demo.hotel.offline.model import OfflineHotelModel, offline_provider
 from demo.hotel.prompting import (
     booked_prompt,
     compare_prompt,
@@ -23,12 +23,17 @@ from picoflow import ModelSpec
 
 TODAY = date(2026, 5, 15)
 EXPLORE_TOOLS = ["capture_choices", "end_chat"]
-PRESENT_TOOLS = ["chosen_hotel", "search_again", "go_compare", "end_chat"]
-COMPARE_TOOLS = ["generate_comparison", "resume_booking", "end_chat"]
+PRESENT_TOOLS = [
+    "chosen_hotel", "show_hotels", "answer_question", "search_again", "go_compare", "end_chat"
+]  # fmt: skip
+COMPARE_TOOLS = [
+    "generate_comparison", "chosen_hotel", "answer_question", "resume_booking", "search_again",
+    "end_chat",
+]  # fmt: skip
 CRITERIA = StayCriteria.model_validate(
     {"dates": [{"start": "2026-07-01", "end": "2026-07-06"}], "amenities": ["wifi"]}
 )
-OFFERS = shortlist(catalog.search(CRITERIA, TODAY))
+OFFERS = numbered(catalog.search(CRITERIA, TODAY))[:6]
 NAMES = [offer.name for offer in OFFERS]
 
 
@@ -54,7 +59,7 @@ def explore(*said: str) -> AIMessage:
 
 
 def present(text: str) -> AIMessage:
-    prompt = present_prompt(OFFERS, 12, CRITERIA)
+    prompt = present_prompt(OFFERS, "price", 1, CRITERIA)
     history = [HumanMessage("Which hotels did you find?"), AIMessage("(the list)")]
     return ask(prompt, [*history, HumanMessage(text)], PRESENT_TOOLS)
 
@@ -112,9 +117,9 @@ def test_present_relays_a_refused_booking_with_the_list() -> None:
             tool_call_id="c1",
         ),
     ]
-    reply = ask(present_prompt(OFFERS, 12, CRITERIA), history, PRESENT_TOOLS)
+    reply = ask(present_prompt(OFFERS, "price", 1, CRITERIA), history, PRESENT_TOOLS)
     assert str(reply.content).startswith("Sorry, I can't find 'Ritz' in the list.")
-    assert f"1. {NAMES[0]} — " in str(reply.content)
+    assert str(reply.content).endswith("Which hotel do you mean? Give me its number or name.")
 
 
 # --- comparisons ------------------------------------------------------------------------------
@@ -147,15 +152,23 @@ def test_compare_uses_the_selection_and_asks_for_the_feature() -> None:
     reply = compare("compare them", selected=[NAMES[1], NAMES[2]])
     assert (
         reply.content
-        == f"Compare {NAMES[1]} and {NAMES[2]} on what: price, amenities, room types or distance?"
+        == f"Compare 2. {NAMES[1]} and 3. {NAMES[2]} on what: price, amenities, room types or "
+        "distance?"
     )
     assert calls(compare("cheapest?", selected=[NAMES[1], NAMES[2]])) == [
-        ("generate_comparison", {"hotels": [NAMES[1], NAMES[2]], "feature": "price"})
-    ]
+        ("answer_question", {"hotels": [NAMES[1]], "topic": "price"})
+    ]  # the cheapest of the selected hotels, answered (issue 14)
 
 
-def test_compare_hands_booking_back_to_the_list() -> None:
-    assert calls(compare("book number 2")) == [("resume_booking", {})]
+def test_compare_books_a_choice_and_hands_the_list_back() -> None:
+    """Issue 14: a choice in the comparison books there; "back to the list" goes back."""
+    assert calls(compare("book number 2")) == [("chosen_hotel", {"hotel": NAMES[1]})]
+    opened = [HumanMessage("compare 1 and 2"), AIMessage("Compare them on what?")]
+    prompt = compare_prompt(OFFERS, NAMES[:2], [], None)
+    back = ask(prompt, [*opened, HumanMessage("back to the list")], COMPARE_TOOLS)
+    assert calls(back) == [("resume_booking", {})]
+    # A message the list handed over is never handed straight back (no ping-pong).
+    assert calls(compare("back to the list")) == []
 
 
 # --- criteria ---------------------------------------------------------------------------------
@@ -193,7 +206,10 @@ def test_explore_past_dates_are_not_offered_for_search_when_the_guest_just_agree
 
 def test_explore_past_dates_corrected_get_the_usual_offer() -> None:
     reply = explore("2026-05-01 for 2 nights", "sorry, 2026-06-01 for 2 nights")
-    assert str(reply.content).startswith("Got it: Jun 1, 2026 → Jun 3, 2026 (2 nights). Any")
+    assert reply.content == (
+        'Got it: Jun 1, 2026 → Jun 3, 2026 (2 nights). What is your budget per night? (or "no '
+        'preference")'
+    )
 
 
 def test_explore_searches_with_everything_collected() -> None:

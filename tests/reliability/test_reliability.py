@@ -199,10 +199,13 @@ def worker(
 def acks_until_killed(
     process: subprocess.Popen, after: int, name: str, sessions: list[str]
 ) -> tuple[dict, dict]:
-    """Read acknowledgements until `after` have arrived, then kill -9 the worker mid-turn (it
-    starts its next turn as soon as it has printed one). Returns acknowledged and attempted
-    texts per session; the turn in flight at the kill (the worker numbers its turns and
-    round-robins over `sessions`) counts as attempted: it may be stored whole, or not at all."""
+    """Read acknowledgements until `after` have arrived, then kill -9 the worker mid-turn.
+
+    The worker runs ahead of this reader, so after the kill the lines it had already written to
+    the pipe are read too (the pipe keeps them); the turn after the last of them (it numbers its
+    turns and round-robins over `sessions`) was in flight: it may be stored whole, or not at
+    all, and counts as attempted. Returns acknowledged and attempted texts per session.
+    """
     assert process.stdout is not None and process.stdout.readline() == "ready\n"
     acked: dict[str, list[str]] = {}
     attempted: dict[str, list[str]] = {}
@@ -214,9 +217,8 @@ def acks_until_killed(
         if kind == "ack":
             acked.setdefault(session_id, []).append(text)
             count += 1
-        if count >= after:
-            process.kill()  # SIGKILL: no clean-up, no flush, no rollback by the process
-            break
+            if count == after:
+                process.kill()  # SIGKILL: no clean-up, no flush, no rollback by the process
     process.wait()
     attempted.setdefault(sessions[lines % len(sessions)], []).append(f"{name}-{lines}")
     return acked, attempted

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from typing import Any
@@ -22,14 +23,24 @@ HINT = (
 ROUTES = "POST /ai/run, POST /ai/stream, POST /ai/end, GET /ai/flows, GET /healthcheck"
 
 
-def failure(message: str, session: str = "") -> dict[str, Any]:
+def failure(message: str, session: str = "", *, code: str) -> dict[str, Any]:
     return {
         "success": False,
         "completed": False,
         "message": message,
         "session": session,
         "contentType": "text/plain",
+        "code": code,
     }
+
+
+def error_body(reply: Any) -> dict[str, Any]:
+    """The envelope without its request id, which must be the X-Request-ID header (H2)."""
+    body = dict(reply.json())
+    request_id = body.pop("requestId")
+    assert request_id == reply.headers["X-Request-ID"]
+    assert re.fullmatch(r"[0-9a-f]{32}|[A-Za-z0-9._:-]{1,128}", request_id)
+    return body
 
 
 async def start(client: Any, flow: str = "ChatFlow") -> str:
@@ -44,15 +55,21 @@ async def test_e2_unknown_flow_is_400(route: str) -> None:
     async with client_for(app) as client:
         reply = await client.post(route, json={"flowName": "NoSuchFlow", "message": "hi"})
     assert reply.status_code == 400
-    assert reply.json() == failure(
-        "Unknown flow 'NoSuchFlow'. Registered flows: ChatFlow (GET /ai/flows lists them)."
+    assert error_body(reply) == failure(
+        "Unknown flow 'NoSuchFlow'. Registered flows: ChatFlow (GET /ai/flows lists them).",
+        code="unknown_flow",
     )
 
 
 @pytest.mark.parametrize(
     ("body", "problem"),
     [
-        (b"{not json", "the body is not valid JSON"),
+        (
+            b"{not json",
+            "the body is not valid JSON: Expecting property name enclosed in double quotes",
+        ),
+        (b"", "the body is not valid JSON: Expecting value"),
+        (b'{"flowName": NaN}', "the body is not valid JSON: NaN is not a JSON number"),
         (b"[1, 2]", "the body must be a JSON object"),
         (b'{"message": "hi"}', "flowName: Field required"),
         (b'{"flowName": "ChatFlow", "message": 42}', "message: Input should be a valid string"),
@@ -68,7 +85,9 @@ async def test_malformed_body_is_400_never_a_raw_422(route: str, body: bytes, pr
     async with client_for(app) as client:
         reply = await client.post(route, content=body, headers={"Content-Type": "application/json"})
     assert reply.status_code == 400
-    assert reply.json() == failure(f"The request is not valid ({problem}). {HINT}")
+    assert error_body(reply) == failure(
+        f"The request is not valid ({problem}). {HINT}", code="invalid_body"
+    )
 
 
 async def test_a_form_body_is_400() -> None:
@@ -76,8 +95,9 @@ async def test_a_form_body_is_400() -> None:
     async with client_for(app) as client:
         reply = await client.post("/ai/run", data={"flowName": "ChatFlow"})
     assert reply.status_code == 400
-    assert reply.json() == failure(
-        f"The request is not valid (the body must be a JSON object). {HINT}"
+    assert error_body(reply) == failure(
+        f"The request is not valid (the body is not valid JSON: Expecting value). {HINT}",
+        code="invalid_body",
     )
 
 
@@ -90,9 +110,10 @@ async def test_p5_malformed_session_id_is_400(route: str, bad: str) -> None:
             route, json={"flowName": "ChatFlow", "message": "hi"}, headers={"CHAT_SESSION_ID": bad}
         )
     assert reply.status_code == 400
-    assert reply.json() == failure(
+    assert error_body(reply) == failure(
         "The CHAT_SESSION_ID header is not a session id this server issued. Send the `session` "
-        "value of an earlier reply, or omit the header to start a new session."
+        "value of an earlier reply, or omit the header to start a new session.",
+        code="invalid_session_header",
     )
 
 
@@ -106,9 +127,10 @@ async def test_two_spellings_naming_different_sessions_is_400() -> None:
             headers={"CHAT_SESSION_ID": first, "chat-session-id": second},
         )
     assert reply.status_code == 400
-    assert reply.json() == failure(
+    assert error_body(reply) == failure(
         f"The CHAT_SESSION_ID and chat-session-id headers name different sessions ('{first}' "
-        f"and '{second}'). Send the session id in one of them."
+        f"and '{second}'). Send the session id in one of them.",
+        code="invalid_session_header",
     )
 
 
@@ -117,8 +139,9 @@ async def test_end_without_a_session_header_is_400() -> None:
     async with client_for(app) as client:
         reply = await client.post("/ai/end")
     assert reply.status_code == 400
-    assert reply.json() == failure(
-        "Send the session to end in the CHAT_SESSION_ID header; none was sent."
+    assert error_body(reply) == failure(
+        "Send the session to end in the CHAT_SESSION_ID header; none was sent.",
+        code="invalid_session_header",
     )
 
 
@@ -130,9 +153,10 @@ async def test_a_message_over_the_limit_is_413_and_reaches_no_model(route: str) 
         long = await client.post(route, json={"flowName": "HotelFlow", "message": "x" * 11})
         fits = await client.post("/ai/run", json={"flowName": "HotelFlow", "message": "x" * 10})
     assert long.status_code == 413
-    assert long.json() == failure(
+    assert error_body(long) == failure(
         "The message has 11 characters; this server accepts at most 10. Shorten it or send it "
-        "over several turns."
+        "over several turns.",
+        code="message_too_long",
     )
     assert fits.status_code == 200
     assert len(model.requests) == 1
@@ -148,9 +172,10 @@ async def test_e2_an_empty_message_on_a_running_session_is_400_with_the_session(
             headers={"CHAT_SESSION_ID": session},
         )
     assert reply.status_code == 400
-    assert reply.json() == failure(
+    assert error_body(reply) == failure(
         "The message is empty. Send the user's text; an empty message only starts a new session.",
         session,
+        code="invalid_request",
     )
     assert reply.headers["CHAT_SESSION_ID"] == session
 
@@ -165,10 +190,11 @@ async def test_a_session_of_another_flow_is_400() -> None:
             headers={"CHAT_SESSION_ID": session},
         )
     assert reply.status_code == 400
-    assert reply.json() == failure(
+    assert error_body(reply) == failure(
         f"Session '{session}' belongs to flow 'ChatFlow', not 'OtherFlow'. Continue it with "
         "flow 'ChatFlow', or omit the session id to start a new session.",
         session,
+        code="invalid_request",
     )
 
 
@@ -198,10 +224,11 @@ async def test_p4_a_session_saved_by_another_engine_meanwhile_is_409() -> None:
             headers={"CHAT_SESSION_ID": session},
         )
     assert reply.status_code == 409
-    assert reply.json() == failure(
-        f"Session '{session}' was saved by another writer: expected revision 0, found 1. "
-        "Nothing was written; reload the session and retry the turn.",
+    assert error_body(reply) == failure(
+        "Another request saved this session first; nothing was changed. Send the same request "
+        "again: it runs on the saved session.",
         session,
+        code="session_conflict",
     )
     assert reply.headers["CHAT_SESSION_ID"] == session
     doc = await engine.get_session(session)
@@ -214,26 +241,48 @@ async def test_p4_a_session_saved_by_another_engine_meanwhile_is_409() -> None:
     ]
 
 
+STORE_DOWN = (
+    "The session store is unavailable right now; nothing was changed. Send the same request "
+    "again in a few seconds."
+)
+LEAKY = "SQLiteStore could not write /srv/app/sessions.db: disk I/O error (mongodb://db-1:27017)"
+
+
 class FailingSaveStore(MemoryStore):
     """A store that is reachable for reads but refuses writes, as a full disk would."""
 
     async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
-        raise StoreError("The store refused the write: disk full. Free space and retry.")
+        raise StoreError(LEAKY)
 
 
-async def test_a_store_failure_is_503_with_the_store_message() -> None:
+@pytest.mark.parametrize("route", ["/ai/run", "/ai/stream"])
+async def test_h2_h3_a_store_failure_is_503_with_retry_after_and_no_internals(
+    route: str, caplog: pytest.LogCaptureFixture
+) -> None:
     _, app = api(chat_flow(), store=FailingSaveStore())
     async with client_for(app) as client:
         session = await start(client)
         reply = await client.post(
-            "/ai/run",
+            route,
             json={"flowName": "ChatFlow", "message": "hi"},
             headers={"CHAT_SESSION_ID": session},
         )
-    assert reply.status_code == 503
-    assert reply.json() == failure(
-        "The store refused the write: disk full. Free space and retry.", session
-    )
+    request_id = reply.headers["X-Request-ID"]
+    if route == "/ai/stream":
+        done = reply.text.split("event: done\ndata: ")[1]
+        assert "/srv" not in reply.text and "db-1" not in reply.text
+        assert json.loads(done) == {
+            **failure(STORE_DOWN, session, code="store_unavailable"),
+            "requestId": request_id,
+            "status": 503,
+        }
+    else:
+        assert (reply.status_code, reply.headers["Retry-After"]) == (503, "5")
+        assert error_body(reply) == failure(STORE_DOWN, session, code="store_unavailable")
+    logged = [r for r in caplog.records if r.name == "picoflow.server._errors"]
+    assert [r.getMessage() for r in logged] == [
+        f"turn of ChatFlow failed with StoreError (request id {request_id}): {LEAKY}"
+    ]
 
 
 class BuggyStep(Step):
@@ -277,7 +326,10 @@ async def test_p3_a_bug_in_flow_code_is_500_with_a_logged_request_id(
     body = reply.json()
     request_id = body["requestId"]
     assert re.fullmatch(r"[0-9a-f]{32}", request_id)
-    assert body == {**failure(bug_message(request_id)), "requestId": request_id}
+    assert body == {
+        **failure(bug_message(request_id), code="internal_error"),
+        "requestId": request_id,
+    }
     assert reply.headers["X-Request-ID"] == request_id
     assert str(bug) not in body["message"]  # internals stay in the log
     logged = [r for r in caplog.records if r.name == "picoflow.server._errors"]
@@ -340,36 +392,40 @@ async def test_an_exception_escaping_a_route_is_500_with_a_logged_request_id(
         reply = await client.post("/ai/end", headers={"CHAT_SESSION_ID": session})
     assert reply.status_code == 500
     request_id = reply.json()["requestId"]
-    assert reply.json() == {**failure(bug_message(request_id)), "requestId": request_id}
+    assert error_body(reply) == failure(bug_message(request_id), code="internal_error")
     logged = [r for r in caplog.records if r.name == "picoflow.server._errors"]
     assert [r.getMessage() for r in logged] == [f"POST /ai/end failed (request id {request_id})"]
     assert logged[0].levelno == logging.ERROR and "driver crashed" in caplog.text
 
 
-async def test_a_store_error_outside_a_turn_is_503() -> None:
+async def test_h2_a_store_error_outside_a_turn_is_503_without_internals() -> None:
     class DownStore(MemoryStore):
         async def delete(self, session_id: str) -> bool:
-            raise StoreError("MongoStore could not reach the server; check PICOFLOW_STORE.")
+            raise StoreError(LEAKY)
 
     _, app = api(chat_flow(), store=DownStore())
     async with client_for(app) as client:
         session = await start(client)
         reply = await client.post("/ai/end", headers={"CHAT_SESSION_ID": session})
-    assert reply.status_code == 503
-    assert reply.json() == failure("MongoStore could not reach the server; check PICOFLOW_STORE.")
+    assert (reply.status_code, reply.headers["Retry-After"]) == (503, "5")
+    assert error_body(reply) == failure(STORE_DOWN, code="store_unavailable")
 
 
 @pytest.mark.parametrize(
-    ("method", "path", "status", "reason"),
-    [("GET", "/ai/nothing", 404, "Not Found"), ("GET", "/ai/run", 405, "Method Not Allowed")],
+    ("method", "path", "status", "reason", "code"),
+    [
+        ("GET", "/ai/nothing", 404, "Not Found", "not_found"),
+        ("GET", "/ai/run", 405, "Method Not Allowed", "method_not_allowed"),
+    ],
 )
 async def test_unknown_routes_and_methods_keep_the_envelope(
-    method: str, path: str, status: int, reason: str
+    method: str, path: str, status: int, reason: str, code: str
 ) -> None:
     _, app = api(chat_flow())
     async with client_for(app) as client:
         reply = await client.request(method, path)
     assert reply.status_code == status
-    assert reply.json() == failure(
-        f"{reason}: {method} {path} is not part of this API. The routes are {ROUTES}."
+    assert error_body(reply) == failure(
+        f"{reason}: {method} {path} is not part of this API. The routes are {ROUTES}.",
+        code=code,
     )

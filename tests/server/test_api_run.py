@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+import httpx
 import pytest
 from flows import two_step_flow
 from server_flows import GREETING, TABLE, api, chat_flow, client_for
@@ -109,20 +110,48 @@ async def test_p5_run_with_a_completed_session_id_starts_a_new_session() -> None
     assert again.json()["completed"] is False and again.json()["step"] == "GreetStep"
 
 
-async def test_run_returns_a_non_plain_reply_raw_with_its_media_type() -> None:
+async def table_reply(accept: str | None) -> httpx.Response:
     _, app = api(chat_flow())
     async with client_for(app) as client:
         first = await client.post("/ai/run", json={"flowName": "ChatFlow", "message": "hello"})
-        session = first.json()["session"]
-        table = await client.post(
-            "/ai/run",
-            json={"flowName": "ChatFlow", "message": "a table please"},
-            headers={"CHAT_SESSION_ID": session},
+        headers = {"CHAT_SESSION_ID": first.json()["session"]}
+        if accept is not None:
+            headers["Accept"] = accept
+        return await client.post(
+            "/ai/run", json={"flowName": "ChatFlow", "message": "a table please"}, headers=headers
         )
+
+
+@pytest.mark.parametrize(
+    "accept",
+    [None, "*/*", "application/json", "application/json, text/plain, */*", "text/*"],
+)
+async def test_run_answers_a_markdown_reply_with_the_envelope_by_default(
+    accept: str | None,
+) -> None:
+    """PicoFlow's JS client and chat-ui call .json() on every reply (issue 14, item 6)."""
+    table = await table_reply(accept)
+    session = table.headers["CHAT_SESSION_ID"]
+    assert (table.status_code, table.headers["content-type"]) == (200, "application/json")
+    assert table.json() == {
+        "success": True,
+        "completed": False,
+        "message": TABLE,
+        "session": session,
+        "contentType": "text/markdown",
+        "step": "TableStep",
+    }
+
+
+@pytest.mark.parametrize(
+    "accept", ["text/markdown", "text/markdown, */*", "application/json;q=0.5, text/markdown"]
+)
+async def test_run_answers_raw_markdown_when_accept_asks_for_it(accept: str) -> None:
+    table = await table_reply(accept)
     assert table.status_code == 200
     assert table.headers["content-type"] == "text/markdown; charset=utf-8"
     assert table.text == TABLE
-    assert table.headers["CHAT_SESSION_ID"] == session
+    assert re.fullmatch(r"[A-Za-z0-9_-]{24}", table.headers["CHAT_SESSION_ID"])
 
 
 async def test_run_without_a_message_opens_a_new_session() -> None:
@@ -203,9 +232,18 @@ async def test_openapi_describes_the_wire_names() -> None:
     ]
     assert "requestId" in components["ErrorEnvelope"]["properties"]
     run = schema["paths"]["/ai/run"]["post"]
-    assert [p["name"] for p in run["parameters"]] == ["CHAT_SESSION_ID", "chat-session-id"]
-    assert {"400", "409", "413", "500", "503"} <= set(run["responses"])
-    assert "422" not in run["responses"]
+    assert [p["name"] for p in run["parameters"]] == [
+        "CHAT_SESSION_ID",
+        "chat-session-id",
+        "Idempotency-Key",
+    ]
+    body = run["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/RunRequest"}
+    assert {"400", "401", "403", "409", "413", "422", "500", "503"} <= set(run["responses"])
+    for status in ("413", "422"):  # never FastAPI's own validation shape
+        content = run["responses"][status]["content"]["application/json"]["schema"]
+        assert content == {"$ref": "#/components/schemas/ErrorEnvelope"}
+    assert "HTTPValidationError" not in components
     assert set(schema["paths"]) == {"/ai/run", "/ai/stream", "/ai/end", "/ai/flows", "/healthcheck"}
 
 

@@ -123,6 +123,8 @@ async def test_stream_failure_ends_with_done_carrying_the_status() -> None:
                 "starts a new session.",
                 "session": session,
                 "contentType": "text/plain",
+                "code": "invalid_request",
+                "requestId": reply.headers["X-Request-ID"],
                 "status": 400,
             },
         )

@@ -1,7 +1,9 @@
 """A whole HotelFlow booking through a real uvicorn server, as a PicoFlow client drives it.
 
-explore -> present -> compare (a markdown table, served raw) -> book -> completed, then the
-completed id starts a new session. The model is a ScriptedChatModel policy that plays the LLM.
+explore -> present -> compare (a markdown table) -> book -> completed, then the completed id
+starts a new session. The model is a ScriptedChatModel policy that plays the LLM. The client
+behaves like PicoFlow's JS client and chat-ui: it calls `.json()` on every reply and reads the
+session id from the response header (issue 14, item 6).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ async def test_a_whole_hotel_booking_over_a_real_server() -> None:
                 body = {"flowName": "HotelFlow", "message": message, **extra}
                 reply = await client.post("/ai/run", json=body, headers=headers)
                 assert reply.status_code == 200, reply.text
+                reply.json()  # every reply is the envelope, whatever its contentType
                 return reply
 
             hello = await turn("Hi", None, config={"today": TODAY.isoformat()})
@@ -44,9 +47,9 @@ async def test_a_whole_hotel_booking_over_a_real_server() -> None:
             assert found.json()["session"] == session
 
             table = await turn("Compare the first two on price", session)
-            assert table.headers["content-type"] == "text/markdown; charset=utf-8"
             assert table.headers["CHAT_SESSION_ID"] == session
-            lines = table.text.splitlines()
+            assert table.json()["contentType"] == "text/markdown"
+            lines = table.json()["message"].splitlines()
             assert lines[0].startswith("| ") and set(lines[1].replace(" ", "")) <= {"|", "-"}
 
             booked = await turn("Book number 1", session)

@@ -199,6 +199,7 @@ BEFORE_RESTART = [
     "Hi! I need a hotel in Portland.",
     "July 1 to July 6",
     "two beds, under $300 a night, with wifi and parking",
+    "search now",
 ]
 AFTER_RESTART = [
     "compare 1 and 3 on price",
@@ -246,8 +247,7 @@ async def test_p1_a_hotel_conversation_resumed_on_mongo_equals_the_one_on_sqlite
         "ExploreStep",
         "PresentStep",
         "CompareStep",
-        "PresentStep",
-        "EndStep",
+        "EndStep",  # a choice in the comparison books there
     ]
     assert doc["steps"]["PresentStep"]["state"]["booking"]["hotel"] == "Columbia Slough Lodge"
 

@@ -20,8 +20,8 @@ __all__ = ["respond"]
 
 _STEPS = (
     ("capture_choices", explore.decide),
-    ("chosen_hotel", present.decide),
     ("generate_comparison", compare.decide),
+    ("go_compare", present.decide),
 )
 
 

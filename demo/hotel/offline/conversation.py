@@ -24,21 +24,25 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from demo.hotel.formats import LIST_OPENER, TODAY, OfferLine, read_label, read_offers
+
 MEMORY_PREFIX = "Conversation memory for this step:"
 """How picoflow introduces a namespace's summary (SPEC M7)."""
 
 SUMMARY_ROLES = {"Guest": "guest", "Assistant": "said", "Search": "call", "Result": "result"}
 """Line prefixes of the offline summary, and the event each one stands for."""
 
-_OFFER = re.compile(r"^(?P<number>\d+)\. (?P<name>.+?) \[(?P<id>H\d{2})\] — (?P<rest>.+)$", re.M)
-_TODAY = re.compile(r"^Today's date: (\d{4}-\d{2}-\d{2})", re.M)
 _CALL_LINE = re.compile(r"^(?P<tool>\w+) (?P<args>\{.*\})$")
 
 
 @dataclass(frozen=True)
 class Event:
-    """One thing that happened: the guest spoke ("guest"), the assistant spoke ("said"),
-    called a tool ("call", with ``tool`` and ``args``) or read a tool's result ("result")."""
+    """One thing that happened in the conversation.
+
+    The guest spoke ("guest"), the flow opened the list ("opener"), the assistant spoke
+    ("said"), called a tool ("call", with ``tool`` and ``args``) or read a tool's result
+    ("result").
+    """
 
     kind: str
     text: str = ""
@@ -46,18 +50,8 @@ class Event:
     args: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class Offer:
-    """A hotel line of the step's prompt."""
-
-    number: int
-    name: str
-    hotel_id: str
-    details: str
-
-    def line(self) -> str:
-        """The line as the guest sees it (without the catalog id)."""
-        return f"{self.number}. {self.name} — {self.details}"
+Offer = OfferLine
+"""A hotel line of the step's prompt."""
 
 
 @dataclass(frozen=True)
@@ -85,9 +79,25 @@ class Conversation:
         )
 
     def guest_text(self) -> str:
-        """The guest's newest message ("" if there is none)."""
+        """The guest's newest message ("" if there is none, or if the flow wrote it)."""
         found = next((m for m in reversed(self.messages) if isinstance(m, HumanMessage)), None)
-        return str(found.text) if found is not None else ""
+        text = str(found.text) if found is not None else ""
+        return "" if text == LIST_OPENER else text
+
+    def forwarded(self) -> bool:
+        """Whether the newest guest message is the first thing in this step's fresh memory.
+
+        PresentStep and CompareStep start afresh on entry, so such a message was handed over by
+        the other one: it must not be handed back, or the two would pass it to and fro.
+        """
+        events = [e for e in self.events() if e.kind != "guest"]
+        guests = [m for m in self.messages if isinstance(m, HumanMessage)]
+        return not events and len(guests) == 1 and not self.memory
+
+    def opened(self) -> bool:
+        """Whether the newest message is the flow's own opener of the list, not the guest."""
+        found = next((m for m in reversed(self.messages) if isinstance(m, HumanMessage)), None)
+        return found is not None and str(found.text) == LIST_OPENER
 
     def tool_result(self) -> Event | None:
         """The tool result the model must answer now, if the request ends with one."""
@@ -105,20 +115,16 @@ class Conversation:
 
     def today(self) -> date:
         """Today's date as the prompt states it (the real date if it does not)."""
-        match = _TODAY.search(self.prompt)
-        return date.fromisoformat(match.group(1)) if match else date.today()
+        value = read_label(self.prompt, TODAY)
+        return date.fromisoformat(value[:10]) if value else date.today()
 
     def label(self, name: str) -> str | None:
         """The value of a "Name: value" line of the prompt."""
-        match = re.search(rf"^{re.escape(name)}: (.+)$", self.prompt, re.M)
-        return match.group(1).strip() if match else None
+        return read_label(self.prompt, name)
 
     def offers(self) -> list[Offer]:
-        """The numbered hotels the prompt lists."""
-        return [
-            Offer(int(m["number"]), m["name"], m["id"], m["rest"])
-            for m in _OFFER.finditer(self.prompt)
-        ]
+        """The numbered hotels the prompt lists, in the order shown."""
+        return read_offers(self.prompt)
 
 
 def _memory_event(line: str) -> Event | None:
@@ -155,7 +161,7 @@ def _tool_names(messages: Sequence[BaseMessage]) -> dict[str, str]:
 def _message_events(message: BaseMessage, names: dict[str, str]) -> list[Event]:
     text = str(message.text).strip()
     if isinstance(message, HumanMessage):
-        return [Event("guest", text)]
+        return [Event("opener" if text == LIST_OPENER else "guest", text)]
     if isinstance(message, ToolMessage):
         return [Event("result", text, tool=message.name or names.get(message.tool_call_id))]
     if isinstance(message, AIMessage):

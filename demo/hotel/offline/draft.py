@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from pydantic import ValidationError
 
-from demo.hotel.language import (
+from demo.hotel.offline._criteria import AMENITY_PATTERNS
+from demo.hotel.offline._text import NUMBER, NUMBER_WORDS, negated, normalize
+from demo.hotel.offline.language import (
     parse_amenities,
     parse_budget,
     parse_dates,
     parse_distances,
     parse_room_type,
 )
-from demo.hotel.language_criteria import AMENITY_PATTERNS
-from demo.hotel.language_text import negated, normalize
 from demo.hotel.types import (
     Amenity,
     DateRange,
@@ -36,7 +36,11 @@ _CLAUSES = re.compile(r"[,;.!?]|\bbut\b|\band\b|\balso\b|\bplus\b")
 _DROP = re.compile(
     r"\b(?:drop|remove|forget(?: about)?|skip|without|no longer need|take out|scrap)\b[^,;.]*$"
 )
-_ANY_ROOM = re.compile(r"\bany (?:room|room type|kind of room|bed)\b|\broom type doesn'?t matter\b")
+_ANY_ROOM = re.compile(
+    r"\bany (?:room|room type|kind of room|bed)\b|\broom type doesn'?t matter\b"
+    r"|\b(?:drop|remove|forget(?: about)?|scrap|skip|ditch|lose) (?:the |a |my )?(?:suite|room type"
+    r"|room preference|two beds|one bed|king|queen|double)s?\b"
+)
 _ANYWHERE = re.compile(
     r"\banywhere\b|\bany distance\b|\bdistance doesn'?t matter\b|\bno distance limit"
 )
@@ -126,11 +130,17 @@ class Draft:
         return asks
 
     def heard(self, text: str, today: date) -> Draft:
-        """The draft after the guest says ``text``."""
+        """The draft after the guest says ``text``: what it names changes, the rest stays."""
         draft = self
-        dates = parse_dates(text, today)
+        anchored = self.dates and not _RELATIVE.search(normalize(text))
+        dates = parse_dates(text, self.dates[0].start if anchored else today)
         if dates:
-            draft = replace(draft, dates=tuple(dates))
+            draft = replace(draft, dates=_moved(self.dates, tuple(dates), normalize(text)))
+        elif self.dates:
+            said = _PRICE.sub(" ", normalize(text))
+            draft = replace(draft, dates=_corrected(self.dates, said))
+        if _DROP_BUDGET.search(normalize(text)):
+            draft = replace(draft, budget_min=None, budget_max=None)
         draft = _with_distances(_with_room(_with_budget(draft, text), text), text)
         return replace(draft, amenities=_amenities(draft.amenities, text))
 
@@ -147,7 +157,89 @@ class Draft:
             return replace(self, amenities=tuple(a for a in self.amenities if a != value))
         if field == "room_type":
             return replace(self, room_type=None)
-        return replace(self, **{field: float(value) if value else None})
+        number = float(value) if value else None
+        if field == "budget_max":
+            return replace(self, budget_max=number)
+        if field == "budget_min":
+            return replace(self, budget_min=number)
+        if field == "airport":
+            return replace(self, airport=number)
+        return replace(self, downtown=number)
+
+
+_DROP_BUDGET = re.compile(
+    r"\b(?:drop|remove|forget(?: about)?|scrap|no|without|ditch|lose|clear|take off)"
+    r"\s+(?:the\s+|a\s+|my\s+|any\s+)?(?:budget|price limit|price cap|max(?:imum)? price)\b"
+)
+_NIGHTS = re.compile(rf"\b(?P<n>\d+|{NUMBER}|a) (?P<unit>nights?|weeks?)\b")
+_LONGER = re.compile(
+    rf"\b(?:add|one more|an extra|extra|another|extend(?: it)? by)\s*"
+    rf"(?P<n>\d+|{NUMBER}|a|an)?\s*(?:more\s+)?nights?\b"
+)
+_SHORTER = re.compile(
+    rf"\b(?:(?P<n>\d+|{NUMBER}|a|an|one) nights? (?:less|fewer|shorter)"
+    r"|(?:cut|drop|remove|shorten(?: it)? by) (?:a|one|(?P<m>\d+)) nights?)\b"
+)
+_LATER = re.compile(
+    rf"\b(?:arriv\w*|check(?:ing)?[ -]?in|start\w*|come|coming)\s+"
+    rf"(?:(?P<n>\d+|{NUMBER}|a|an|one) days? )?(?P<dir>later|earlier)\b"
+)
+
+
+_PRICE = re.compile(
+    r"(?:\$\s?\d[\d,]*|\d{2}[\d,]*)(?:\.\d+)?\s*(?:dollars|bucks|usd)?\s*(?:a|per|/|each)\s*night"
+)
+_RELATIVE = re.compile(
+    r"\b(?:today|tonight|tomorrow|week|weekend|month|next|this|monday|tuesday|wednesday|thursday"
+    r"|friday|saturday|sunday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|\d/\d|\d-\d"
+)
+"""Dates resolved against today; any other day ("the 8th") belongs to the stay being planned."""
+_CHECK_OUT = re.compile(r"\bcheck(?:ing)?[ -]?out\b|\bleav\w*|\bdepart\w*")
+_CHECK_IN = re.compile(r"\bcheck(?:ing)?[ -]?in\b|\barriv\w*")
+
+
+def _moved(
+    current: tuple[DateRange, ...], said: tuple[DateRange, ...], text: str
+) -> tuple[DateRange, ...]:
+    """A single day named as the check-out (or check-in) moves only that end of the stay."""
+    if not current or len(said) != 1 or (said[0].end - said[0].start).days != 1:
+        return said
+    day = said[0].start
+    start, end = current[0].start, current[-1].end
+    try:
+        if _CHECK_OUT.search(text) and not _CHECK_IN.search(text):
+            return (DateRange(start=start, end=day),)
+        if _CHECK_IN.search(text) and not _CHECK_OUT.search(text):
+            return (DateRange(start=day, end=end if day < end else day + (end - start)),)
+    except ValueError:
+        return said
+    return said
+
+
+def _count(token: str | None) -> int:
+    if not token or token in ("a", "an"):
+        return 1
+    return int(token) if token.isdigit() else NUMBER_WORDS.get(token, 1)
+
+
+def _corrected(dates: tuple[DateRange, ...], said: str) -> tuple[DateRange, ...]:
+    """Date corrections that name no date: "for 3 nights", "one more night", "a day later"."""
+    start, end = dates[0].start, dates[-1].end
+    try:
+        if (found := _LONGER.search(said)) is not None:
+            return (DateRange(start=start, end=end + timedelta(days=_count(found["n"]))),)
+        if (found := _SHORTER.search(said)) is not None:
+            days = _count(found["n"] or found["m"])
+            return (DateRange(start=start, end=end - timedelta(days=days)),)
+        if (found := _LATER.search(said)) is not None:
+            days = _count(found["n"]) * (1 if found["dir"] == "later" else -1)
+            return (DateRange(start=start + timedelta(days=days), end=end),)
+        if (found := _NIGHTS.search(said)) is not None:
+            days = _count(found["n"]) * (7 if found["unit"].startswith("week") else 1)
+            return (DateRange(start=start, end=start + timedelta(days=days)),)
+    except ValueError:
+        return dates
+    return dates
 
 
 def _with_budget(draft: Draft, text: str) -> Draft:
@@ -164,10 +256,10 @@ def _with_budget(draft: Draft, text: str) -> Draft:
 
 
 def _with_room(draft: Draft, text: str) -> Draft:
+    if _ANY_ROOM.search(normalize(text)):
+        return replace(draft, room_type=None)
     room = parse_room_type(text)
-    if room is not None:
-        return replace(draft, room_type=room)
-    return replace(draft, room_type=None) if _ANY_ROOM.search(normalize(text)) else draft
+    return draft if room is None else replace(draft, room_type=room)
 
 
 def _with_distances(draft: Draft, text: str) -> Draft:

@@ -13,7 +13,12 @@ from datetime import date
 
 from langchain_core.messages import AIMessage
 
-from demo.hotel.language import (
+from demo.hotel import catalog
+from demo.hotel.offline._text import normalize
+from demo.hotel.offline.asking import is_question
+from demo.hotel.offline.conversation import Conversation, Event
+from demo.hotel.offline.draft import Draft
+from demo.hotel.offline.language import (
     is_affirmative,
     is_negative,
     mentions_portland,
@@ -21,9 +26,6 @@ from demo.hotel.language import (
     wants_to_quit,
     wants_to_see_criteria,
 )
-from demo.hotel.language_text import normalize
-from demo.hotel.offline.conversation import Conversation, Event
-from demo.hotel.offline.draft import Draft
 from demo.hotel.offline.reply import call, say
 
 GREETING = "Hello! I'm the HotelFlow assistant: I find and book hotels around Portland."
@@ -40,12 +42,37 @@ DECLINE = (
 _SEARCH = re.compile(
     r"\bsearch\b|\bshow me\b|\bgo ahead\b|\blet'?s see\b|\bwhat do you have\b"
     r"|\bwhat'?s available\b|\blook (?:it|them) up\b|\bfind (?:them|it|hotels|me some hotels)\b"
+    r"|^\W*(?:ok\W+)?(?:go|do it|let'?s go|go for it|run it|shoot|hit it)\W*$"
 )
 _NOTHING_MORE = re.compile(
     r"\bthat'?s (?:all|it|everything)\b|\bnothing (?:else|more)\b|\bno more\b|\bnone\b"
     r"|\bno(?: other)? preferences?\b|\banything\b|\bwhatever\b|\bdoesn'?t matter\b"
     r"|\bdon'?t (?:care|mind)\b|\bnot really\b"
 )
+QUESTIONS = (
+    ("budget", 'What is your budget per night? (or "no preference")'),
+    ("room", 'Which room type would you like: one bed, two beds or a suite? (or "skip")'),
+    (
+        "amenities",
+        'Any amenities you need, such as wifi, parking, a pool, a gym or pets? (or "none")',
+    ),
+    (
+        "distance",
+        'Any limit on the distance to the airport or downtown, in miles? (or "no preference")',
+    ),
+)
+"""The optional criteria, asked one at a time in this order."""
+
+_SKIP = re.compile(
+    r"\b(?:no preferences?|skip|none|nope|no|nah|n/a|doesn'?t matter|don'?t care|don'?t mind"
+    r"|any(?:thing| is fine| will do)?|whatever|not really|not important|no thanks|pass|next"
+    r"|no need|nothing|flexible|either|all good|fine)\b"
+)
+_SKIP_ALL = re.compile(
+    r"\bskip (?:the )?(?:rest|all|everything|the questions)\b|\bstop asking\b"
+    r"|\b(?:no|enough) (?:more )?questions\b|\bthat'?s (?:all|everything|it)\b|\bnothing else\b"
+)
+"""An answer to a criteria question that skips all the remaining ones."""
 _UNSURE = re.compile(r"\bi don'?t know\b|\bnot sure\b|\bno idea\b|\bdunno\b|\bflexible\b")
 
 
@@ -59,6 +86,7 @@ class Reading:
     first_contact: bool = True
     said_before: str = ""  # what the assistant said just before the newest guest message
     heard: bool = False  # the newest guest message changed the criteria
+    answered: frozenset[str] = frozenset()  # optional criteria given or skipped
 
 
 def read(conversation: Conversation) -> Reading:
@@ -82,16 +110,44 @@ def read(conversation: Conversation) -> Reading:
 
 
 def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
-    draft = reading.draft.heard(event.text, today)
+    asks_about = about_a_hotel(event.text)
+    draft = reading.draft if asks_about else reading.draft.heard(event.text, today)
     confirmed = AREA_QUESTION in said and is_affirmative(event.text)
     return replace(
         reading,
+        answered=reading.answered | _answers(reading.draft, draft, event.text, said),
         draft=draft,
         portland=reading.portland or confirmed or mentions_portland(event.text),
         first_contact=reading.first_contact and not said and not reading.searched,
         said_before=said,
         heard=draft != reading.draft,
     )
+
+
+def about_a_hotel(text: str) -> str | None:
+    """The hotel a question names ("does the Riverside Inn have a pool?").
+
+    A question about a hotel is no search criterion, even when it names an amenity.
+    """
+    named = catalog.mentioned_hotels(text) if is_question(text) else []
+    return named[0].name if named else None
+
+
+def _answers(before: Draft, after: Draft, text: str, said: str) -> frozenset[str]:
+    """The optional criteria this message gives, or skips when it answers their question."""
+    given = {
+        "budget": (before.budget_min, before.budget_max) != (after.budget_min, after.budget_max),
+        "room": before.room_type != after.room_type,
+        "amenities": before.amenities != after.amenities,
+        "distance": (before.airport, before.downtown) != (after.airport, after.downtown),
+    }
+    found = {key for key, changed in given.items() if changed}
+    asked = next((key for key, question in QUESTIONS if question in said), None)
+    if asked and not found and _SKIP.search(normalize(text)):
+        found.add(asked)
+    if asked and _SKIP_ALL.search(normalize(text)):
+        found |= {key for key, _ in QUESTIONS}
+    return frozenset(found)
 
 
 def _json(text: str) -> dict[str, object] | None:
@@ -117,6 +173,13 @@ def decide(conversation: Conversation) -> AIMessage:
         return search(reading.draft.with_advice(reading.said_before))
     if wants_to_see_criteria(text):
         return say(recap(reading.draft))
+    hotel = about_a_hotel(text)
+    if hotel is not None:
+        follow = _next_question(reading) if reading.draft.dates else DATES_QUESTION
+        return say(
+            f"I can tell you all about {hotel} once it is in your list of hotels — I search "
+            f"with your dates and criteria first. {follow}"
+        )
     if _wants_change(text, reading):
         return say(recap(reading.draft, "What would you like to change?"))
     if not reading.draft.dates:
@@ -124,12 +187,29 @@ def decide(conversation: Conversation) -> AIMessage:
     if _wants_search(text, reading):
         return search(reading.draft)
     trouble = _date_trouble(reading, conversation.today())
-    return say(_greeted(reading, trouble or _offer_search(reading)))
+    return say(_greeted(reading, trouble or _next_question(reading)))
+
+
+def _next_question(reading: Reading) -> str:
+    """The next optional criterion not yet given nor skipped; then the summary."""
+    opening = f"Got it: {reading.draft.brief()}." if reading.heard else "Noted."
+    if SEARCH_OFFER in reading.said_before and not reading.heard:
+        opening = "Sorry, I didn't quite catch that."
+    if not reading.searched:
+        for key, question in QUESTIONS:
+            if key not in reading.answered:
+                return f"{opening} {question}"
+    return (
+        f"Here is your search:\n{reading.draft.criteria().summary()}\n"
+        f"Anything to change, or {SEARCH_OFFER}"
+    )
 
 
 def _date_trouble(reading: Reading, today: date) -> str | None:
-    """Dates that no search would accept (in the past, too long), said at once and again until
-    they change, never answered with an offer to search."""
+    """Dates that no search would accept (in the past, too long).
+
+    They are said at once, and again until they change, never answered with an offer to search.
+    """
     problems = reading.draft.criteria().date_problems(today)
     if not problems:
         return None
@@ -147,8 +227,14 @@ def search(draft: Draft) -> AIMessage:
 
 
 def _has_nothing_more(text: str, reading: Reading) -> bool:
-    """ "That's all" after "anything else?" means "search", not "goodbye"."""
-    return SEARCH_OFFER in reading.said_before and bool(_NOTHING_MORE.search(normalize(text)))
+    """Whether "that's all" answers a question of ours: it skips the rest, or means "search".
+
+    It is no goodbye then.
+    """
+    said = normalize(text)
+    if any(question in reading.said_before for _, question in QUESTIONS):
+        return bool(_SKIP_ALL.search(said))
+    return SEARCH_OFFER in reading.said_before and bool(_NOTHING_MORE.search(said))
 
 
 def _greeted(reading: Reading, text: str) -> str:
@@ -176,6 +262,8 @@ def _ask_dates(text: str, reading: Reading) -> str:
             "No problem. I need at least rough dates to check prices: when would you like to "
             f"arrive, and for how many nights? {DATES_EXAMPLE}"
         )
+    if _SEARCH.search(normalize(text)):
+        return f"I need your dates before I can search. {DATES_QUESTION} {DATES_EXAMPLE}"
     if reading.first_contact or is_affirmative(text) or mentions_portland(text):
         return f"Great! {DATES_QUESTION}"
     return f"Sorry, I didn't catch any dates. {DATES_QUESTION} {DATES_EXAMPLE}"
@@ -187,36 +275,18 @@ def _wants_search(text: str, reading: Reading) -> bool:
         return True
     if reading.searched and reading.heard:
         return True
-    if SEARCH_OFFER not in reading.said_before:
+    if SEARCH_OFFER not in reading.said_before or reading.heard:
         return False
-    answered = is_affirmative(text) or is_negative(text) or _NOTHING_MORE.search(said)
-    return bool(reading.heard or answered or _UNSURE.search(said))
+    answered = is_affirmative(text) or _NOTHING_MORE.search(said) or is_negative(text)
+    return bool(answered or _UNSURE.search(said))
 
 
 def _wants_change(text: str, reading: Reading) -> bool:
-    """ "Change the dates", or "no" to a suggested change, without saying what instead."""
+    """A wish to change ("change the dates", or "no" to a suggestion) that names no new value."""
     if reading.heard or _SEARCH.search(normalize(text)):
         return False
     declined = RELAX_OFFER in reading.said_before and is_negative(text)
     return declined or (reading.searched and wants_new_search(text))
-
-
-def _offer_search(reading: Reading) -> str:
-    draft = reading.draft
-    missing = draft.missing()
-    if SEARCH_OFFER in reading.said_before and not reading.heard:
-        opening = "Sorry, I didn't quite catch that."
-    else:
-        opening = f"Got it: {draft.brief()}."
-    if not missing:
-        return f"{opening} Anything to change, or {SEARCH_OFFER}"
-    return f"{opening} Anything else — {_either(missing)}? Tell me, or {SEARCH_OFFER}"
-
-
-def _either(items: list[str]) -> str:
-    if len(items) == 1:
-        return items[0]
-    return ", ".join(items[:-1]) + ("," if len(items) > 2 else "") + " or " + items[-1]
 
 
 def recap(draft: Draft, question: str | None = None) -> str:

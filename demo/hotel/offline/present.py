@@ -1,4 +1,9 @@
-"""The offline model in PresentStep: show the list, then book, compare or search again."""
+"""The offline model in PresentStep: page and sort the list, answer questions, book on a choice.
+
+Only an explicit choice books ("book #8", "I'll take the Riverside", or a bare "3" answering the
+list); a question is answered from the catalog and changes nothing; when it is unclear which
+hotel the guest means, it asks.
+"""
 
 from __future__ import annotations
 
@@ -8,70 +13,242 @@ from datetime import date
 
 from langchain_core.messages import AIMessage
 
-from demo.hotel import catalog
-from demo.hotel.language import (
+from demo.hotel.formats import PAGE, PAGE_SIZE, SORTED_BY, read_page
+from demo.hotel.offline.asking import (
+    is_choice,
+    is_question,
+    page_move,
+    sort_request,
+    topic_of,
+)
+from demo.hotel.offline.conversation import Conversation, Offer
+from demo.hotel.offline.language import (
+    is_affirmative,
+    is_negative,
     parse_amenities,
     parse_budget,
     parse_dates,
     parse_distances,
     parse_room_type,
-    parse_selection,
     wants_new_search,
-    wants_to_book,
     wants_to_compare,
     wants_to_quit,
     wants_to_see_criteria,
 )
-from demo.hotel.offline.conversation import Conversation, Offer
 from demo.hotel.offline.reply import call, say
+from demo.hotel.offline.selection import Selection, not_listed, select
 
-_NUMBER = re.compile(r"(?:#|\bnumber\s*|\bno\.?\s*|^\s*)(\d+)\b")
-"""A list number the guest typed: "#7", "number 7", "7"."""
+BOOK_OFFER = "Shall I book {name}?"
+"""The confirmation question; a "yes" to it books that hotel."""
 
-_SEARCH = re.compile(r"\bsearch\b")
-
-LIST_HINT = (
-    "Tell me the number or name of the hotel you'd like to book, ask me to compare some of them "
-    '(for example "compare 1 and 3 on price"), or tell me what to change in your search.'
+_BOOK_OFFER = re.compile(r"Shall I book (?P<name>.+?)\?")
+_SHOW_LIST = re.compile(
+    r"^(?:(?:please|ok|okay|can you|could you)\s+)*(?:show|see|give|display|repeat|list)\b"
+    r"[^,.;]{0,20}\b(?:list|hotels|results|options|them|again)\b[?.! ]*$"
+    r"|\b(?:see|show|view|display)\b[^,.;]{0,20}\b(?:the|that|this) (?:list|results)\b"
 )
+_DONE_COMPARING = re.compile(
+    r"\b(?:done|finished|stop|enough|no more)\s+compar"
+    r"|\b(?:exit|leave|close|quit)\s+(?:the\s+)?compar"
+)
+_BACK_TO_LIST = re.compile(
+    r"\b(?:back|return|go back|take me back)\b[^,.;]{0,15}\b(?:list|results|hotels|options)\b"
+    r"|^\W*(?:ok(?:ay)?\W+)?(?:let'?s )?go back\W*$"
+)
+_GENERIC_ONLY = re.compile(
+    r"(?:\W*\b(?:the|a|an|and|or|&|hotels?|inns?|lodges?|suites?|motels?|guesthouses?)\b)+\W*"
+)
+"""Only words every hotel name could have: they name no hotel and ask for nothing."""
+_SEARCH_VERBS = re.compile(
+    r"\b(?:look(?:ing)? for|search(?:ing)? for|find|instead|rather|switch to|change to)\b"
+)
+_FOLLOW_UP = re.compile(r"\W*(?:and|what about|how about|same for|also)\b", re.IGNORECASE)
+_TENTATIVE = re.compile(r"\b(?:maybe|how about|what about|perhaps)\b")
+_IT = re.compile(r"\b(?:it|this one|that one)\b")
+_SEARCH = re.compile(r"\bsearch\b|\blook again\b|\bstart over\b")
+_FILLER = re.compile(
+    r"\b(?:the|number|no|option|hotel|choice|one|please|pls|ok|okay|yes|yeah|i think|i guess"
+    r"|that|it|is|it's|let's|lets|go|with|for|i|i'd|i'll|take|book|reserve|we|would"
+    r"|will|me|us|can|could|you|just|then|so|sure|hmm|um|and|a|room|there|at|in|to|do|pick"
+    r"|choose|select|that's|mine|thanks|thank)\b|[#.,!?;:'\-()]"
+)
+"""Words that may surround a bare pick ("number 3 please") without making it something else."""
 
 
 def decide(conversation: Conversation) -> AIMessage:
     """Act on the guest's message; when there is nothing to act on, show the list."""
-    offers = conversation.offers()
     result = conversation.tool_result()
     if result is not None:
-        return say(f"{relay(result.text)}\n\n{hotel_list(conversation)}")
+        return say(f"{relay(result.text)} Which hotel do you mean? Give me its number or name.")
     text = conversation.guest_text()
-    if wants_to_quit(text):
+    page, _ = read_page(conversation.label(PAGE))
+    if conversation.opened() or not text.strip():
+        return call("show_hotels", page=page)
+    if wants_to_quit(text) and not is_question(text):
         return call("end_chat")
+    return _act(text, conversation, page)
+
+
+def _act(text: str, conversation: Conversation, page: int) -> AIMessage:
+    offers = conversation.offers()
+    shown = shown_page(offers, page)
+    listing = sort_request(text) or re.search(r"\bpage \d", text.lower())
+    if listing and not wants_to_compare(text):
+        return _list_move(text, page, len(offers)) or say(_list_hint(offers))
+    if _GENERIC_ONLY.fullmatch(text.lower().strip()):
+        return say(f"Which one do you mean? {_list_hint(offers)}")
+    near = "airport" if conversation.label(SORTED_BY) == "airport" else "downtown"
+    picks = select(text, offers, shown, near=near)
     unlisted = not_listed(text, offers)
     if unlisted:
-        return say(f"{unlisted} is not in this list. {hotel_list(conversation)}")
-    if wants_to_compare(text):
-        picks = picked(text, offers) or recent_picks(conversation, offers)
-        return call("go_compare", hotels=[offer.name for offer in picks])
-    if wants_to_book(text):
-        return book(picked(text, offers), conversation)
+        return say(f"{unlisted} is not in this list. {_list_hint(offers)}")
+    if picks.missing:
+        return say(out_of_range(picks, offers))
+    if _DONE_COMPARING.search(text.lower()) or _BACK_TO_LIST.search(text.lower()):
+        return call("show_hotels", page=page)
+    if wants_to_compare(text) and not is_choice(text) and not conversation.forwarded():
+        chosen = list(picks.hotels) or recent_picks(conversation, offers)
+        if _IT.search(text.lower()):
+            chosen = [o for o in focus(conversation, offers) if o not in chosen] + chosen
+        return call("go_compare", hotels=[offer.name for offer in chosen])
+    if wants_to_see_criteria(text):
+        return call("search_again")
+    move = _list_move(text, page, len(offers)) if not picks.hotels else None
+    return move or _respond(text, conversation, offers, picks)
+
+
+def _respond(
+    text: str, conversation: Conversation, offers: Sequence[Offer], picks: Selection
+) -> AIMessage:
+    """A question, a choice, a change of search, or a pick to confirm."""
+    if _SEARCH_VERBS.search(text.lower()) and not picks.hotels and changes_search(text):
+        return call("search_again")
+    if is_question(text) and not is_choice(text):
+        return ask_about(text, picks, conversation, offers)
+    if is_choice(text) and len(picks.hotels) == 1:
+        return call("chosen_hotel", hotel=picks.hotels[0].name)
     if changes_search(text):
         return call("search_again")
-    picks = picked(text, offers)
-    if len(picks) > 1:
-        return say(f"Would you like to compare {_names(picks)}, or book one of them?")
-    if picks:
-        return book(picks, conversation)
-    return say(_unclear(text, conversation) + hotel_list(conversation))
+    confirmed = _confirmed(text, conversation, offers)
+    if confirmed is not None:
+        return confirmed
+    if is_choice(text) or _bare(text, picks):
+        return book(list(picks.hotels) or focus(conversation, offers), conversation)
+    if len(picks.hotels) == 1:
+        return say(f"{BOOK_OFFER.format(name=picks.hotels[0].name)} Or ask me about it.")
+    if picks.hotels:
+        return say(f"Would you like to compare {names(picks.hotels)}, or book one of them?")
+    return say(f"Sorry, I didn't catch which hotel you mean. {_list_hint(offers)}")
 
 
-def _unclear(text: str, conversation: Conversation) -> str:
-    """Nothing to act on: first presentation, or a message that picks nothing in the list."""
-    if not any(event.kind == "said" for event in conversation.events()):
-        return ""
-    count = len(conversation.offers())
-    number = _NUMBER.search(text)
-    if number and int(number.group(1)) > count:
-        return f"There is no number {number.group(1)}: the list has {count}. "
-    return "Sorry, I didn't catch which hotel you mean. "
+def shown_page(offers: Sequence[Offer], page: int) -> list[Offer]:
+    """The hotels of the page the guest sees (the prompt lists them in the order shown)."""
+    return list(offers[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]) or list(offers[:PAGE_SIZE])
+
+
+def out_of_range(picks: Selection, offers: Sequence[Offer]) -> str:
+    """Say which numbers are not on the list, with its size, and offer the rest."""
+    wrong = " or ".join(str(number) for number in picks.missing)
+    head = f"There is no number {wrong}: the list has {len(offers)} hotels (1 to {len(offers)})."
+    if len(picks.hotels) == 1:
+        return f"{head} {BOOK_OFFER.format(name=picks.hotels[0].name)}"
+    if picks.hotels:
+        return f"{head} Shall I go on with {names(picks.hotels)}?"
+    return f"{head} Which one do you mean?"
+
+
+def _list_move(text: str, page: int, count: int) -> AIMessage | None:
+    order = sort_request(text)
+    if order is not None:
+        return call("show_hotels", page=1, sort_by=order)
+    move = page_move(text)
+    if move is None:
+        return call("show_hotels", page=page) if _SHOW_LIST.search(text.lower()) else None
+    pages = max(1, -(-count // PAGE_SIZE))
+    if move == "next":
+        if page >= pages:
+            return say(f"That's all of them: the list has {count} hotels, all shown.")
+        return call("show_hotels", page=page + 1)
+    if move == "previous":
+        return call("show_hotels", page=max(1, page - 1))
+    return call("show_hotels", page=min(max(1, int(move)), pages))
+
+
+def ask_about(
+    text: str, picks: Selection, conversation: Conversation, offers: Sequence[Offer]
+) -> AIMessage:
+    """Answer from the catalog about the hotels asked about: named, "it", or the whole list."""
+    hotels = list(picks.hotels)
+    topic = topic_of(without_names(text, hotels))
+    if not hotels and re.search(r"\b(?:it|its|it's|this one|that one|there)\b", text.lower()):
+        hotels = focus(conversation, offers)
+        if not hotels:
+            return say("Which hotel do you mean? Give me its number or name.")
+    if topic == "overview" and len(text.split()) <= 4 and (hotels or _FOLLOW_UP.match(text)):
+        topic = _last_topic(conversation) or topic  # "and number 5?" asks the same again
+        if topic == "overview" and len(hotels) == 1 and _TENTATIVE.search(text.lower()):
+            return say(f"{BOOK_OFFER.format(name=hotels[0].name)} Or ask me about it.")
+    if not hotels and topic == "overview":
+        return say(
+            "I can tell you about any hotel of the list — its amenities, price, room types, "
+            "distances or surroundings. Which one, and what would you like to know? "
+            + _list_hint(offers)
+        )
+    return call("answer_question", hotels=[o.name for o in hotels], topic=topic)
+
+
+def without_names(text: str, offers: Sequence[Offer]) -> str:
+    """Hotel names hide topic words ("Tualatin Valley Conference Hotel" is no meeting room)."""
+    for offer in offers:
+        for word in offer.name.split():
+            text = re.sub(rf"\b{re.escape(word)}\b", " ", text, flags=re.IGNORECASE)
+    return text
+
+
+def _last_topic(conversation: Conversation) -> str | None:
+    for event in reversed(conversation.events()):
+        if event.kind == "call" and event.tool == "answer_question":
+            return str((event.args or {}).get("topic") or "") or None
+    return None
+
+
+def _confirmed(text: str, conversation: Conversation, offers: Sequence[Offer]) -> AIMessage | None:
+    """A yes (or no) to "Shall I book X?"."""
+    offer = _BOOK_OFFER.search(_said_before(conversation))
+    if offer is None:
+        return None
+    if is_negative(text):
+        return say(f"No problem. {_list_hint(offers)}")
+    if is_affirmative(text) and not select(text, offers, offers).hotels:
+        return call("chosen_hotel", hotel=offer["name"])
+    return None
+
+
+def _said_before(conversation: Conversation) -> str:
+    events = conversation.events()
+    for event in reversed(events[:-1]):
+        if event.kind == "said":
+            return event.text
+        if event.kind in ("guest", "call"):
+            return ""
+    return ""
+
+
+def _bare(text: str, picks: Selection) -> bool:
+    """A pick with nothing else around it ("3", "number 3 please", "the Riverside Inn")."""
+    if len(picks.hotels) != 1:
+        return False
+    rest = text.lower()
+    hotel = picks.hotels[0]
+    for word in re.findall(r"[a-z0-9']+", hotel.name.lower()):
+        rest = re.sub(rf"\b{re.escape(word)}\w*", " ", rest)
+    rest = re.sub(
+        r"\d+|\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last"
+        r"|cheapest|closest|nearest|two|three|four|five|six|seven|eight|nine)\b",
+        " ",
+        rest,
+    )
+    return not _FILLER.sub(" ", rest).split()
 
 
 def book(picks: Sequence[Offer], conversation: Conversation) -> AIMessage:
@@ -79,34 +256,30 @@ def book(picks: Sequence[Offer], conversation: Conversation) -> AIMessage:
     if len(picks) == 1:
         return call("chosen_hotel", hotel=picks[0].name)
     if picks:
-        return say(f"Which one would you like to book: {_names(picks, 'or')}?")
-    lines = "\n".join(offer.line() for offer in conversation.offers())
-    return say(f"Which hotel would you like to book? Tell me its number or name.\n\n{lines}")
+        return say(f"Which one would you like to book: {names(picks, 'or')}?")
+    return say(f"Which hotel would you like to book? {_list_hint(conversation.offers())}")
 
 
-def picked(text: str, offers: Sequence[Offer]) -> list[Offer]:
-    """The listed hotels a message picks, by name or by number, in the order said."""
-    hotels = [hotel for hotel in map(catalog.get, (o.hotel_id for o in offers)) if hotel]
-    named = catalog.mentioned_hotels(text, among=hotels)
-    if named:
-        by_id = {offer.hotel_id: offer for offer in offers}
-        return [by_id[hotel.id] for hotel in named]
-    numbers = parse_selection(text, len(offers)) or []
-    return [offer for number in numbers for offer in offers if offer.number == number]
-
-
-def not_listed(text: str, offers: Sequence[Offer]) -> str | None:
-    """Hotels the guest names that the search did not find ("the Riverside Inn")."""
-    listed = {offer.hotel_id for offer in offers}
-    others = [hotel.name for hotel in catalog.mentioned_hotels(text) if hotel.id not in listed]
-    return " and ".join(others) or None
+def focus(conversation: Conversation, offers: Sequence[Offer]) -> list[Offer]:
+    """The one hotel the conversation is about: asked about or picked last ("book it")."""
+    by_name = {offer.name: offer for offer in offers}
+    for event in reversed(conversation.events()[:-1]):  # before the newest message
+        if event.kind == "call" and event.tool in ("answer_question", "chosen_hotel"):
+            hotels = (event.args or {}).get("hotels") or [(event.args or {}).get("hotel")]
+            found = [by_name[name] for name in hotels if name in by_name]
+            return found if len(found) == 1 else []
+        if event.kind == "guest":
+            picks = select(event.text, offers, offers).hotels
+            if picks:
+                return list(picks) if len(picks) == 1 else []
+    return []
 
 
 def recent_picks(conversation: Conversation, offers: Sequence[Offer]) -> list[Offer]:
     """The hotels the guest picked most recently ("compare them"), if any."""
     for event in reversed(conversation.events()):
-        if event.kind == "guest" and (picks := picked(event.text, offers)):
-            return picks
+        if event.kind == "guest" and (picks := select(event.text, offers, offers).hotels):
+            return list(picks)
     return []
 
 
@@ -120,17 +293,11 @@ def changes_search(text: str) -> bool:
     )
 
 
-def hotel_list(conversation: Conversation) -> str:
-    """The numbered list with totals, as the prompt gives it, and what the guest can do."""
-    offers = conversation.offers()
-    dates, _, found = (conversation.label("Stay") or "").partition(". Hotels found: ")
-    matches = int(re.sub(r"\D.*", "", found) or len(offers))
-    if matches > len(offers):
-        head = f"I found {matches} hotels for {dates}. Here are the {len(offers)} cheapest:"
-    else:
-        head = f"I found {len(offers)} hotel{'s' if len(offers) != 1 else ''} for {dates}:"
-    lines = "\n".join(offer.line() for offer in offers)
-    return f"{head}\n{lines}\n\n{LIST_HINT}"
+def _list_hint(offers: Sequence[Offer]) -> str:
+    return (
+        f"The list has {len(offers)} hotels, numbered 1 to {len(offers)}: tell me a number or a "
+        'name, or say "show the list".'
+    )
 
 
 def relay(result: str) -> str:
@@ -141,6 +308,7 @@ def relay(result: str) -> str:
     return f"Sorry, that didn't work: {result.split('. ')[0].rstrip('.')}."
 
 
-def _names(offers: Sequence[Offer], last: str = "and") -> str:
-    names = [f"{offer.number}. {offer.name}" for offer in offers]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" {last} " + names[-1]
+def names(offers: Sequence[Offer], last: str = "and") -> str:
+    """Hotels with their numbers, as "2. Riverside Inn and 4. Columbia Slough Lodge"."""
+    listed = [f"{offer.number}. {offer.name}" for offer in offers]
+    return listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + f" {last} " + listed[-1]

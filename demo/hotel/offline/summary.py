@@ -97,7 +97,7 @@ def _transcript_line(raw: str) -> list[str]:
 
 
 def _calls(text: str) -> list[tuple[str, object]]:
-    """ "capture_choices({...}), end_chat({})" → [(name, arguments), ...]."""
+    """Calls written as "capture_choices({...}), end_chat({})", as (name, arguments) pairs."""
     decoder, found, position = json.JSONDecoder(), [], 0
     while (name := _CALL_NAME.search(text, position)) is not None:
         try:

@@ -41,6 +41,24 @@
     sessionStorage.setItem(storageKey(flow), JSON.stringify(chat));
   }
 
+  // -- the API: with `authorize` set on the server, a 401 asks for an API key once -----------
+
+  const KEY_STORE = "picoflow.apiKey";
+
+  // fetch(), plus `Authorization: Bearer <key>` once the user has given a key for this tab.
+  async function api(path, options) {
+    for (let attempt = 0; ; attempt += 1) {
+      const headers = Object.assign({}, (options || {}).headers);
+      const key = sessionStorage.getItem(KEY_STORE);
+      if (key) headers.Authorization = "Bearer " + key;
+      const response = await fetch(path, Object.assign({}, options, { headers: headers }));
+      if (response.status !== 401 || attempt > 0) return response;
+      const entered = window.prompt("This server needs an API key. Enter yours:");
+      if (!entered || !entered.trim()) return response;
+      sessionStorage.setItem(KEY_STORE, entered.trim());
+    }
+  }
+
   // -- markdown subset: tables, lists, headings, paragraphs, **bold**, *italic*, `code` --------
 
   function escapeHtml(text) {
@@ -65,12 +83,26 @@
     return row.split(/(?<!\\)\|/).map((cell) => cell.trim().replace(/\\\|/g, "|"));
   }
 
+  // Tables often say yes/no with emoji (a green check, a red cross). Without an emoji font
+  // those are empty boxes, so cells show text marks that every common font has, coloured,
+  // with the word for screen readers.
+  const MARKS = { "\u2705": "yes", "\u2714": "yes", "\u274c": "no", "\u274e": "no", "\u2716": "no" };
+  const GLYPH = { yes: "\u2713", no: "\u2717" };
+
+  function marks(html) {
+    return html.replace(/(\u2705|\u2714|\u274c|\u274e|\u2716)\ufe0f?/g, (_, emoji) => {
+      const word = MARKS[emoji];
+      return '<span class="mark ' + word + '" role="img" aria-label="' + word + '">' +
+        GLYPH[word] + "</span>";
+    });
+  }
+
   function table(lines) {
     // The rule row's colons align columns: ":-:" centre, "-:" right (prices read better).
     const align = cells(lines[1]).map((c) =>
       c.endsWith(":") ? (c.startsWith(":") ? ' class="center"' : ' class="right"') : "");
     const row = (line, tag) => cells(line).map((c, n) =>
-      "<" + tag + (align[n] || "") + ">" + inline(c) + "</" + tag + ">").join("");
+      "<" + tag + (align[n] || "") + ">" + marks(inline(c)) + "</" + tag + ">").join("");
     const head = row(lines[0], "th");
     const body = lines.slice(2).map((line) => "<tr>" + row(line, "td") + "</tr>");
     return '<div class="table-wrap"><table><thead><tr>' + head + "</tr></thead><tbody>" +
@@ -244,7 +276,7 @@
     try {
       const headers = { "Content-Type": "application/json" };
       if (chat.session) headers[SESSION_HEADER] = chat.session;
-      const response = await fetch("ai/stream", {
+      const response = await api("ai/stream", {
         method: "POST", headers: headers, body: JSON.stringify({ flowName: flow, message: text }),
       });
       if (!response.ok) {
@@ -278,7 +310,7 @@
       const headers = {};
       headers[SESSION_HEADER] = chat.session;
       try {
-        await fetch("ai/end", { method: "POST", headers: headers });
+        await api("ai/end", { method: "POST", headers: headers });
       } catch (error) {
         // Ending is a courtesy to the server; the next message starts a new session anyway.
       }
@@ -299,7 +331,12 @@
   }
 
   async function start() {
-    const response = await fetch("ai/flows");
+    const response = await api("ai/flows");
+    if (!response.ok) {
+      addNote((await response.json()).message);
+      setBusy(true);
+      return;
+    }
     const names = await response.json();
     names.forEach((name) => ui.flow.add(new Option(name, name)));
     const wanted = new URLSearchParams(window.location.search).get("flow");

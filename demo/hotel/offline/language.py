@@ -11,7 +11,7 @@ The implementation is split by subject; this module is the one place to import f
 
 from __future__ import annotations
 
-from demo.hotel.language_criteria import (
+from demo.hotel.offline._criteria import (
     WALKING_MILES,
     Budget,
     DistanceLimits,
@@ -20,8 +20,8 @@ from demo.hotel.language_criteria import (
     parse_distances,
     parse_room_type,
 )
-from demo.hotel.language_dates import parse_dates, strip_dates
-from demo.hotel.language_intents import (
+from demo.hotel.offline._dates import parse_dates, strip_dates
+from demo.hotel.offline._intents import (
     is_affirmative,
     is_negative,
     mentions_portland,

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from demo.hotel.language_text import NUMBER_WORDS, normalize
+from demo.hotel.offline._text import NUMBER_WORDS, normalize
 from demo.hotel.types import DateRange
 
 _MONTH = (
@@ -249,13 +249,82 @@ def _part(
     return 1, DateRange.single(resolver.resolve(first, anchor))
 
 
+_MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)  # fmt: skip
+_RELATIVE_MONTH = re.compile(r"\b(?:of\s+|in\s+)?(?P<which>next|this|the coming) month\b")
+_WEEKEND = re.compile(
+    r"\b(?:(?P<next>next)|this|the|over the|this coming) weekend\b(?!\s+(?:of|after|before)\b)"
+)
+_DAY_RANGE = re.compile(
+    r"\b(?:(?:from|between)\s+(?:the\s+)?(?P<a>\d{1,2})(?:st|nd|rd|th)?"
+    r"|(?:the\s+)?(?P<b>\d{1,2})(?:st|nd|rd|th))"
+    r"(?=\s*(?:-|to|and|until|till|through|thru)\s*(?:the\s+)?\d{1,2}(?:st|nd|rd|th)?\b"
+    r"(?!\s*(?:nights?|beds?|miles?|mi\b|people|guests|\$)))"
+)
+_ORDINAL_DAY = re.compile(r"\b(?:on\s+|from\s+|the\s+)+(?P<c>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)")
+
+
+_PER_NIGHT = re.compile(
+    r"(?:\$\s?\d[\d,]*|\d{2}[\d,]*)(?:\.\d+)?\s*(?:dollars|bucks|usd)?\s*(?:a|per|/|each)\s*night"
+)
+"""A price per night ("$180 a night") is no one-night stay."""
+
+
+def _spaces(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
+def _with_month(text: str, today: date) -> str:
+    """Day numbers without a month get one; "this weekend" becomes Friday to Sunday.
+
+    "The 3rd to the 7th" is in this month, or in the next when that day has passed; "next
+    month" says which month it is.
+    """
+    this = "today to sunday" if today.weekday() in (4, 5) else "friday to sunday"
+    text = _WEEKEND.sub(lambda m: "next friday to sunday" if m["next"] else this, text)
+    month = None
+    relative = _RELATIVE_MONTH.search(text)
+    if relative:
+        month = today.month + (0 if relative["which"] == "this" else 1)
+        text = text[: relative.start()] + " " + text[relative.end() :]
+    if re.search(rf"\b(?:{_MONTH})\b(?!\s+(?:i|we|you)\b)|\d/\d|\d-\d\d?-", text):
+        return text
+    found = _DAY_RANGE.search(text) or _ORDINAL_DAY.search(text)
+    if found is None:
+        return text
+    group = next(g for g in ("a", "b", "c") if found.groupdict().get(g))
+    day = int(found[group])
+    if month is None:
+        month = today.month if day >= today.day else today.month + 1
+    name = _MONTH_NAMES[(month - 1) % 12]
+    year = today.year + (month - 1) // 12
+    insert = f" of {name}" + (f" {year}" if year != today.year else "")
+    return (
+        text[: found.end(group)]
+        + _suffix(day)
+        + insert
+        + text[found.end(group) :].removeprefix(_suffix_in(text, found.end(group)))
+    )
+
+
+def _suffix(day: int) -> str:
+    return "th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+
+
+def _suffix_in(text: str, at: int) -> str:
+    found = re.match(r"st|nd|rd|th", text[at : at + 2])
+    return found.group(0) if found else ""
+
+
 def parse_dates(text: str, today: date) -> list[DateRange] | None:
     """The stay described in ``text`` as check-in/check-out ranges, or None if no dates are given.
 
     Dates that have passed are returned as written (validation reports them); impossible dates
     and reversed ranges give None.
     """
-    normalized = normalize(text)
+    normalized = _with_month(_PER_NIGHT.sub(_spaces, normalize(text)), today)
     mentions = _scan(normalized)
     if not any(m.kind != "duration" for m in mentions):
         return None

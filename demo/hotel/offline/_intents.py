@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from demo.hotel.language_criteria import AMENITY_PATTERNS
-from demo.hotel.language_text import NUMBER_WORDS, ORDINAL_WORDS, negated, normalize, to_int
+from demo.hotel.offline._criteria import AMENITY_PATTERNS
+from demo.hotel.offline._text import NUMBER_WORDS, ORDINAL_WORDS, negated, normalize, to_int
 
 # --- selection ----------------------------------------------------------------------------------
 
@@ -116,10 +116,15 @@ def parse_feature(text: str) -> str | None:
 # --- intents ------------------------------------------------------------------------------------
 
 _QUIT = re.compile(
-    r"\b(?:bye|goodbye|good bye|quit|exit|stop|forget it|end (?:the )?(?:chat|conversation))\b"
-    r"|\bi'?m (?:all )?done\b(?!\s+(?:compar|look|search|brows|choos|pick))"
-    r"|\bnever ?mind\b|\bthat'?s all\b|\bno more questions\b"
+    r"\b(?:bye|goodbye|good bye|bye bye|farewell|see you|see ya)\b"
+    r"|\b(?:end|close|stop|quit|exit|leave) (?:the |this )?(?:chat|conversation|session)\b"
+    r"|^\W*(?:(?:ok|okay|please|just|then|i want to|i'd like to|let'?s|i|i'll|i will)\W+)*"
+    r"(?:quit|exit|stop|leave|end it|forget it|never ?mind|cancel everything|that'?s all"
+    r"|i'?m (?:all )?done|we'?re done|no more questions)"
+    r"(?:\W+(?:now|please|here|then|thanks|thank you|for now|for today|it|this))*\W*$"
 )
+"""Leaving: a goodbye anywhere, or a message that is only "quit", "stop", "I'm done"... —
+"stop showing me lodges" or "I want to stop at the hotel near the airport" is no goodbye."""
 _BOOK = re.compile(
     r"\b(?:book|reserve|reservation)\b|\bi'?ll take\b|\bi will take\b|\bgo(?:ing)? with\b"
     r"|\blet'?s do\b|\bsign me up\b|\bconfirm\b"

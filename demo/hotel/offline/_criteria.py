@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from demo.hotel.language_dates import strip_dates
-from demo.hotel.language_text import NUMBER_WORDS, negated, normalize, to_int
+from demo.hotel.offline._dates import strip_dates
+from demo.hotel.offline._text import NUMBER_WORDS, negated, normalize, to_int
 from demo.hotel.types import NEAR_AIRPORT_MILES, NEAR_DOWNTOWN_MILES, Amenity, RoomType
 
 WALKING_MILES = 1.0
@@ -75,6 +75,10 @@ _MINIMUM = re.compile(
 
 _BARE_PRICES = (
     re.compile(_amount("n") + r"\s*(?:dollars|bucks|usd)?\s*(?:a|per|/|each)\s*night"),
+    re.compile(
+        _amount("n")
+        + r"\s*(?:dollars|bucks|usd)?\s*(?:max(?:imum)?|tops|at most|or (?:less|under))\b"
+    ),
     re.compile(r"(?<![\w/.])\$\s?(?P<n>\d{1,3}(?:,\d{3})+|\d+)"),
 )
 """A price with no limit word ("$200", "150 a night"), read as the most the guest will pay."""

@@ -1,0 +1,232 @@
+"""Request limits (H1): refuse a body that is too large or too deep before it costs memory.
+
+The body of a turn is read here, not by FastAPI: FastAPI reads the whole body into memory before
+any check can run, so a 100 MB `config` would be buffered (and stored) before anything said no.
+Here the declared `Content-Length` is checked before a byte is read, and the bytes actually
+received are counted while they stream in, so at most `max_body_bytes` are ever held.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Request
+from pydantic import ValidationError
+
+from ._errors import ApiError, validation_problem
+from ._schemas import RunRequest
+
+__all__ = ["Limits", "read_run_request"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_INT64 = range(-(2**63), 2**63)
+HINT = (
+    'Send a JSON object such as {"flowName": "HotelFlow", "message": "Hi"} with '
+    "Content-Type: application/json."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The sizes one request may have; `create_app` documents each one."""
+
+    max_body_bytes: int = 256 * 1024
+    max_config_bytes: int = 16 * 1024
+    max_message_chars: int = 8000
+    max_json_depth: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("max_body_bytes", "max_config_bytes", "max_message_chars", "max_json_depth"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+
+
+async def read_run_request(request: Request, limits: Limits) -> RunRequest:
+    """The body of `/ai/run` or `/ai/stream`, read within the limits and validated."""
+    body = await _read_body(request, limits.max_body_bytes)
+    data = _parse(body, limits.max_json_depth)
+    try:
+        run = RunRequest.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(validation_problem(error) for error in exc.errors()[:3])
+        raise ApiError(
+            400, f"The request is not valid ({problems}). {HINT}", code="invalid_body"
+        ) from None
+    _check_sizes(run, limits)
+    return run
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """At most `limit` bytes of body; the rest is never read from the connection."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise ApiError(
+                400,
+                f"The Content-Length header {declared[:40]!r} is not a number of bytes.",
+                code="invalid_body",
+            )
+        if int(declared) > limit:
+            raise _too_large(f"has {int(declared)} bytes, more", limit)
+    chunks: list[bytes] = []
+    received = 0
+    async for chunk in request.stream():
+        received += len(chunk)
+        if received > limit:
+            raise _too_large("is longer", limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(what: str, limit: int) -> ApiError:
+    return ApiError(
+        413,
+        f"The request body {what} than this server accepts ({limit} bytes). Send a shorter "
+        "message or a smaller config.",
+        code="body_too_large",
+    )
+
+
+def _parse(body: bytes, max_depth: int) -> Any:
+    """JSON from UTF-8 bytes; each way it can be wrong gets its own 400."""
+    try:
+        text = body.decode("utf-8").removeprefix("\ufeff")  # a BOM some tools add (RFC 8259)
+    except UnicodeDecodeError as exc:
+        raise ApiError(
+            400,
+            f"The request body is not valid UTF-8 (the byte at offset {exc.start} is not part "
+            f"of a UTF-8 character). {HINT}",
+            code="invalid_encoding",
+        ) from None
+    try:
+        data = json.loads(
+            text, parse_constant=_refuse_constant, parse_int=_parse_int, parse_float=_parse_float
+        )
+    except RecursionError:
+        raise _too_deep(max_depth) from None
+    except ValueError as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise ApiError(
+            400,
+            f"The request is not valid (the body is not valid JSON: {reason}). {HINT}",
+            code="invalid_body",
+        ) from None
+    _check_values(data, max_depth)
+    return data
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+@dataclass(frozen=True, slots=True)
+class _Unkeepable:
+    """A number as the client wrote it, too large to convert; `_check_values` refuses it."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _parse_int(text: str) -> int | _Unkeepable:
+    # 64-bit ints have at most 20 characters; longer ones are kept as text, not converted
+    # (Python refuses ints over 4300 digits with advice meant for the server's programmer).
+    return int(text) if len(text) <= 20 else _Unkeepable(text)
+
+
+def _parse_float(text: str) -> float | _Unkeepable:
+    number = float(text)
+    return number if math.isfinite(number) else _Unkeepable(text)  # 1e400 is infinity
+
+
+def _too_deep(max_depth: int) -> ApiError:
+    return ApiError(
+        400,
+        f"The request body nests JSON objects or arrays more than {max_depth} levels deep, "
+        "the most this server accepts. Send a flatter config.",
+        code="too_deep",
+    )
+
+
+def _check_values(data: Any, max_depth: int) -> None:
+    """Depth, 64-bit integers and valid Unicode, checked without recursion.
+
+    Every store keeps exactly these values (H7), so a value outside them is the client's
+    mistake, said now, rather than a store failure after the model has run.
+    """
+    pending: list[tuple[Any, int, str]] = [(data, 1, "")]
+    while pending:
+        value, depth, path = pending.pop()
+        if isinstance(value, dict | list):
+            if depth > max_depth:
+                raise _too_deep(max_depth)
+            pending.extend((item, depth + 1, where) for where, item in _children(value, path))
+        elif isinstance(value, str):
+            _check_text(value, path)
+        elif isinstance(value, _Unkeepable) or (isinstance(value, int) and value not in _INT64):
+            raise ApiError(
+                400,
+                f"The request holds at {_shown(path)} a number no store can keep "
+                f"({_shown(str(value))}): integers must fit in 64 bits, other numbers in a "
+                "double. Send such numbers as strings.",
+                code="number_too_large",
+            )
+
+
+def _children(value: dict[str, Any] | list[Any], path: str) -> Iterator[tuple[str, Any]]:
+    """(path, item) of each member; keys are text too, so they are checked here."""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            yield f"{path}[{index}]", item
+        return
+    for key, item in value.items():
+        where = f"{path}.{key}" if path else key
+        _check_text(key, where)
+        yield where, item
+
+
+def _check_text(text: str, path: str) -> None:
+    match = _SURROGATE.search(text)
+    if match is not None:
+        raise ApiError(
+            400,
+            f"The request holds at {_shown(path)} a lone surrogate "
+            f"(\\u{ord(match.group()):04x}), which is not valid Unicode text. Send whole "
+            "characters (a surrogate pair, or the character itself).",
+            code="invalid_text",
+        )
+
+
+def _shown(path: str) -> str:
+    """A client-chosen path, safe to echo: surrogates escaped, at most 60 characters."""
+    shown = _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", path)
+    return (shown if len(shown) <= 60 else shown[:59] + "…") or "the top level"
+
+
+def _check_sizes(run: RunRequest, limits: Limits) -> None:
+    """Message length and config size: 413, with the limit, before any model is called."""
+    if len(run.message) > limits.max_message_chars:
+        raise ApiError(
+            413,
+            f"The message has {len(run.message)} characters; this server accepts at most "
+            f"{limits.max_message_chars}. Shorten it or send it over several turns.",
+            code="message_too_long",
+        )
+    if run.config is None:
+        return
+    size = len(json.dumps(run.config, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > limits.max_config_bytes:
+        raise ApiError(
+            413,
+            f"The config has {size} bytes as JSON; this server accepts at most "
+            f"{limits.max_config_bytes}. Keep large data out of the config (it is stored with "
+            "the session) and send a reference to it instead.",
+            code="config_too_large",
+        )
