@@ -22,8 +22,13 @@ from picoflow.graph._cli import load_flow
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-CONVERSATIONS = ("test_conversation*.py", "test_*over_http*.py", "test_hotel_steps*.py",
-                 "test_*_flow.py")  # fmt: skip
+CONVERSATIONS = (  # the tests that talk to a flow through the real engine
+    "test_conversation*.py",
+    "test_hotel_over_*.py",
+    "test_hotel_steps*.py",
+    "test_corpus*.py",
+    "test_*_flow.py",
+)
 MERMAID = re.compile(r"^```mermaid\n(?P<text>.*?)^```$", re.S | re.M)
 
 
