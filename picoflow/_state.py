@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
 import time
 from datetime import date, datetime
 from datetime import time as clock_time
@@ -17,9 +18,23 @@ from typing import Any
 
 import pydash
 
-__all__ = ["to_json", "get_path", "merge_state", "now_iso", "new_message_id", "RESERVED_STATE_KEYS"]
+__all__ = [
+    "to_json",
+    "get_path",
+    "merge_state",
+    "now_iso",
+    "new_message_id",
+    "is_session_id",
+    "RESERVED_STATE_KEYS",
+]
 
 RESERVED_STATE_KEYS = ("_saveOn", "_prompt", "_transient")
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
+
+
+def is_session_id(value: Any) -> bool:
+    """A plain string of the expected shape; anything else never reaches a store (P5)."""
+    return type(value) is str and _SESSION_ID.match(value) is not None
 
 
 def to_json(value: Any, where: str = "value") -> Any:

@@ -9,14 +9,13 @@ the conversation beyond copying references.
 from __future__ import annotations
 
 import pickle
-import re
 import secrets
 from datetime import datetime, timedelta
 from typing import Any, Literal, NotRequired, TypedDict
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
-from ._state import now_iso
+from ._state import is_session_id, now_iso
 from .errors import StoreError
 from .flow import Flow
 from .memory import Namespace
@@ -39,7 +38,6 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 MAX_WARNINGS = 100
-_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 
 RunStatus = Literal["running", "completed", "aborted"]
 Usage = dict[str, dict[str, int]]
@@ -76,11 +74,6 @@ def new_session_id() -> str:
         session_id = secrets.token_urlsafe(18)
         if session_id[0].isalnum():
             return session_id
-
-
-def is_session_id(value: Any) -> bool:
-    """A plain string of the expected shape; anything else never reaches a store (P5)."""
-    return type(value) is str and _SESSION_ID.match(value) is not None
 
 
 def empty_usage() -> Usage:

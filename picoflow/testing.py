@@ -101,7 +101,9 @@ class ScriptedRequest:
     """One call to the model, as the flow sent it.
 
     Attributes:
-        messages: Copies of the messages sent, in order.
+        messages: Copies of the messages sent, in order, as they were when sent. A message
+            sent again unchanged in a later call shares its copy with the earlier request,
+            so treat the copies as read-only.
         tool_names: Names of the bound tools, in binding order.
         tools: The bound tools as OpenAI tool schemas.
         metadata: The call's run metadata (`picoflow_step`, `picoflow_purpose`, ...), without
@@ -116,6 +118,43 @@ class ScriptedRequest:
     tags: list[str] = field(default_factory=list)
 
 
+class _Snapshots:
+    """Copies of the messages sent, reused while the message they copy is unchanged.
+
+    A flow sends its whole history on every call, so copying (and counting) every message on
+    every call made each call cost more the longer the conversation. A message sent again
+    unchanged (the same object, its fields still equal to the copy's) gets the copy and token
+    count it got last time; one changed since, even in place, is copied afresh. Past `limit`
+    messages, only those of the latest call are kept, so a long-lived model does not hold
+    every message twice.
+    """
+
+    def __init__(self, limit: int = 10_000) -> None:
+        # id(original) -> (original, copy, tokens); holding the original keeps its id unique.
+        self._seen: dict[int, tuple[BaseMessage, BaseMessage, int]] = {}
+        self._limit = limit
+
+    def take(self, messages: list[BaseMessage]) -> tuple[list[BaseMessage], int]:
+        """Copies of `messages`, and their total as `count_tokens_approximately` counts it."""
+        seen = self._seen
+        entries = []
+        for message in messages:
+            entry = seen.get(id(message))
+            if (  # unchanged: pydantic's `==` without its generic overhead
+                entry is None
+                or entry[0] is not message
+                or message.__dict__ != entry[1].__dict__
+                or message.__pydantic_extra__ != entry[1].__pydantic_extra__
+            ):
+                copy = message.model_copy(deep=True)
+                entry = seen[id(message)] = (message, copy, count_tokens_approximately([copy]))
+            entries.append(entry)
+        if len(seen) > self._limit:
+            self._seen = {id(entry[0]): entry for entry in entries}
+        # The sum is exact: the approximation adds up whole per-message counts.
+        return [entry[1] for entry in entries], sum(entry[2] for entry in entries)
+
+
 @dataclass(slots=True)
 class _Record:
     """State shared by a model and every copy `bind_tools` makes of it."""
@@ -123,6 +162,7 @@ class _Record:
     scripts: dict[str | None, list[ScriptItem]] | None  # None key: a plain list script
     used: dict[str | None, int]
     requests: list[ScriptedRequest] = field(default_factory=list)
+    snapshots: _Snapshots = field(default_factory=_Snapshots)
     tool_calls_sent: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -257,7 +297,7 @@ class ScriptedChatModel(BaseChatModel):
             yield ChatGenerationChunk(message=chunk)
 
     def _reply_sync(self, messages: list[BaseMessage], run_manager: Any, kwargs: Any) -> AIMessage:
-        request, raw = self._begin(messages, run_manager, kwargs)
+        sent, raw = self._begin(messages, run_manager, kwargs)
         if inspect.isawaitable(raw):
             if inspect.iscoroutine(raw):
                 raw.close()
@@ -265,26 +305,30 @@ class ScriptedChatModel(BaseChatModel):
                 "ScriptedChatModel has an async policy but was called synchronously; call "
                 "it with ainvoke()/astream(), or pass a sync function as policy."
             )
-        return self._finish(request, raw)
+        return self._finish(sent, raw)
 
     async def _reply_async(
         self, messages: list[BaseMessage], run_manager: Any, kwargs: Any
     ) -> AIMessage:
-        request, raw = self._begin(messages, run_manager, kwargs)
+        sent, raw = self._begin(messages, run_manager, kwargs)
         if inspect.isawaitable(raw):
             raw = await raw
-        return self._finish(request, raw)
+        return self._finish(sent, raw)
 
     def _begin(
         self, messages: list[BaseMessage], run_manager: Any, kwargs: dict[str, Any]
-    ) -> tuple[ScriptedRequest, object]:
-        """Record the request, then take the next script item or start the policy."""
-        request = _build_request(messages, run_manager, kwargs.get("tools") or [])
+    ) -> tuple[int, object]:
+        """Record the request, then take the next script item or start the policy.
+
+        Returns the tokens sent, and the script item or what the policy returned.
+        """
         with self._record.lock:
+            copies, sent = self._record.snapshots.take(messages)
+            request = _build_request(copies, run_manager, kwargs.get("tools") or [])
             self._record.requests.append(request)
             if self._policy is None:
-                return request, self._take(request)
-        return request, self._policy(list(request.messages), list(request.tool_names))
+                return sent, self._take(request)
+        return sent, self._policy(list(request.messages), list(request.tool_names))
 
     def _take(self, request: ScriptedRequest) -> ScriptItem:
         scripts = self._record.scripts or {}
@@ -295,7 +339,7 @@ class ScriptedChatModel(BaseChatModel):
             raise RuntimeError(_exhausted_message(key, position + 1, request, len(scripts[key])))
         return scripts[key][position]
 
-    def _finish(self, request: ScriptedRequest, raw: object) -> AIMessage:
+    def _finish(self, sent: int, raw: object) -> AIMessage:
         if isinstance(raw, BaseException):
             raise raw
         if not isinstance(raw, str | AIMessage):
@@ -305,7 +349,6 @@ class ScriptedChatModel(BaseChatModel):
             )
         reply = AIMessage(content=raw) if isinstance(raw, str) else raw
         reply = self._with_ids(reply)
-        sent = count_tokens_approximately(request.messages)
         said = count_tokens_approximately([reply])
         usage = UsageMetadata(input_tokens=sent, output_tokens=said, total_tokens=sent + said)
         return reply.model_copy(update={"usage_metadata": usage})
@@ -378,14 +421,14 @@ def _check_items(items: object, key: str | None) -> list[ScriptItem]:
 
 
 def _build_request(
-    messages: list[BaseMessage], run_manager: Any, tools: list[dict[str, Any]]
+    copies: list[BaseMessage], run_manager: Any, tools: list[dict[str, Any]]
 ) -> ScriptedRequest:
     context = _CALL_CONTEXT.get()
     if context is None and run_manager is not None:  # a direct _agenerate(run_manager=...) call
         context = (run_manager.metadata, run_manager.tags)
     metadata, tags = context or ({}, [])
     return ScriptedRequest(
-        messages=[message.model_copy(deep=True) for message in messages],
+        messages=copies,
         tool_names=[tool.get("function", tool).get("name", "") for tool in tools],
         tools=[dict(tool) for tool in tools],
         metadata={k: v for k, v in metadata.items() if not k.startswith(("ls_", "lc_"))},

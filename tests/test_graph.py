@@ -17,8 +17,7 @@ import pytest
 
 from picoflow import FlowDefinitionError, FlowEngine
 from picoflow.graph import Move as GraphMove
-from picoflow.graph import draw, flow_graph
-from picoflow.graph._cli import main
+from picoflow.graph import draw, flow_graph, main
 from picoflow.stores import SQLiteStore
 from picoflow.testing import ScriptedChatModel, tool_call
 

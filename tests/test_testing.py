@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -397,6 +398,63 @@ async def test_request_records_metadata_tags_and_copies_of_messages():
     assert (model.requests[1].metadata, model.requests[1].tags) == ({}, [])
     with pytest.raises(AttributeError):
         model.requests[0].tags = []
+
+
+async def test_requests_stay_snapshots_when_the_history_changes_in_place():
+    """Unchanged messages are copied once; a message changed since its copy is copied anew."""
+    model = ScriptedChatModel(policy=lambda messages, tools: "ok")
+    history: list[BaseMessage] = [SystemMessage("You help."), HumanMessage("hi")]
+    await model.ainvoke(history)
+    history.append(AIMessage("ok"))
+    history.append(HumanMessage("again"))
+    await model.ainvoke(history)
+    history[1].content = "edited"
+    history[3].additional_kwargs["note"] = "added in place"
+    await model.ainvoke(history)
+
+    first, second, third = (request.messages for request in model.requests)
+    assert first == [SystemMessage("You help."), HumanMessage("hi")]
+    assert second[1] == HumanMessage("hi") and second[3] == HumanMessage("again")
+    assert third[1] == HumanMessage("edited")
+    assert third[3] == HumanMessage("again", additional_kwargs={"note": "added in place"})
+    assert second[0] is first[0] and third[0] is first[0]  # sent unchanged: one copy
+    assert all(copy is not sent for copy, sent in zip(third, history, strict=True))
+
+
+async def test_a_long_conversation_is_not_copied_again_on_every_call():
+    """Each message is copied once, not on every call: the cost must not grow with the history."""
+    model = ScriptedChatModel(policy=lambda messages, tools: "ok")
+    history: list[BaseMessage] = [SystemMessage("You help.")]
+    deep_copies = 0
+    model_copy = BaseMessage.model_copy
+
+    def counting_copy(self: BaseMessage, *args: Any, **kwargs: Any) -> BaseMessage:
+        nonlocal deep_copies
+        deep_copies += bool(kwargs.get("deep"))
+        return model_copy(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(BaseMessage, "model_copy", counting_copy)
+        for turn in range(30):
+            history.append(HumanMessage(f"message {turn}"))
+            history.append(await model.ainvoke(history))
+    assert deep_copies == len(history) - 1  # the last reply was never sent
+    assert [len(request.messages) for request in model.requests] == list(range(2, 61, 2))
+
+
+async def test_past_its_limit_the_copy_cache_keeps_only_the_latest_call():
+    """A long-lived model holds at most `limit` remembered copies; results stay the same."""
+    model = ScriptedChatModel(policy=lambda messages, tools: "ok")
+    model._record.snapshots = testing._Snapshots(limit=2)
+    first = [SystemMessage("You help."), HumanMessage("one")]
+    second = [HumanMessage("two"), HumanMessage("three")]
+    for sent in (first, second, first):
+        reply = await model.ainvoke(sent)
+        assert reply.usage_metadata is not None
+        assert reply.usage_metadata["input_tokens"] == count_tokens_approximately(sent)
+    assert [request.messages for request in model.requests] == [first, second, first]
+    assert len(model._record.snapshots._seen) == 2
+    assert model.requests[2].messages[0] is not model.requests[0].messages[0]  # forgotten
 
 
 @pytest.mark.parametrize("way", ["invoke", "stream", "ainvoke", "astream", "astream_events"])

@@ -15,6 +15,7 @@ from ..engine import FlowEngine
 from ._auth import Authorize
 from ._errors import install_error_handlers
 from ._headers import REQUEST_ID_HEADER, SESSION_HEADER, SESSION_HEADER_ALT
+from ._heap import settle_heap
 from ._idempotency import IDEMPOTENCY_HEADER
 from ._limits import Limits
 from ._routes import STATIC_DIR, ServerSettings, router
@@ -91,10 +92,11 @@ def create_app(
 
 
 def _closing(engine: FlowEngine) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """The app's lifespan: close the engine (and its store) when the server stops."""
+    """The app's lifespan: settle the collector (see `_heap`), close the engine when it stops."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settle_heap()
         yield
         await engine.aclose()
 

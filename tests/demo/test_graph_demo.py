@@ -14,11 +14,11 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
 from record_moves import RECORD
 
 from demo.hotel.flow import HotelFlow
-from picoflow.graph import flow_graph
-from picoflow.graph._cli import load_flow
+from picoflow.graph import flow_graph, load_flow
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -67,10 +67,11 @@ def test_f8_every_move_of_the_demo_conversations_is_an_edge_of_the_graph(tmp_pat
         assert not [note for note in graph.notes if "names no step" in note], graph.notes
 
 
-def test_docs_demo_shows_the_hotelflow_diagram_as_drawn_today() -> None:
-    page = (REPO / "docs" / "demo.md").read_text(encoding="utf-8")
-    drawn = [match["text"] for match in MERMAID.finditer(page)]
+@pytest.mark.parametrize("page", ["docs/demo.md", "README.md"])
+def test_docs_demo_shows_the_hotelflow_diagram_as_drawn_today(page: str) -> None:
+    text = (REPO / page).read_text(encoding="utf-8")
+    drawn = [match["text"] for match in MERMAID.finditer(text)]
     assert HotelFlow().graph() in drawn, (
-        "docs/demo.md's HotelFlow diagram is stale: paste the output of "
+        f"{page}'s HotelFlow diagram is stale: paste the output of "
         "`python -m picoflow.graph demo.hotel.flow:HotelFlow` into its ```mermaid block."
     )

@@ -3,7 +3,7 @@
     python -m picoflow.graph myapp.flows:ShopFlow
     python -m picoflow.graph myapp.flows:ShopFlow --session ID --store sqlite:///sessions.db
 
-or `ShopFlow().graph()` in code. The moves are read from the code (see `picoflow.graph._moves`):
+or `ShopFlow().graph()` in code. The moves are read from the code (see `picoflow._moves`):
 the `go(...)` targets of each step's tools and hooks, `finish()`, and the steps `run_step` /
 `run_steps` run nested, plus what a step declares in `moves_to` / `nested_steps`. The initial
 step hangs off a `start` node; `EndStep`s and steps that can finish lead to an `end` node.
@@ -16,18 +16,24 @@ Markdown viewers (GitHub, GitLab, VS Code, MkDocs with a plugin) render a ```mer
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import importlib
+import os
+import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..step import EndStep
 from ._moves import Move, read_moves
+from .errors import FlowDefinitionError
+from .step import EndStep
 
 if TYPE_CHECKING:
-    from ..flow import Flow
+    from .flow import Flow
 
-__all__ = ["FlowGraph", "Move", "flow_graph", "draw", "to_mermaid"]
+__all__ = ["FlowGraph", "Move", "flow_graph", "draw", "main"]
 
 START, END = "__start__", "__end__"
 SOLID, DOTTED = "-->", "-.->"
@@ -226,3 +232,81 @@ def _path_styles(
     if unseen:
         lines.append(f"    linkStyle {','.join(unseen)} {UNSEEN}")
     return lines
+
+
+# -- python -m picoflow.graph ------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print a flow's Mermaid diagram; the exit status (2 for anything the caller must fix)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m picoflow.graph",
+        description="Draw a flow's steps and moves as a Mermaid flowchart.",
+    )
+    parser.add_argument("flow", metavar="MODULE:FLOW", help="e.g. myapp.flows:ShopFlow")
+    parser.add_argument("--session", metavar="ID", help="draw the path this stored session took")
+    parser.add_argument(
+        "--store", metavar="URL", help="where --session is stored (default: PICOFLOW_STORE)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        flow = load_flow(args.flow)()
+        session = None if args.session is None else _stored(args.session, args.store)
+        print(draw(flow, session=session), end="")
+    except (FlowDefinitionError, ValueError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def load_flow(target: str) -> type[Flow]:
+    """The Flow class `module:Class` names (`module:outer.Class` reaches a nested one)."""
+    module_name, _, path = target.partition(":")
+    if not module_name or not path:
+        raise ValueError(f"{target!r} is not MODULE:FLOW; write e.g. myapp.flows:ShopFlow.")
+    try:
+        found: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ImportError(f"cannot import {module_name!r} ({exc}); run from the directory "
+                          "that contains it, or put it on PYTHONPATH.") from exc  # fmt: skip
+    for part in path.split("."):
+        found = getattr(found, part, None)
+    if not (isinstance(found, type) and _is_flow_class(found)):
+        raise ValueError(f"{target} is not a Flow subclass (found {found!r}).")
+    return found
+
+
+def _is_flow_class(found: type) -> bool:
+    """Whether `found` subclasses `picoflow.flow.Flow`, told by its bases.
+
+    `Flow.graph()` imports this module, so importing flow.py here would close a cycle.
+    """
+    return any(c.__module__ == "picoflow.flow" and c.__name__ == "Flow" for c in found.__mro__)
+
+
+def _stored(session_id: str, url: str | None) -> dict[str, Any]:
+    from ._state import is_session_id
+    from .stores import from_url
+
+    url = url or os.environ.get("PICOFLOW_STORE")
+    if not url:
+        raise ValueError("--session needs the store it is in: pass --store URL or set "
+                         "PICOFLOW_STORE (e.g. sqlite:///sessions.db).")  # fmt: skip
+    if not is_session_id(session_id):
+        raise ValueError(f"{session_id!r} is not a session id.")
+
+    async def load() -> dict[str, Any] | None:
+        store = from_url(url)
+        try:
+            return await store.load(session_id)
+        finally:
+            await store.aclose()
+
+    doc = asyncio.run(load())
+    if doc is None:
+        raise ValueError(f"There is no session {session_id} in that store.")
+    return doc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import FlowDefinitionError
+from .errors import FlowDefinitionError
 
 __all__ = ["Move", "MoveKind", "Reading", "read_moves", "MOVES_ATTRIBUTE", "NESTED_ATTRIBUTE"]
 
