@@ -1,7 +1,9 @@
 """Framework overhead per turn: a 3-step flow, one tool call and two model calls per turn.
 
 The model answers instantly (no tokens counted, no I/O), so what is measured is picoflow plus
-LangChain's own invoke machinery plus the store. Run by hand:
+LangChain's own invoke machinery plus the store. A second table measures a BasicFlow-shaped
+turn (section 10 of the SPEC): two logic steps chained in the turn and a nested child step,
+four model calls. Run by hand:
 
     .venv/bin/python bench/turn_overhead.py [--turns 200] [--runs 5]
 
@@ -19,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from picoflow import Flow, FlowEngine, Step, go, tool
+from picoflow import Flow, FlowEngine, LogicStep, Step, go, tool
 from picoflow.stores import MemoryStore, SQLiteStore
 
 
@@ -105,16 +107,89 @@ def bench_flow(model: ZeroLatencyModel) -> type[Flow]:
     return BenchFlow
 
 
-async def one_run(store: Any, turns: int) -> tuple[list[float], list[float]]:
+class ChainModel(ZeroLatencyModel):
+    """For the BasicFlow-shaped turn: decides from the bound tools and the last message."""
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, **kw: Any) -> ChatResult:
+        self.calls += 1
+        tools = [t["function"]["name"] for t in kw.get("tools") or []]
+        last = messages[-1]
+        name = ""
+        if "begin" in tools and str(last.content).startswith("user message"):
+            name = "begin"
+        elif "ask_child" in tools and last.type == "human":
+            name = "ask_child"
+        if name:
+            call = {"name": name, "args": {}, "id": f"c{self.calls}"}
+            return ChatResult(
+                generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))]
+            )
+        reply = AIMessage(f"Reply number {self.calls}.")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: Any = None, **kw: Any
+    ) -> ChatResult:
+        return self._generate(messages, stop, **kw)
+
+
+class StartStep(Step):
+    @tool
+    def begin(self) -> Any:
+        """Start the chain."""
+        return go(FirstLogic).with_state({"n": (self.get_state("n") or 0) + 1})
+
+
+class FirstLogic(LogicStep):
+    async def run_logic(self) -> Any:
+        return go(SecondLogic).with_state({"seen": True})
+
+
+class SecondLogic(LogicStep):
+    async def run_logic(self) -> Any:
+        return go(AskStep)
+
+
+class AskStep(Step):
+    def on_crossing(self, message: Any, prior_step: str | None) -> Any:
+        return HumanMessage("Go on.")  # every turn the same shape: the model asks the helper
+
+    @tool
+    async def ask_child(self) -> Any:
+        """Ask the nested helper."""
+        answer = await self.run_step(HelperStep, "question")
+        return go(StartStep).with_state({"answer": answer})
+
+
+class HelperStep(Step):
+    pass
+
+
+def basic_flow(model: ZeroLatencyModel) -> type[Flow]:
+    class ChainFlow(Flow):
+        def config_model(self) -> Any:
+            return model
+
+        def define_steps(self) -> list[Step]:
+            steps = [StartStep, FirstLogic, SecondLogic, AskStep, HelperStep]
+            return [cls(self) for cls in steps]
+
+    return ChainFlow
+
+
+async def one_run(
+    store: Any, turns: int, shape: str = "three-step"
+) -> tuple[list[float], list[float]]:
     """Per-turn wall time, and per-turn time outside LangChain's model invoke, in ms."""
-    model = ZeroLatencyModel()
-    engine = FlowEngine(flows=[bench_flow(model)], store=store)
+    model = ZeroLatencyModel() if shape == "three-step" else ChainModel()
+    flow = bench_flow(model) if shape == "three-step" else basic_flow(model)
+    engine = FlowEngine(flows=[flow], store=store)
     session_id = None
     timings, own = [], []
     for turn in range(turns):
         before = model.invoke_ms
         start = time.perf_counter()
-        result = await engine.run("BenchFlow", f"user message {turn}", session_id=session_id)
+        result = await engine.run(flow.name, f"user message {turn}", session_id=session_id)
         elapsed = (time.perf_counter() - start) * 1000
         timings.append(elapsed)
         own.append(elapsed - (model.invoke_ms - before))
@@ -139,12 +214,14 @@ async def main() -> None:
     print("'own' = the turn minus the time inside LangChain's model invoke (picoflow + store)")
     header = ("store", "p50 1-50", "p99 1-50", "p50 151-200", "p99 151-200", "ratio")
     print("{:<14} {:>9} {:>9} {:>12} {:>12} {:>6}".format(*header))
-    for name in ("memory", "sqlite"):
+    for name, shape in (("memory", "three-step"), ("sqlite", "three-step"), ("memory", "basic")):
         rows, own_rows = [], []
+        if shape == "basic":
+            print("BasicFlow-shaped turn: 2 logic steps + 1 nested step, 4 model calls")
         for _ in range(args.runs):
             with tempfile.TemporaryDirectory() as tmp:
                 store = MemoryStore() if name == "memory" else SQLiteStore(str(Path(tmp) / "b.db"))
-                total, own = await one_run(store, args.turns)
+                total, own = await one_run(store, args.turns, shape)
             rows.append(_percentiles(total))
             own_rows.append(_percentiles(own))
         for label, table in ((name, rows), (f"{name} (own)", own_rows)):

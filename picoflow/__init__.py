@@ -7,6 +7,7 @@ whole session atomically at the end of every turn.
 
 from __future__ import annotations
 
+from ._logic import LogicStep
 from .engine import FlowEngine, StreamEvent, TurnResult
 from .errors import (
     FlowDefinitionError,
@@ -20,8 +21,8 @@ from .flow import Flow
 from .memory import SummaryConfig
 from .models import ModelLike, ModelSpec
 from .step import EndStep, Step
-from .tools import tool
-from .transitions import ToolResult, direct, go, stay
+from .tools import ToolCall, tool, tool_group
+from .transitions import ToolResult, direct, finish, go, stay
 
 __version__ = "0.1.0"
 
@@ -30,11 +31,15 @@ __all__ = [
     "Flow",
     "Step",
     "EndStep",
+    "LogicStep",
     # tools.py, transitions.py
     "tool",
+    "tool_group",
+    "ToolCall",
     "go",
     "stay",
     "direct",
+    "finish",
     "ToolResult",
     # engine.py
     "FlowEngine",

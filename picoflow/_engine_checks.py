@@ -11,11 +11,13 @@ from typing import Any
 
 from pydantic.errors import PydanticUserError
 
+from ._logic import LogicStep
+from ._structured import check_structured_step
 from .errors import FlowDefinitionError
 from .flow import Flow
 from .models import ProviderRegistry, parse_model
 from .session import is_session_id
-from .tools import collect_tools
+from .tools import collect_groups, collect_tools
 
 __all__ = ["check_flow", "turn_input_problem"]
 
@@ -38,7 +40,10 @@ def check_flow(flow_class: Any, registry: ProviderRegistry, known: dict[str, typ
     _check_rounds(flow)
     _check_models(flow, registry)
     for step in flow.steps.values():
-        collect_tools(type(step))
+        tools = collect_tools(type(step))
+        collect_groups(type(step))  # V6: a group names only tools the step defines
+        if step.output_schema is not None:
+            check_structured_step(f"{flow.name}.{step.name}", step.output_schema, tools)
     initial = flow.initial_step()
     if initial is not None:
         flow.get_step(initial)
@@ -71,7 +76,7 @@ def _check_models(flow: Flow, registry: ProviderRegistry) -> None:
     for step in flow.steps.values():
         if step._model is not None:
             registry.check(step._model, f"{flow.name}.{step.name}.use_model()")
-        elif default is None:
+        elif default is None and not isinstance(step, LogicStep):  # V1: no model, none needed
             raise FlowDefinitionError(
                 f"{flow.name}.{step.name} has no model: define config_model() on the flow "
                 "(e.g. return 'openai:gpt-4o') or call .use_model(...) on the step."

@@ -1,16 +1,18 @@
-"""One turn: call the model, answer its tool calls, apply the transition, until there is a reply.
+"""The parts of a turn: call the model, answer its tool calls, apply the transition.
 
-The loop reads as its named steps: `_call_model` -> `_run_tool_calls` -> `_apply`. Everything it
-changes lives on the flow object, which the engine saves only if the turn succeeds (P3).
+The loop that strings them together (and runs logic steps, structured replies and nested runs)
+is `_loop.run_loop`: `call_model` -> `run_tool_call` -> `apply`. Everything they change lives on
+the flow object, which the engine saves only if the turn succeeds (P3).
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import secrets
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -27,10 +29,14 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
 
+from ._abort import fail_turn, fails_turn
 from ._invoke import invoke
+from ._logic import LogicStep
+from ._policy import call_with_retries, inherit, model_name, policy_of
 from ._redact import redact
+from ._structured import final_tool
 from ._tracing import run_metadata
-from .errors import ToolLoopError
+from .errors import FlowDefinitionError
 from .flow import Flow
 from .memory import count_call, request_messages
 from .models import ModelSpec, ProviderRegistry
@@ -40,11 +46,23 @@ from .transitions import ToolResult
 
 __all__ = [
     "TurnContext",
-    "run_turn",
+    "RunFrame",
+    "Outcome",
     "tools_of",
+    "call_model",
+    "run_tool_call",
+    "malformed_outcome",
+    "interpret",
+    "apply",
+    "apply_transition",
     "message_text",
     "append_message",
+    "extend",
 ]
+
+EMPTY_REPLY_NUDGE = (
+    "Your last reply was empty. Follow the system prompt and answer the conversation above."
+)
 
 logger = logging.getLogger(__name__)
 
@@ -59,12 +77,33 @@ class TurnContext:
     extra_tools: Callable[[Step], list[tuple[ToolSpec, Callable[..., Any]]]] | None = None
     model_calls: int = 0
     # Set by `FlowEngine.stream`: receives ("token" | "tool_call" | "step_changed" |
-    # "compaction", data); summary calls never emit "token" (M10).
+    # "compaction" | "logic_step" | "nested_start" | "nested_end", data); summary calls never
+    # emit "token" (M10).
     emit: Callable[[str, dict[str, Any]], None] | None = None
+    # How the model-call policy waits between retries (V9); tests pass one that never sleeps.
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
 
 
 @dataclass(slots=True)
-class _Outcome:
+class RunFrame:
+    """One step loop: the turn itself (depth 0) or a nested run of a child step (V2).
+
+    A nested run (depth > 0) must not move the cursor or end the session.
+
+    `scratch` holds what only the next request of this step sees and the session never keeps:
+    a reply that was not accepted (V4 validation, V5 `stay`) and the feedback on it.
+    """
+
+    step: Step
+    depth: int = 0
+    parent: str | None = None
+    scratch: list[BaseMessage] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one tool call produced: its result text, status and transition (if any)."""
+
     content: str
     status: str
     result: ToolResult | None
@@ -84,6 +123,9 @@ def tools_of(step: Step, ctx: TurnContext) -> _Tools:
     if ctx.extra_tools is not None:
         for spec, handler in ctx.extra_tools(step):
             exposed.setdefault(spec.name, (spec, handler))
+    schema = getattr(step, "output_schema", None)
+    if schema is not None:  # V4: the structured reply is given through a final tool
+        exposed.setdefault(*final_tool(step, schema))
     return exposed
 
 
@@ -97,48 +139,34 @@ def _specs(step_class: type) -> list[ToolSpec]:
     return specs
 
 
-async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
-    """Run the current step until it replies; return the reply text (R3-R7)."""
-    step = flow.current_step
-    if message:
-        append_message(step, HumanMessage(message, id=step.gen_message_id()))
-    for _ in range(flow.max_tool_rounds):
-        tools = tools_of(step, ctx)  # what the model is offered is what its calls may use
-        reply, malformed = await _call_model(step, tools, ctx)
-        if not reply.tool_calls:
-            append_message(step, reply)
-            return message_text(reply)
-        outcomes = [
-            _malformed_outcome(step, malformed[call["id"]])
-            if call["id"] in malformed
-            else await _run_tool_call(step, tools, call, ctx)
-            for call in reply.tool_calls
-        ]
-        source = step
-        step, text = await _apply(flow, step, reply, outcomes)
-        if ctx.emit is not None and step is not source:
-            ctx.emit("step_changed", {"from": source.name, "to": step.name})
-        if text is not None:
-            return text
-    raise ToolLoopError(flow.name, step.name, flow.max_tool_rounds)
+def model_config(flow: Flow, step: Step, purpose: str, parent: str | None = None) -> RunnableConfig:
+    """LangChain run metadata and tags, so any callback handler can attribute the call (E3).
 
-
-def model_config(flow: Flow, step: Step, purpose: str) -> RunnableConfig:
-    """LangChain run metadata and tags, so any callback handler can attribute the call (E3)."""
+    A nested run (V2) also names the step that started it (`picoflow_parent_step`).
+    """
     metadata = run_metadata(flow, step.name, step.namespace, purpose)
     tags = ["picoflow", f"picoflow:{purpose}", f"picoflow:step:{step.name}"]
+    if parent is not None:
+        metadata["picoflow_parent_step"] = parent
+        tags.append(f"picoflow:parent:{parent}")
     return {"metadata": metadata, "tags": tags, "run_name": f"{flow.name}.{step.name}"}
 
 
-async def _call_model(
-    step: Step, tools: _Tools, ctx: TurnContext
+async def call_model(
+    step: Step, tools: _Tools, ctx: TurnContext, run: RunFrame
 ) -> tuple[AIMessage, dict[str, InvalidToolCall]]:
+    """One model call of `step` under the model-call policy (V9), attributed to the step.
+
+    Returns the reply and its malformed tool calls by id (V8, see `_restamp`).
+    """
     flow = step.flow
     record = flow.get_memory().space(step.namespace)
     system = _system_slot(step, record.messages[0] if record.messages else None)
     record.messages[0] = system  # M2: the system slot is rewritten before every call
-    model = ctx.registry.resolve(step._model or _require(ctx.default_model, flow, step))
-    runnable = ctx.registry.bound(model, [spec.schema for spec, _ in tools.values()])
+    spec = inherit(step._model, ctx.default_model) if step._model is not None else ctx.default_model
+    spec = _require(spec, flow, step)
+    model = ctx.registry.resolve(spec)
+    runnable = ctx.registry.bound(model, [tool.schema for tool, _ in tools.values()])
     ctx.model_calls += 1
     if logger.isEnabledFor(logging.INFO):  # skip building the record's extras when unlogged
         logger.info(
@@ -150,16 +178,56 @@ async def _call_model(
                 "session_id": flow.get_session_id(),
                 "step": step.name,
                 "namespace": step.namespace,
+                "parent_step": run.parent,  # the step that started this nested run (V2)
             },
         )
     messages = request_messages(record, system)
-    config = model_config(flow, step, "reply")
-    if ctx.emit is None:
-        result = await invoke(runnable, messages, config)
-    else:
-        result = await _stream_reply(runnable, messages, config, ctx.emit, step.name)
-    count_call(ctx.usage["model"], result)
+    if run.scratch:
+        messages = [*messages, *run.scratch]
+    config = model_config(flow, step, "reply", run.parent)
+    emit = ctx.emit if not run.depth else None  # a nested child's text is not the turn's reply
+    result = await _call_once(spec, runnable, messages, config, ctx, step, emit)
+    if _is_empty(result):  # V9: an empty reply is asked for once more, with a nudge
+        messages = [*messages, HumanMessage(EMPTY_REPLY_NUDGE)]  # providers refuse empty AI turns
+        result = await _call_once(spec, runnable, messages, config, ctx, step, emit)
     return _restamp(step, result)
+
+
+async def _call_once(
+    spec: ModelSpec | BaseChatModel,
+    runnable: Any,
+    messages: list[BaseMessage],
+    config: RunnableConfig,
+    ctx: TurnContext,
+    step: Step,
+    emit: Callable[[str, dict[str, Any]], None] | None,
+) -> AIMessage:
+    """Call the model, retrying transient failures (V9); count the tokens of every attempt."""
+
+    async def attempt() -> Any:
+        if emit is None:
+            result = await invoke(runnable, messages, config)
+        else:
+            result = await _stream_reply(runnable, messages, config, emit, step.name)
+        count_call(ctx.usage["model"], result)
+        return result
+
+    retries, timeout = policy_of(spec)
+    return await call_with_retries(
+        attempt,
+        retries=retries,
+        timeout=timeout,
+        sleep=ctx.sleep,
+        describe=lambda: (model_name(spec), f"{step.flow.name}.{step.name}"),
+    )
+
+
+def _is_empty(result: BaseMessage) -> bool:
+    content = result.content
+    if isinstance(content, str) and content and not content.isspace():
+        return False  # the common case, decided without building the message's text
+    calls = getattr(result, "tool_calls", None) or getattr(result, "invalid_tool_calls", None)
+    return not (calls or message_text(result).strip())
 
 
 def _system_slot(step: Step, current: BaseMessage | None) -> SystemMessage:
@@ -247,7 +315,7 @@ def _with_unique_id(call: ToolCall, seen: set[str]) -> ToolCall:
 _RAW_ARGS_SHOWN = 200  # enough for the model to see its mistake, not a whole runaway reply
 
 
-def _malformed_outcome(step: Step, bad: InvalidToolCall) -> _Outcome:
+def malformed_outcome(step: Step, bad: InvalidToolCall) -> Outcome:
     """Answer a call whose arguments could not be parsed, and warn the session (V8)."""
     name = bad.get("name") or ""
     raw = bad.get("args") or ""
@@ -256,7 +324,7 @@ def _malformed_outcome(step: Step, bad: InvalidToolCall) -> _Outcome:
         f"The model called tool '{name}' in {step.name} with arguments that are not valid "
         "JSON; it was sent an error result and asked to call the tool again."
     )
-    return _Outcome(
+    return Outcome(
         f"Error: the arguments of your call to tool '{name}' are not valid JSON: {shown!r}. "
         "Call it again with the arguments as one JSON object.",
         "error",
@@ -264,7 +332,7 @@ def _malformed_outcome(step: Step, bad: InvalidToolCall) -> _Outcome:
     )
 
 
-async def _run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnContext) -> _Outcome:
+async def run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnContext) -> Outcome:
     """Answer one tool call; whatever happens, the model gets exactly one result (R6)."""
     name = call.get("name", "")
     extra = {"session_id": step.flow.get_session_id(), "step": step.name, "tool": name}
@@ -277,12 +345,12 @@ async def _run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnCon
             f"The model called tool '{name}', which {step.name} does not offer; it was sent an "
             "error result listing the tools it has."
         )
-        return _Outcome(f"Error: no such tool '{name}'. Available tools: {known}.", "error", None)
+        return Outcome(f"Error: no such tool '{name}'. Available tools: {known}.", "error", None)
     spec, handler = tools[name]
     try:
         kwargs = spec.validate(call.get("args") or {})
     except ValidationError as exc:
-        return _Outcome(
+        return Outcome(
             f"Error: invalid arguments for tool '{name}': {exc}\nCall it again with corrected "
             "arguments.",
             "error",
@@ -293,35 +361,37 @@ async def _run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnCon
         if inspect.isawaitable(result):
             result = await result
     except Exception as exc:  # R6: a handler that raises becomes a tool result, not a crash
+        if fails_turn(exc):  # a nested run failed: the turn fails (V2, V3)
+            raise
         logger.exception("tool %s raised in %s", name, step.name, extra=extra)
         text = redact(str(exc))  # H2: the model may repeat it; paths and hosts stay in the log
-        return _Outcome(f"Error: tool '{name}' failed: {type(exc).__name__}: {text}", "error", None)
-    return _interpret(name, result, extra)
+        return Outcome(f"Error: tool '{name}' failed: {type(exc).__name__}: {text}", "error", None)
+    return interpret(name, result, extra)
 
 
-def _interpret(name: str, result: Any, extra: dict[str, Any]) -> _Outcome:
+def interpret(name: str, result: Any, extra: dict[str, Any]) -> Outcome:
     """Map a handler's return value to the tool-result text and a transition (R2)."""
     if result is None:
-        return _Outcome("ok", "success", None)
+        return Outcome("ok", "success", None)
     if isinstance(result, str):
-        return _Outcome(result or "ok", "success", None)
+        return Outcome(result or "ok", "success", None)
     if isinstance(result, ToolResult):
-        return _Outcome(result.feedback or "ok", "success", result)
+        return Outcome(result.feedback or "ok", "success", result)
     logger.error("tool %s returned %r", name, result, extra=extra)
-    return _Outcome(
+    return Outcome(
         f"Error: tool '{name}' returned a {type(result).__name__}, which is not a tool result. "
-        "The handler must return None, a str, stay(), go() or direct().",
+        "The handler must return None, a str, stay(), go(), direct() or finish().",
         "error",
         None,
     )
 
 
-async def _apply(
-    flow: Flow, source: Step, reply: AIMessage, outcomes: list[_Outcome]
+async def apply(
+    flow: Flow, source: Step, reply: AIMessage, outcomes: list[Outcome], run: RunFrame
 ) -> tuple[Step, str | None]:
     """Store the exchange and apply the response's last transition (R4: the last one wins).
 
-    Returns the step whose model runs next and, when the turn is over (R5), the reply text.
+    Returns the step whose model runs next and, when the run is over (R5), the reply text.
     """
     results = [
         ToolMessage(
@@ -335,10 +405,35 @@ async def _apply(
     ]
     transition = next((o.result for o in reversed(outcomes) if o.result is not None), None)
     if transition is None or transition.kind == "stay":
-        _extend(source, [reply, *results])
+        extend(source, [reply, *results])
         return source, None
-    if transition.kind == "direct":
-        return source, _direct(flow, source, [reply, *results], transition)
+    return await apply_transition(flow, source, transition, [reply, *results], run)
+
+
+async def apply_transition(
+    flow: Flow,
+    source: Step,
+    transition: ToolResult,
+    exchange: list[BaseMessage],
+    run: RunFrame,
+    incoming: BaseMessage | None = None,
+) -> tuple[Step, str | None]:
+    """Store `exchange` in the source namespace and apply a transition (R4, R5, V7).
+
+    `incoming` is what a logic step received: a `go` without a message of its own forwards it.
+    """
+    if run.depth and transition.kind in ("go", "finish"):  # a nested run never moves (V2)
+        raise fail_turn(FlowDefinitionError(_nested_move(source, transition, run)))
+    if transition.kind == "stay":
+        extend(source, exchange)
+        return source, None
+    if transition.kind == "finish":
+        flow._session.completed = True  # V7: the session is completed wherever the cursor is
+        if transition.text is None:  # the step's model says the closing line
+            extend(source, exchange)
+            return source, None
+    if transition.kind in ("direct", "finish"):
+        return source, _direct(flow, source, exchange, transition)
     destination = flow.get_step(transition.target)  # type: ignore[arg-type]
     moved = await flow.goto(type(destination))
     if transition.prompt is not None:
@@ -347,32 +442,53 @@ async def _apply(
         destination.save_state(transition.state)
     if transition.content_type:
         flow._session.content_type = transition.content_type
-    _extend(source, [reply, *results])
-    return destination, await _deliver(flow, source, destination, transition, moved)
+    extend(source, exchange)
+    forwarded = transition.message if transition.message is not None else incoming
+    return destination, await _deliver(flow, source, destination, forwarded, moved)
+
+
+def _nested_move(source: Step, transition: ToolResult, run: RunFrame) -> str:
+    what = "finish()" if transition.kind == "finish" else f"go({_target_name(transition)})"
+    return (
+        f"{source.name} returned {what} while running nested inside {run.parent} "
+        "(run_step/run_steps), but a nested step cannot move the cursor or end the session. "
+        f"Return direct(text) to end {source.name}'s run with a result, and let {run.parent} "
+        "decide where to go once run_step() returns."
+    )
+
+
+def _target_name(transition: ToolResult) -> str:
+    target = transition.target
+    return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
 
 
 def _direct(flow: Flow, step: Step, exchange: list[BaseMessage], transition: ToolResult) -> str:
     text = transition.text or ""
-    _extend(step, [*exchange, AIMessage(text, additional_kwargs={"direct": True})])
+    extend(step, [*exchange, AIMessage(text, additional_kwargs={"direct": True})])
     if transition.content_type:
         flow._session.content_type = transition.content_type
     return text
 
 
 async def _deliver(
-    flow: Flow, source: Step, destination: Step, transition: ToolResult, moved: bool
+    flow: Flow,
+    source: Step,
+    destination: Step,
+    forwarded: BaseMessage | str | None,
+    moved: bool,
 ) -> str | None:
     """Hand the forwarded message to the destination (through on_crossing on a real move)."""
-    forwarded = transition.message
-    if isinstance(forwarded, str):
-        forwarded = HumanMessage(forwarded)
+    message = HumanMessage(forwarded) if isinstance(forwarded, str) else forwarded
     if moved:
-        forwarded = await flow._call_hook(destination.on_crossing, forwarded, source.name)
-    if forwarded is None:
+        message = await flow._call_hook(destination.on_crossing, message, source.name)
+    if isinstance(destination, LogicStep):  # V1: no model to read it; run_logic passes it on
+        destination.incoming_message = message
         return None
-    append_message(destination, forwarded)
-    if isinstance(forwarded, AIMessage) and forwarded.additional_kwargs.get("direct"):
-        return message_text(forwarded)
+    if message is None:
+        return None
+    append_message(destination, message)
+    if isinstance(message, AIMessage) and message.additional_kwargs.get("direct"):
+        return message_text(message)
     return None
 
 
@@ -381,7 +497,10 @@ def append_message(step: Step, message: BaseMessage) -> None:
     step.get_messages().append(_owned(step, message))
 
 
-def _extend(step: Step, messages: list[BaseMessage]) -> None:
+def extend(step: Step, messages: list[BaseMessage]) -> None:
+    """Append several messages to the step's namespace, attributed to the step (T5)."""
+    if not messages:  # a logic step's transition carries none: create no namespace for it
+        return
     step.get_messages().extend(_owned(step, m) for m in messages)
 
 

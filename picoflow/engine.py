@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,12 +19,15 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from ._engine_checks import check_flow, turn_input_problem
 from ._housekeeping.scheduler import Housekeeping
+from ._loop import run_turn
 from ._mcp import MCPConnections
+from ._migration import migrate
+from ._nested import NestedRuns
 from ._recall import recall_tools
 from ._sessions import Sessions
 from ._state import now_iso
 from ._tool_sources import check_tool_names, mcp_servers_of, step_tools
-from ._turn import TurnContext, append_message, run_turn
+from ._turn import TurnContext, append_message
 from .errors import PicoflowError, SessionConflictError, SessionNotFoundError, StoreError
 from .flow import Flow
 from .mcp import MCPServer
@@ -91,8 +94,10 @@ class StreamEvent:
     """One event of `FlowEngine.stream`.
 
     `kind` is "token" (`data["text"]`, reply text as it arrives), "tool_call" (`name`, `args`,
-    `step`), "step_changed" (`from`, `to`), "compaction" (`namespace`, `outcome`) or "done"
-    (`result` holds the TurnResult; always the last event).
+    `step`), "step_changed" (`from`, `to`), "logic_step" (`step`, `parent`: a logic step ran),
+    "nested_start"/"nested_end" (`step`, `parent`, `depth`: a nested run began or returned),
+    "compaction" (`namespace`, `outcome`) or "done" (`result` holds the TurnResult; always the
+    last event).
     """
 
     kind: str
@@ -111,12 +116,16 @@ class FlowEngine:
         session_ttl: timedelta | float | None = None,
         *,
         turn_timeout: float | None = None,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
         """Check every flow now, so a mistake fails here rather than at a live turn (F5).
 
         `turn_timeout` (seconds) bounds a whole turn before its save: a model or tool that
-        hangs fails the turn instead of holding the session's lock forever (H6).
+        hangs fails the turn instead of holding the session's lock forever (H6). `sleep` is
+        how model-call retries wait (V9); tests pass one that records the delays and returns
+        at once, so backoff is tested without waiting.
         """
+        self._sleep = sleep
         self._registry = ProviderRegistry(providers)
         self._turn_timeout = _as_turn_timeout(turn_timeout)
         self._flows: dict[str, type[Flow]] = {}
@@ -282,7 +291,11 @@ class FlowEngine:
         if doc is None or flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":
             return None
         flow = flow_class()
-        load_flow(flow, doc)
+        migrated, _ = await migrate(flow, doc, None)  # V10: loaded as a turn would load it
+        if migrated is None:
+            return None
+        load_flow(flow, migrated)
+        await flow.init()
         await flow._call_hook(flow.current_step.on_restore)
         messages = flow.preview()
         return messages + [HumanMessage(message)] if message else messages
@@ -327,6 +340,9 @@ class FlowEngine:
         deadline: asyncio.Timeout,
     ) -> TurnResult:
         doc, spaces = await self._load_usable(flow_class, session_id, owner)
+        flow = flow_class()
+        if doc is not None and _overrides(flow, "migrate_session"):  # V10: upgrade it first
+            doc, spaces = await migrate(flow, doc, spaces)
         if doc is not None and not message.strip():
             return _failure(
                 session_id,
@@ -334,7 +350,6 @@ class FlowEngine:
                 "new session.",
                 INVALID_REQUEST,
             )
-        flow = flow_class()
         context = self._context_for(flow)
         context.emit = emit
         fresh = doc is None
@@ -345,10 +360,14 @@ class FlowEngine:
             if owner is not None:
                 doc["owner"] = owner  # H4: a top-level key, so no flow code can change it
             load_flow(flow, doc)
+            if _overrides(flow, "init"):  # V10: after the session is loaded, before any hook
+                await flow.init()
             await self._start(flow, message)
         else:
             load_flow(flow, doc, spaces)
             _warn_if_config_changed(flow, doc, config)
+            if _overrides(flow, "init"):
+                await flow.init()
             await flow._call_hook(flow.current_step.on_restore)
         reply = await run_turn(flow, message, context)
         saved = await self._save(flow, doc, context, fresh, deadline)
@@ -365,12 +384,15 @@ class FlowEngine:
 
     def _context_for(self, flow: Flow) -> TurnContext:
         default = flow.config_model()
-        return TurnContext(
+        context = TurnContext(
             registry=self._registry,
             default_model=parse_model(default, flow.name) if default is not None else None,
             usage=empty_usage(),
             extra_tools=step_tools(recall_tools(self._store), self._mcp),
+            sleep=self._sleep,
         )
+        flow._nested = NestedRuns(context)  # steps may run other steps in this turn (V2, V3)
+        return context
 
     async def _connect_tools(self, flow: Flow) -> list[str]:
         """Connect MCP servers not yet connected and check the names of their tools."""
@@ -460,6 +482,11 @@ class FlowEngine:
         )
         self._housekeeping.after_save(flow, saved)
         return saved
+
+
+def _overrides(flow: Flow, hook: str) -> bool:
+    """Whether the flow defines its own `hook` (V10 hooks are skipped for the many that don't)."""
+    return getattr(type(flow), hook) is not getattr(Flow, hook)
 
 
 def _is_owner(doc: JSONDict, owner: str | None) -> bool:

@@ -101,12 +101,13 @@ class StoreError(PicoflowError):
 class ToolLoopError(PicoflowError):
     """A turn made more model calls than the flow's max_tool_rounds allows (R7)."""
 
-    def __init__(self, flow: str, step: str, rounds: int) -> None:
+    def __init__(self, flow: str, step: str, rounds: int, *, message: str | None = None) -> None:
         self.flow = flow
         self.step = step
         self.rounds = rounds
         super().__init__(
-            f"{flow} made {rounds} model calls in one turn (step '{step}') without producing a "
+            message
+            or f"{flow} made {rounds} model calls in one turn (step '{step}') without producing a "
             "reply, the limit is max_tool_rounds. The session was left as it was before the turn; "
             "check the step's tools for a stay() loop or raise max_tool_rounds on the flow."
         )

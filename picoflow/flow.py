@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pydash
 from langchain_core.messages import BaseMessage, SystemMessage
@@ -21,6 +21,9 @@ from .errors import FlowDefinitionError
 from .memory import Memory, Namespace, request_messages
 from .models import ModelLike
 from .step import Step
+
+if TYPE_CHECKING:
+    from ._nested import NestedRuns
 
 __all__ = ["Flow"]
 
@@ -34,11 +37,13 @@ class Flow:
 
     Class attributes:
         name: the persisted flow name (default: the class name).
-        max_tool_rounds: the most model calls one turn may make (R7).
+        max_tool_rounds: the most model calls (and logic steps) one run of steps may make (R7).
+        max_step_depth: how deep `run_step` may nest (V2).
     """
 
     name: ClassVar[str] = "Flow"
     max_tool_rounds: ClassVar[int] = 8
+    max_step_depth: ClassVar[int] = 3
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -49,6 +54,7 @@ class Flow:
         self._memory = Memory()
         self._steps: dict[str, Step] | None = None
         self._session = SessionRuntime()  # what the turn changes; `session.py` loads and dumps it
+        self._nested: NestedRuns | None = None  # set by the engine for a turn (V2, V3)
 
     # -- what subclasses define ---------------------------------------------------------------
 
@@ -66,6 +72,25 @@ class Flow:
     def config_model(self) -> ModelLike | None:
         """The default model of every step that does not `use_model` (F4)."""
         return None
+
+    async def init(self) -> None:
+        """Per-turn setup that needs the session: runs after it is loaded, before any hook (V10).
+
+        The context is readable here (`get_context`); open clients or caches the steps share.
+        """
+
+    def migrate_session(self, doc: dict[str, Any]) -> dict[str, Any] | None:
+        """Upgrade a stored session document before it is loaded (V10).
+
+        Called with a copy of every stored document of this flow; return it (changed or not),
+        or None to start a new session instead. Rename steps (`current_step`, `sequence`, the
+        keys of `steps`), move state, drop a namespace. The session id and revision are kept.
+        """
+        return doc
+
+    def complete(self) -> None:
+        """End the session when this turn is saved, as `finish()` does from a step (V7)."""
+        self._session.completed = True
 
     # -- registry -----------------------------------------------------------------------------
 

@@ -28,36 +28,44 @@ __all__ = ["ModelSpec", "ModelLike", "ProviderFactory", "parse_model", "Provider
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model selection: provider name, model name, constructor params, retry attempts.
+    """A model selection: provider name, model name, constructor params, call policy.
 
-    `retry_attempts` is handed to the chat model's own retry setting (`max_retries` for
-    OpenAI), so retries happen where the client knows which errors are worth retrying.
+    `retry_attempts` is how many times picoflow retries a call that failed for a transient
+    reason (timeout, rate limit, 5xx, dropped connection), with backoff (V9); `timeout` is the
+    most seconds one call may take (None: no limit of picoflow's own). The built-in providers
+    turn the client's own retries off, so attempts are not multiplied.
     """
 
     provider: str
     name: str
     params: dict[str, Any] = field(default_factory=dict)
     retry_attempts: int = 3
+    timeout: float | None = field(default=None, kw_only=True)
 
     def __repr__(self) -> str:
         """Like the dataclass repr, with credential-like params masked (it may reach a log)."""
         params = _masked(self.params)
+        timeout = "" if self.timeout is None else f", timeout={self.timeout!r}"
         return (
             f"ModelSpec(provider={self.provider!r}, name={self.name!r}, params={params!r}, "
-            f"retry_attempts={self.retry_attempts!r})"
+            f"retry_attempts={self.retry_attempts!r}{timeout})"
         )
 
     def describe(self) -> dict[str, Any]:
         """The persisted form, with credential-like parameters removed."""
-        return {
+        described = {
             "provider": self.provider,
             "name": self.name,
             "params": _without_secrets(self.params),
             "retry_attempts": self.retry_attempts,
         }
+        if self.timeout is not None:
+            described["timeout"] = self.timeout
+        return described
 
 
 ModelLike: TypeAlias = "str | ModelSpec | BaseChatModel"
+CLIENT_RETRIES = 0  # the built-in clients' own retry setting: picoflow's policy retries (V9)
 ProviderFactory: TypeAlias = Callable[[ModelSpec], BaseChatModel]
 
 _MODEL_STRING = re.compile(r"^([A-Za-z][\w.-]*):(\S+)$")
@@ -116,7 +124,7 @@ class ProviderRegistry:
         if model.provider in self._custom or key in self._built:
             return
         builtin = BUILTIN_PROVIDERS[model.provider]
-        built = builtin.check(model.name, model.params, model.retry_attempts, where)
+        built = builtin.check(model.name, model.params, CLIENT_RETRIES, where)
         if built is not None:
             self._built[key] = built
 
@@ -156,7 +164,9 @@ def _builtin(name: str) -> ProviderFactory:
     provider = BUILTIN_PROVIDERS[name]
 
     def build(spec: ModelSpec) -> BaseChatModel:
-        return provider.build(spec.name, spec.params, spec.retry_attempts)
+        # V9: picoflow retries transient failures itself (`_policy`), with backoff and
+        # Retry-After; the client's own retries are off, so attempts are never multiplied.
+        return provider.build(spec.name, spec.params, CLIENT_RETRIES)
 
     return build
 

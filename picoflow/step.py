@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
+from ._abort import fail_turn
 from ._state import get_path, merge_state, new_message_id, now_iso
 from .errors import FlowDefinitionError
 from .memory import validate_namespace
@@ -26,6 +28,7 @@ from .models import ModelLike, ModelSpec, parse_model
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from ._nested import NestedRuns
     from .flow import Flow
 
 __all__ = ["Step", "EndStep", "DistilSpec"]
@@ -51,7 +54,15 @@ class DistilSpec:
 
 
 class Step:
-    """A conversational stage; subclass it, give it a prompt and `@tool` methods."""
+    """A conversational stage; subclass it, give it a prompt and `@tool` methods.
+
+    Attributes:
+        output_schema: a pydantic model class (class attribute or property) for a structured
+            reply: the step's answer is validated against it and `on_response` and
+            `run_step` receive the object (V4). None (the default) means free text.
+    """
+
+    output_schema: type[BaseModel] | None = None
 
     def __init__(self, flow: Flow) -> None:
         self._flow = flow
@@ -178,6 +189,58 @@ class Step:
         if isinstance(self.get_last_message(), (HumanMessage, ToolMessage)):
             return None
         return HumanMessage(DEFAULT_OPENER)
+
+    def on_response(self, reply: Any) -> Any:
+        """The model answered without tool calls (V5); decide what becomes of the answer.
+
+        `reply` is the text, or the validated object when the step has an `output_schema`.
+        Return None to let it stand, a str to send instead, `go(Step)` to move on (the answer
+        is not kept; the destination answers in the same turn), `stay(feedback)` to have the
+        model answer again with the feedback, or `direct(text)`/`finish(...)`. Sync or async.
+        """
+        return None
+
+    def on_llm_error(self, error: Exception) -> Any:
+        """A model call of this step failed for good (V9); answer instead of failing the turn.
+
+        `error` says which model failed and why. Return None to fail the turn (the default),
+        a str to send as the reply, or `go(Step)`/`direct(text)`/`finish(text)`.
+        """
+        return None
+
+    # -- nested runs (V2, V3) -----------------------------------------------------------------
+
+    async def run_step(self, step: type[Step], message: str | None = None) -> Any:
+        """Run another step to its reply inside this turn, without moving the cursor (V2).
+
+        The child enters (`on_enter`), runs its model loop in its own namespace with its own
+        tools, and leaves (`on_exit`); its reply is returned: the text, the validated
+        `output_schema` object, or the text of its `direct(...)`. `message` is what the child
+        hears first. A child that tries `go`/`finish`, or fails, fails the whole turn.
+        """
+        return await self._nested_runs().run_step(self, step, message)
+
+    async def run_steps(
+        self, steps: Sequence[type[Step] | tuple[type[Step], str | None]]
+    ) -> list[Any]:
+        """Run several steps as `run_step` does, concurrently; their replies in order (V3).
+
+        Give a class, or a `(StepClass, message)` pair. Steps that share a namespace with each
+        other or with this step run one after another, in order, so their histories never
+        interleave. The same class twice is a ValueError; if any child fails, the turn fails.
+        """
+        return await self._nested_runs().run_steps(self, steps)
+
+    def _nested_runs(self) -> NestedRuns:
+        runs = self._flow._nested
+        if runs is None:
+            raise fail_turn(
+                FlowDefinitionError(
+                    f"{self.name}.run_step() was called outside a turn. Call it from a tool, a "
+                    "hook or on_response while the engine runs the flow."
+                )
+            )
+        return runs
 
     # -- durable and transient state (S1-S5) --------------------------------------------------
 

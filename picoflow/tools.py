@@ -19,10 +19,42 @@ from pydantic import BaseModel, ConfigDict, create_model
 
 from .errors import FlowDefinitionError
 
-__all__ = ["tool", "ToolSpec", "collect_tools"]
+__all__ = [
+    "tool",
+    "tool_group",
+    "ToolCall",
+    "ToolSpec",
+    "GroupSpec",
+    "collect_tools",
+    "collect_groups",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__picoflow_tool__"
+_GROUP_MARK = "__picoflow_tool_group__"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of a model response, as a `@tool_group` handler receives it (V6).
+
+    Attributes:
+        name: the tool the model called.
+        args: its arguments, validated against the tool's schema (typed values, by name).
+        id: the call's id; each call still gets its own tool result (R6).
+    """
+
+    name: str
+    args: dict[str, Any]
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSpec:
+    """A `@tool_group` as declared: the tool names it takes over and its method."""
+
+    names: frozenset[str]
+    method_name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,3 +185,53 @@ def collect_tools(step_class: type) -> list[ToolSpec]:
             owners[spec.name] = attr
             found[spec.name] = spec
     return list(found.values())
+
+
+def tool_group(*names: str) -> Callable[[F], F]:
+    """Handle a whole model response at once when all its tool calls name tools in `names`.
+
+    The method takes `(self, calls: list[ToolCall])` and returns what a tool handler returns
+    (R2); it is called once with every call of the response, and its result (feedback and
+    transition) answers each call (V6). The tools themselves are ordinary `@tool` methods of
+    the step: they give the model the schemas, and handle calls the group does not take over.
+
+    Raises:
+        FlowDefinitionError: no names, or a name that is not a non-empty string.
+    """
+    if not names or any(not isinstance(name, str) or not name.strip() for name in names):
+        raise FlowDefinitionError(
+            f"@tool_group{names!r}: name the tools the group handles, each a non-empty "
+            'string, e.g. @tool_group("get_weather").'
+        )
+
+    def decorate(func: F) -> F:
+        setattr(func, _GROUP_MARK, GroupSpec(frozenset(n.strip() for n in names), func.__name__))
+        return func
+
+    return decorate
+
+
+def collect_groups(step_class: type) -> list[GroupSpec]:
+    """Every `@tool_group` of a step class, in definition order (base classes first).
+
+    Raises:
+        FlowDefinitionError: a group names a tool the step does not define with `@tool`.
+    """
+    groups: dict[str, GroupSpec] = {}
+    for klass in reversed(step_class.__mro__):
+        for attr, value in vars(klass).items():
+            spec = getattr(value, _GROUP_MARK, None)
+            if isinstance(spec, GroupSpec):
+                groups[attr] = spec
+    if groups:
+        known = {spec.name for spec in collect_tools(step_class)}
+        for spec in groups.values():
+            missing = sorted(spec.names - known)
+            if missing:
+                raise FlowDefinitionError(
+                    f"{step_class.__name__}.{spec.method_name} is a @tool_group for "
+                    f"{', '.join(repr(n) for n in missing)}, but {step_class.__name__} has no "
+                    "@tool of that name. Define the tool (its schema is what the model sees) "
+                    "or fix the name."
+                )
+    return list(groups.values())

@@ -1,4 +1,4 @@
-"""What a tool handler returns: stay, go to another step, or answer directly (R2-R5).
+"""What a tool handler returns: stay, go to another step, answer directly or finish (R2-R5, V7).
 
 A transition is a *value*, not a call: the handler returns it and the turn loop applies it after
 every tool call of the model response has its result (pipecat-flows' habit), so a handler can
@@ -15,16 +15,16 @@ from langchain_core.messages import BaseMessage
 if TYPE_CHECKING:
     from .step import Step
 
-__all__ = ["ToolResult", "go", "stay", "direct"]
+__all__ = ["ToolResult", "go", "stay", "direct", "finish"]
 
-TransitionKind = Literal["stay", "go", "direct"]
+TransitionKind = Literal["stay", "go", "direct", "finish"]
 
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """An immutable transition; each `with_*` builder returns a new one.
 
-    Build it with `go`, `stay` or `direct` rather than directly.
+    Build it with `go`, `stay`, `direct` or `finish` rather than directly.
     """
 
     kind: TransitionKind
@@ -78,3 +78,16 @@ def direct(text: str) -> ToolResult:
     if not isinstance(text, str):
         raise TypeError(f"direct() needs the reply text as a str, got {type(text).__name__}.")
     return ToolResult("direct", text=text)
+
+
+def finish(text: str | None = None) -> ToolResult:
+    """End the session from this step: the turn's reply is `text`, and the session is completed.
+
+    Without `text`, the step's model is called once more (with the tool results) and its answer
+    is the closing reply. No `EndStep` is needed (V7); the cursor stays where it is.
+    """
+    if text is not None and not isinstance(text, str):
+        raise TypeError(
+            f"finish() takes the closing reply as a str (or nothing), got {type(text).__name__}."
+        )
+    return ToolResult("finish", text=text)

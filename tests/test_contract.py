@@ -22,10 +22,6 @@ SEARCHED = ("picoflow", "tests", "docs", "demo", "bench")
 # Pages other work is writing while this page already links to them.
 FORTHCOMING = {
     "deployment.md",
-    "logic-steps.md",
-    "nested-steps.md",
-    "structured-replies.md",
-    "model-calls.md",
 }
 
 # An id is a family letter and a number without a leading zero (`H01` is a hotel, not a rule);

@@ -65,13 +65,15 @@ def test_registry_builds_each_model_once_and_custom_providers_plug_in() -> None:
     assert [s.name for s in built] == ["a", "b"]
 
 
-def test_openai_provider_honours_retry_attempts_and_base_url(
+def test_openai_provider_leaves_retries_to_picoflow_and_honours_base_url(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # V9: picoflow retries transient failures itself; the client retrying too would multiply
+    # the attempts (3 x 3) and hide Retry-After from the policy.
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1234/v1")
     model = ProviderRegistry().resolve(ModelSpec("openai", "gpt-4o-mini", retry_attempts=5))
     assert type(model).__name__ == "ChatOpenAI"
-    assert model.max_retries == 5 and model.model_name == "gpt-4o-mini"
+    assert model.max_retries == 0 and model.model_name == "gpt-4o-mini"
     assert str(model.root_client.base_url) == "http://127.0.0.1:1234/v1/"
 
 

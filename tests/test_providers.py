@@ -434,9 +434,10 @@ def test_anthropic_honours_base_url_env_and_param(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:4001")
     model = build("anthropic", "claude-sonnet-4-5", retry=5)
     assert type(model).__name__ == "ChatAnthropic"
+    # V9: picoflow's policy does the retry_attempts retries; the client's own are off
     assert (model.anthropic_api_url, model.max_retries, model.model) == (
         "http://127.0.0.1:4001",
-        5,
+        0,
         "claude-sonnet-4-5",
     )
     model = build("anthropic", "claude-sonnet-4-5", {"base_url": "http://127.0.0.1:4002"})
@@ -473,7 +474,7 @@ def test_google_genai_builds_with_a_key(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("GOOGLE_API_KEY", "g-key")
     model = build("google_genai", "gemini-2.5-flash", {"temperature": 0.1}, retry=2)
     assert type(model).__name__ == "ChatGoogleGenerativeAI"
-    assert (model.model, model.temperature, model.max_retries) == ("gemini-2.5-flash", 0.1, 2)
+    assert (model.model, model.temperature, model.max_retries) == ("gemini-2.5-flash", 0.1, 0)
 
 
 def test_openrouter_never_falls_back_to_the_openai_key() -> None:

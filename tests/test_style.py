@@ -40,6 +40,10 @@ PUBLIC = {
     "ToolResult",
     "ModelLike",  # used by the SPEC's examples
     "StreamEvent",  # FlowEngine.stream's event type (docs/server.md)
+    "LogicStep",  # SPEC V1
+    "finish",  # SPEC V7
+    "tool_group",  # SPEC V6
+    "ToolCall",  # SPEC V6: what a tool_group handler receives
     "__version__",
 }
 

@@ -68,6 +68,8 @@ def test_public_names_and_pytest_opt_out():
         "text",
         "tool_call",
         "tool_calls",
+        "structured",  # V4
+        "transient_error",  # V9
     ]
     assert ScriptedChatModel.__test__ is False
     model = ScriptedChatModel(script=[])

@@ -135,7 +135,7 @@ async def test_r6_every_bad_call_gets_exactly_one_error_result() -> None:
     assert raised == "Error: tool 'broken' failed: RuntimeError: catalog offline"
     assert weird == (
         "Error: tool 'weird' returned a int, which is not a tool result. The handler must "
-        "return None, a str, stay(), go() or direct()."
+        "return None, a str, stay(), go(), direct() or finish()."
     )
     assert "greater than 0" in bad_model
 

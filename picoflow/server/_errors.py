@@ -103,9 +103,11 @@ TURN_FAILURES: dict[str, _Failure] = {
         f"damaged, or was written by a newer version of this server; {_NOTHING_SAVED}. Sending "
         "it again cannot help: omit the session header to start a new session.",
     ),
-    # Transient provider failures (openai, httpx): V9's retries were not enough.
+    # Transient provider failures: V9's retries were not enough (ModelUnavailableError), or a
+    # provider error that reached the engine unwrapped (openai, httpx).
     **dict.fromkeys(
         (
+            "ModelUnavailableError",
             "RateLimitError",
             "APITimeoutError",
             "APIConnectionError",

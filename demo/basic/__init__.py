@@ -1,0 +1,1 @@
+"""BasicFlow: PicoFlow's feature tour (logic steps, a tool group, on_response, a nested step)."""

@@ -1,0 +1,1 @@
+"""TravelFlow: a planner runs flight, hotel and activity searches as nested steps."""
