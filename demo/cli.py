@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from demo.hotel.flow import PROVIDERS, HotelFlow, default_model
-from demo.hotel.offline_model import ANNOUNCEMENT
+from demo.hotel.offline.model import ANNOUNCEMENT
 from picoflow import FlowDefinitionError, FlowEngine, StreamEvent, TurnResult
 from picoflow.stores import MemoryStore, SQLiteStore, from_url
 
@@ -46,7 +46,9 @@ API_KEYS = {
     "deepseek": "DEEPSEEK_API_KEY",
     "openrouter": "OPENROUTER_API_KEY",
 }
-"""The environment variable each keyed provider's client reads; checked before the chat starts."""
+"""The environment variable each keyed provider's client reads, checked before the chat starts:
+the engine leaves a missing credential to the first model call (a server may never need it),
+but a chat makes that call at once, and its failure would be a long provider error."""
 
 MAKE_ENV = "DEMO_VIA_MAKE"
 """Set by the Makefile, so the resume hint is a ``make demo`` command that works from the repo."""

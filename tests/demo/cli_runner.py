@@ -12,8 +12,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def demo_env(**extra: str) -> dict[str, str]:
     """The environment of a user without an API key, who did not come through `make demo`."""
-    drop = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PICOFLOW_STORE", "DEMO_VIA_MAKE")
-    env = {k: v for k, v in os.environ.items() if k not in drop}
+    drop = ("PICOFLOW_STORE", "DEMO_VIA_MAKE")
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.endswith("_API_KEY")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     return env | extra
