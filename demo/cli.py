@@ -28,12 +28,15 @@ from datetime import date
 from pathlib import Path
 from typing import Any, TextIO
 
-from demo.hotel.flow import PROVIDERS, HotelFlow, default_model
+from demo.hotel.flow import OFFLINE_MODEL, HotelFlow, default_model
 from demo.hotel.offline.model import ANNOUNCEMENT
-from picoflow import FlowDefinitionError, FlowEngine, StreamEvent, TurnResult
+from demo.ported import PORTED_FLOWS, offline_provider
+from picoflow import Flow, FlowDefinitionError, FlowEngine, StreamEvent, TurnResult
 from picoflow.stores import MemoryStore, SQLiteStore, from_url
 
 FLOW = "HotelFlow"
+FLOWS: dict[str, type[Flow]] = {"HotelFlow": HotelFlow, **{f.name: f for f in PORTED_FLOWS}}
+"""Every demo flow: the CLI chats with one (``--flow``), resumes any, and serves them all."""
 DEFAULT_STORE = Path(".picoflow") / "sessions.db"
 LEAVE_WORDS = {"quit", "exit"}
 INTERRUPTED = 130  # the shell's status for a process ended by Ctrl-C (128 + SIGINT)
@@ -69,6 +72,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--model",
         help="provider:name, e.g. openai:gpt-4o-mini (default: offline:hotel "
         "without OPENAI_API_KEY, else openai:gpt-4o-mini); OPENAI_BASE_URL is honoured",
+    )
+    add(
+        "--flow",
+        choices=list(FLOWS),
+        default=FLOW,
+        help=f"the demo to chat with (default: {FLOW}); PicoFlow's BasicFlow, MedicalFlow and "
+        "TravelFlow are ported too. --serve serves them all",
     )
     add("--store", help=f"memory:, sqlite:///PATH or mongodb://... (default: {DEFAULT_STORE})")
     add("--session", metavar="ID", help="resume this session (--session=ID if ID starts with -)")
@@ -106,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         store = from_url(args.store) if args.store else SQLiteStore(DEFAULT_STORE)
-        engine = FlowEngine([HotelFlow.using(model)], store=store, providers=PROVIDERS)
+        engine = FlowEngine(demo_flows(model), store=store, providers={"offline": offline_provider})
     except (FlowDefinitionError, ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -117,8 +127,19 @@ def main(argv: list[str] | None = None) -> int:
     return Chat(engine, args, resumable=not isinstance(store, MemoryStore)).run()
 
 
+def demo_flows(model: str) -> list[type[Flow]]:
+    """Every demo flow bound to `model`; the ported ones keep their own offline model when the
+    model is the hotel's offline one (each demo has its own rules)."""
+    return [HotelFlow.using(model)] + [
+        flow if model == OFFLINE_MODEL else flow.using(model)  # type: ignore[attr-defined]
+        for flow in PORTED_FLOWS
+    ]
+
+
 def option_problem(args: argparse.Namespace) -> str | None:
     """Why these options cannot run together, or None; checked before anything starts."""
+    if args.today is not None and args.flow != FLOW:
+        return f"--today only applies to --flow {FLOW}: the other demos do not use dates."
     if args.serve:
         for flag, given, why in (
             ("--script", args.script, "it replays a chat in the terminal"),
@@ -207,6 +228,7 @@ class Chat:
 
     def __init__(self, engine: FlowEngine, args: argparse.Namespace, *, resumable: bool) -> None:
         self.engine = engine
+        self.flow: str = args.flow
         self.debug: bool = args.debug
         self.config = {"today": args.today} if args.today else None
         self.script: Path | None = args.script
@@ -264,6 +286,7 @@ class Chat:
             note(f"No running session {self.session_id}; starting a new one.")
             self.session_id = None
             return False
+        self.flow = doc["flow"]  # a session knows its flow; --flow picks only a new one's
         note(f"Resuming session {self.session_id} at {doc['current_step']}.")
         return True
 
@@ -272,7 +295,7 @@ class Chat:
         if self.debug:
             result = await self.streamed(message)
         else:
-            result = await self.engine.run(FLOW, message, self.session_id, self.config)
+            result = await self.engine.run(self.flow, message, self.session_id, self.config)
         for warning in result.warnings:
             note(f"warning: {warning}")
         if not result.success:
@@ -283,7 +306,7 @@ class Chat:
         return result
 
     async def streamed(self, message: str) -> TurnResult:
-        async for event in self.engine.stream(FLOW, message, self.session_id, self.config):
+        async for event in self.engine.stream(self.flow, message, self.session_id, self.config):
             if event.result is not None:
                 return event.result
             if event.kind != "token":
