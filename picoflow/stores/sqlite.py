@@ -150,11 +150,13 @@ class SQLiteStore:
     async def load(self, session_id: str) -> JSONDict | None:
         """Return a fresh copy of the stored document, or None if there is none."""
         stored = await self._read(f"load session '{session_id}'", lambda db: _load(db, session_id))
-        return (
-            None
-            if stored is None
-            else fill(_checks.decode(stored[0], session_id), stored[1], session_id)
-        )
+        if stored is None:
+            return None
+        doc = fill(_checks.decode(stored[0], session_id), stored[1], session_id)
+        # The row's revision is what `save` compares against; a document edited by hand to say
+        # otherwise would make every later save a conflict that never clears.
+        doc["revision"] = stored[2]
+        return doc
 
     async def revision(self, session_id: str) -> int | None:
         """The stored revision, or None, without reading the document.
@@ -525,14 +527,18 @@ def _write_row(
         return _MISSING if actual is None else actual
 
 
-def _load(db: sqlite3.Connection, session_id: str) -> tuple[str, list[tuple[str, str]]] | None:
-    """The session row's text and its message rows, read in one snapshot.
+def _load(
+    db: sqlite3.Connection, session_id: str
+) -> tuple[str, list[tuple[str, str]], int] | None:
+    """The session row's text, its message rows and its revision, read in one snapshot.
 
     One read transaction: WAL readers see one commit, whatever writers do meanwhile.
     """
     db.execute("BEGIN")
     try:
-        row = db.execute("SELECT doc FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        row = db.execute(
+            "SELECT doc, revision FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
         if row is None:
             return None
         messages = db.execute(
@@ -540,7 +546,7 @@ def _load(db: sqlite3.Connection, session_id: str) -> tuple[str, list[tuple[str,
             "ORDER BY namespace, position",
             (session_id,),
         ).fetchall()
-        return row[0], messages
+        return row[0], messages, int(row[1])
     finally:
         db.execute("ROLLBACK")
 

@@ -1,0 +1,45 @@
+"""SQLite rows changed by hand: the row's revision is the one that counts (P4, H3).
+
+A session document whose stored JSON says another revision than its row (someone edited it with
+the sqlite3 shell, or restored one part from a backup) used to make every later save a 409 that
+never cleared: the engine saved against the document's revision, the row compared its own.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from flows import engine_for, two_step_flow
+
+from picoflow.stores import SQLiteStore
+from picoflow.testing import ScriptedChatModel
+
+
+async def test_p4_a_document_whose_revision_disagrees_with_its_row_still_saves(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "sessions.db"
+    model = ScriptedChatModel(script=["Where to?", "Noted.", "Still noted."])
+    store = SQLiteStore(path)
+    engine = engine_for(two_step_flow(model), store=store)
+    first = await engine.run("HotelFlow", "hi")
+    second = await engine.run("HotelFlow", "Lyon", first.session_id)
+    assert second.success
+    await engine.aclose()
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute(
+            "UPDATE sessions SET doc = json_set(doc, '$.revision', 7) WHERE id = ?",
+            (first.session_id,),
+        )
+    reopened = SQLiteStore(path)
+    try:
+        doc = await reopened.load(first.session_id)
+        assert doc is not None and doc["revision"] == 1  # the row's, not the edited text's
+        again = engine_for(two_step_flow(model), store=reopened)
+        third = await again.run("HotelFlow", "two nights", first.session_id)
+        assert third.success and third.message == "Still noted.", third
+        assert await reopened.revision(first.session_id) == 2
+    finally:
+        await reopened.aclose()
