@@ -13,6 +13,7 @@ from pydantic.errors import PydanticUserError
 
 from ._logic import LogicStep
 from ._structured import check_structured_step
+from ._tool_sources import foreign_tool_names, uses_mcp
 from .errors import FlowDefinitionError
 from .flow import Flow
 from .models import ProviderRegistry, parse_model
@@ -41,7 +42,8 @@ def check_flow(flow_class: Any, registry: ProviderRegistry, known: dict[str, typ
     _check_models(flow, registry)
     for step in flow.steps.values():
         tools = collect_tools(type(step))
-        collect_groups(type(step))  # V6: a group names only tools the step defines
+        # V6: a group names only tools the step offers; an MCP server's are known once connected
+        collect_groups(type(step), also=foreign_tool_names(step), check=not uses_mcp(step))
         if step.output_schema is not None:
             check_structured_step(f"{flow.name}.{step.name}", step.output_schema, tools)
     initial = flow.initial_step()

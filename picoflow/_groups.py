@@ -31,7 +31,7 @@ _GROUPS: dict[type, list[GroupSpec]] = {}
 def _groups(step_class: type) -> list[GroupSpec]:
     groups = _GROUPS.get(step_class)
     if groups is None:
-        groups = _GROUPS[step_class] = collect_groups(step_class)
+        groups = _GROUPS[step_class] = collect_groups(step_class, check=False)  # checked at start
     return groups
 
 
@@ -111,6 +111,9 @@ def _validated(
                 None,
             )
             model = None
-        values = {f: getattr(model, f) for f in type(model).model_fields} if model else {}
+        if model is not None:
+            values = {f: getattr(model, f) for f in type(model).model_fields}
+        else:  # a tool from use_tools validates its own arguments when it runs
+            values = dict(args) if spec.args_schema is None else {}
         calls.append(ToolCall(name, values, call_id))
     return calls, errors

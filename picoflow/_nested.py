@@ -13,6 +13,7 @@ their messages never interleave.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +36,21 @@ class NestedRuns:
 
     def __init__(self, ctx: TurnContext) -> None:
         self._ctx = ctx
+
+    async def call_tool(self, step: Step, name: str, args: dict[str, Any]) -> str:
+        """Run one of `step`'s LangChain or MCP tools by name (see `Step.call_tool`)."""
+        entries = self._ctx.extra_tools(step) if self._ctx.extra_tools is not None else []
+        handlers = {spec.name: handler for spec, handler in entries}
+        if name not in handlers:
+            known = ", ".join(handlers) or "none"
+            raise ValueError(
+                f"{step.name} has no tool named {name!r} from use_tools(); it has: {known}. "
+                "Call the step's own @tool methods directly."
+            )
+        result = handlers[name](**args)
+        if inspect.isawaitable(result):
+            result = await result
+        return str(result)
 
     async def run_step(self, parent: Step, child: type[Step], message: str | None) -> Any:
         """Run `child` nested in the current turn; its reply is the result (V2)."""

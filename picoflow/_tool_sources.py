@@ -24,7 +24,14 @@ if TYPE_CHECKING:
     from .flow import Flow
     from .step import Step
 
-__all__ = ["check_tool_source", "check_tool_names", "step_tools", "mcp_servers_of"]
+__all__ = [
+    "check_tool_source",
+    "check_tool_names",
+    "foreign_tool_names",
+    "step_tools",
+    "mcp_servers_of",
+    "uses_mcp",
+]
 
 ToolEntry = tuple[ToolSpec, Callable[..., Any]]
 ExtraTools = Callable[["Step"], list[ToolEntry]]
@@ -115,6 +122,18 @@ def mcp_servers_of(flows: Iterable[Flow]) -> list[Any]:
                         f"({flow.name}.{step.name}); give each server its own name."
                     )
     return list(servers.values())
+
+
+def foreign_tool_names(step: Step) -> list[str]:
+    """The names of the LangChain tools `use_tools` gave the step (MCP tools come later)."""
+    return [s.name for s in step._tool_sources if isinstance(s, BaseTool)]
+
+
+def uses_mcp(step: Step) -> bool:
+    """Whether the step offers an MCP server's tools, whose names are known only once connected."""
+    from .mcp import MCPServer
+
+    return any(isinstance(s, MCPServer) for s in step._tool_sources)
 
 
 def check_tool_names(step: Step, extra: Iterable[str] = ()) -> None:

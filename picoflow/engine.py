@@ -26,7 +26,7 @@ from ._nested import NestedRuns
 from ._recall import recall_tools
 from ._sessions import Sessions
 from ._state import now_iso
-from ._tool_sources import check_tool_names, mcp_servers_of, step_tools
+from ._tool_sources import check_tool_names, foreign_tool_names, mcp_servers_of, step_tools
 from ._turn import TurnContext, append_message
 from .errors import PicoflowError, SessionConflictError, SessionNotFoundError, StoreError
 from .flow import Flow
@@ -43,6 +43,7 @@ from .session import (
 )
 from .stores import Store
 from .stores.base import JSONDict
+from .tools import collect_groups
 
 __all__ = ["FlowEngine", "TurnResult", "StreamEvent"]
 
@@ -401,7 +402,11 @@ class FlowEngine:
         problems = await self._mcp.connect()
         for step in flow.steps.values():
             servers = [s for s in step._tool_sources if isinstance(s, MCPServer)]
-            check_tool_names(step, [t.name for s in servers for t in self._mcp.tools(s.name)])
+            names = [t.name for s in servers for t in self._mcp.tools(s.name)]
+            check_tool_names(step, names)
+            if servers and all(self._mcp.tools(s.name) for s in servers):
+                # V6: a group may take over MCP tools; their names are known now
+                collect_groups(type(step), also=foreign_tool_names(step) + names)
         return problems
 
     async def _start(self, flow: Flow, message: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
@@ -230,6 +230,24 @@ class Step:
         interleave. The same class twice is a ValueError; if any child fails, the turn fails.
         """
         return await self._nested_runs().run_steps(self, steps)
+
+    async def call_tool(self, name: str, args: Mapping[str, Any] | None = None) -> str:
+        """Run one of the tools `use_tools` gave this step and return its result text.
+
+        For a `@tool_group` that sits on top of LangChain or MCP tools: the group gets the
+        model's calls, and runs the tools it decides to run through here (the step's own
+        `@tool` methods are called directly). A tool's failure raises, as in the tool itself.
+
+        Raises:
+            ValueError: the step has no such tool from `use_tools` (the message lists them).
+        """
+        runs = self._flow._nested
+        if runs is None:
+            raise RuntimeError(
+                f"{self.name}.call_tool({name!r}) was called outside a turn. Call it from a "
+                "tool, a @tool_group or a hook while the engine runs the flow."
+            )
+        return await runs.call_tool(self, name, dict(args or {}))
 
     def _nested_runs(self) -> NestedRuns:
         runs = self._flow._nested

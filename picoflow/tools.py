@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -211,11 +211,18 @@ def tool_group(*names: str) -> Callable[[F], F]:
     return decorate
 
 
-def collect_groups(step_class: type) -> list[GroupSpec]:
+def collect_groups(
+    step_class: type, *, also: Iterable[str] = (), check: bool = True
+) -> list[GroupSpec]:
     """Every `@tool_group` of a step class, in definition order (base classes first).
 
+    `also` names the step's other tools (from `use_tools`) a group may take over; `check=False`
+    skips the name check (the engine made it at start, or makes it once an MCP server's tools
+    are known).
+
     Raises:
-        FlowDefinitionError: a group names a tool the step does not define with `@tool`.
+        FlowDefinitionError: a group names a tool the step does not define with `@tool` nor
+            get from `use_tools`.
     """
     groups: dict[str, GroupSpec] = {}
     for klass in reversed(step_class.__mro__):
@@ -223,15 +230,15 @@ def collect_groups(step_class: type) -> list[GroupSpec]:
             spec = getattr(value, _GROUP_MARK, None)
             if isinstance(spec, GroupSpec):
                 groups[attr] = spec
-    if groups:
-        known = {spec.name for spec in collect_tools(step_class)}
+    if groups and check:
+        known = {spec.name for spec in collect_tools(step_class)} | set(also)
         for spec in groups.values():
             missing = sorted(spec.names - known)
             if missing:
                 raise FlowDefinitionError(
                     f"{step_class.__name__}.{spec.method_name} is a @tool_group for "
                     f"{', '.join(repr(n) for n in missing)}, but {step_class.__name__} has no "
-                    "@tool of that name. Define the tool (its schema is what the model sees) "
-                    "or fix the name."
+                    "@tool of that name and gets none from use_tools(). Define the tool (its "
+                    "schema is what the model sees) or fix the name."
                 )
     return list(groups.values())

@@ -24,10 +24,10 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
 
-from picoflow import Flow, FlowDefinitionError, FlowEngine, Step, go, tool
+from picoflow import Flow, FlowDefinitionError, FlowEngine, Step, ToolCall, go, tool, tool_group
 from picoflow.mcp import MCPServer
 from picoflow.stores import MemoryStore
-from picoflow.testing import ScriptedChatModel, tool_call
+from picoflow.testing import ScriptedChatModel, tool_call, tool_calls
 
 SERVER = Path(__file__).with_name("mcp") / "weather_server.py"
 STDIO = MCPServer.stdio("weather", sys.executable, [str(SERVER)], timeout=60)
@@ -308,4 +308,102 @@ async def test_r6_an_unreachable_mcp_server_is_a_warning_and_the_turn_goes_on() 
     )
     assert result.warnings[0].endswith(
         "); its tools are not offered this turn. The engine tries again at the next turn."
+    )
+
+
+# -- a group handler on top of LangChain and MCP tools (V6) ---------------------------------------
+
+
+class WeatherDesk(Step):
+    """Answers a response's weather calls together, as PicoFlow's BasicFlow does."""
+
+    seen: list[list[str]] = []
+
+    @tool_group("get_weather", "add")
+    async def all_at_once(self, calls: list[ToolCall]) -> Any:
+        WeatherDesk.seen.append([call.id for call in calls])
+        results = [await self.call_tool(call.name, call.args) for call in calls]
+        self.save_state({"report": results})
+        return "; ".join(results)
+
+
+def weather_flow(model: ScriptedChatModel, *tools: Any) -> type[Flow]:
+    class WeatherFlow(Flow):
+        def config_model(self) -> Any:
+            return model
+
+        def define_steps(self) -> list[Step]:
+            return [WeatherDesk(self).use_tools(*tools)]
+
+    return WeatherFlow
+
+
+async def test_v6_a_tool_group_takes_over_mcp_and_langchain_calls() -> None:
+    WeatherDesk.seen = []
+    model = ScriptedChatModel(
+        script=[
+            tool_calls(("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Oslo"})),
+            "Paris is sunny, Oslo rainy.",
+            tool_calls(("add", {"a": 1, "b": 2}), ("get_weather", {"city": "Lima"})),
+            "Done.",
+        ]
+    )
+    engine = FlowEngine(flows=[weather_flow(model, ADD, STDIO)], store=MemoryStore())
+    try:
+        first = await engine.run("WeatherFlow", "Paris and Oslo?")
+        second = await engine.run("WeatherFlow", "1+2, and Lima", first.session_id)
+        doc = await engine.get_session(first.session_id)
+    finally:
+        await engine.aclose()
+    assert first.success and first.message == "Paris is sunny, Oslo rainy."
+    assert WeatherDesk.seen == [["call_1", "call_2"], ["call_3", "call_4"]]  # once per reply
+    both = "Paris: sunny, 24 C; Oslo: rain, 9 C"
+    assert [(m.tool_call_id, m.content) for m in answers(model, 1)] == [
+        ("call_1", both),
+        ("call_2", both),
+    ]
+    assert second.success and doc is not None
+    assert doc["steps"]["WeatherDesk"]["state"]["report"] == ["3", "Lima: cloudy, 18 C"]
+
+
+async def test_v6_call_tool_names_the_tools_it_has_when_asked_for_another() -> None:
+    class Asker(Step):
+        @tool_group("add")
+        async def group(self, calls: list[ToolCall]) -> Any:
+            return await self.call_tool("multiply", {"a": 2, "b": 3})
+
+    model = ScriptedChatModel(script=[tool_call("add", a=1, b=1), "Sorry."])
+
+    class AskFlow(Flow):
+        def config_model(self) -> Any:
+            return model
+
+        def define_steps(self) -> list[Step]:
+            return [Asker(self).use_tools(ADD)]
+
+    result = await FlowEngine(flows=[AskFlow], store=MemoryStore()).run("AskFlow", "2*3")
+    assert result.success
+    assert answers(model, 1)[0].content == (
+        "Error: tool 'group' failed: ValueError: Asker has no tool named 'multiply' from "
+        "use_tools(); it has: add. Call the step's own @tool methods directly."
+    )
+
+
+async def test_v6_call_tool_outside_a_turn_says_so() -> None:
+    class Lonely(Step):
+        pass
+
+    class LonelyFlow(Flow):
+        def config_model(self) -> Any:
+            return ScriptedChatModel(script=[])
+
+        def define_steps(self) -> list[Step]:
+            return [Lonely(self).use_tools(ADD)]
+
+    step = LonelyFlow().get_step(Lonely)
+    with pytest.raises(RuntimeError) as caught:
+        await step.call_tool("add", {"a": 1, "b": 2})
+    assert str(caught.value) == (
+        "Lonely.call_tool('add') was called outside a turn. Call it from a tool, a @tool_group "
+        "or a hook while the engine runs the flow."
     )

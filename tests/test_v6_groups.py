@@ -129,8 +129,9 @@ def test_v6_a_group_must_name_tools_of_the_step() -> None:
     with pytest.raises(FlowDefinitionError) as caught:
         engine_of(flow_of(lambda f: [Typo(f)], ScriptedChatModel(script=[])))
     assert str(caught.value) == (
-        "Typo.both is a @tool_group for 'get_wether', but Typo has no @tool of that name. "
-        "Define the tool (its schema is what the model sees) or fix the name."
+        "Typo.both is a @tool_group for 'get_wether', but Typo has no @tool of that name and "
+        "gets none from use_tools(). Define the tool (its schema is what the model sees) or fix "
+        "the name."
     )
 
 

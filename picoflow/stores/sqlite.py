@@ -527,9 +527,7 @@ def _write_row(
         return _MISSING if actual is None else actual
 
 
-def _load(
-    db: sqlite3.Connection, session_id: str
-) -> tuple[str, list[tuple[str, str]], int] | None:
+def _load(db: sqlite3.Connection, session_id: str) -> tuple[str, list[tuple[str, str]], int] | None:
     """The session row's text, its message rows and its revision, read in one snapshot.
 
     One read transaction: WAL readers see one commit, whatever writers do meanwhile.
