@@ -11,7 +11,8 @@ from demo.basic.offline import relay
 from picoflow import ModelSpec
 from picoflow.testing import ScriptedChatModel, tool_call
 
-_ROUTE = re.compile(r"from (?P<origin>[A-Z][a-z]+) to (?P<destination>[A-Z][a-z]+)")
+_FROM = re.compile(r"\bfrom (?P<origin>[A-Z][a-z]+)")
+_TO = re.compile(r"\b(?:to|in|visit|visiting) (?P<destination>[A-Z][a-z]+)")
 _DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 _NIGHTS = re.compile(r"(\d+) nights?", re.I)
 _ADULTS = re.compile(r"(\d+) (?:adults?|people|travell?ers)", re.I)
@@ -34,21 +35,44 @@ def respond(messages: list[BaseMessage], tools: list[str]) -> AIMessage | str:
         if name in tools:
             return _search(name, system)
     if "submit_plan" in tools:
-        return _plan(last.text)
+        return _plan([str(m.text) for m in messages if m.type == "human"])
     return "How can I help with your trip?"
 
 
-def _plan(said: str) -> AIMessage | str:
-    route, day, nights = _ROUTE.search(said), _DATE.search(said), _NIGHTS.search(said)
-    if not (route and day and nights):
-        return (
-            "Where from and to, on which date (YYYY-MM-DD), and for how many nights? Tell me "
-            "too if you only want flights, hotels or activities."
+def _plan(guest: list[str]) -> AIMessage | str:
+    """Plan from everything the guest said so far (the latest value of each part wins), and
+    name what is still missing instead of asking for everything again."""
+
+    def latest(pattern: re.Pattern[str]) -> re.Match[str] | None:
+        return next((found for text in reversed(guest) if (found := pattern.search(text))), None)
+
+    said = " ".join(guest)
+    origin, destination = latest(_FROM), latest(_TO)
+    day, nights = latest(_DATE), latest(_NIGHTS)
+    missing = [
+        what
+        for what, found in (
+            ("where you leave from", origin),
+            ("where you are going", destination),
+            ("the day you leave (YYYY-MM-DD)", day),
+            ("how many nights", nights),
         )
+        if found is None
+    ]
+    if missing:
+        if len(missing) == 4:
+            return (
+                "Where from and to, on which date (YYYY-MM-DD), and for how many nights? Tell "
+                "me too if you only want flights, hotels or activities."
+            )
+        need = ", ".join(missing[:-1]) + (" and " if len(missing) > 1 else "") + missing[-1]
+        return f"To plan it I still need {need}."
+    assert origin and destination and day and nights  # all found: `missing` is empty
     only = _ONLY.search(said)
     plan: dict[str, Any] = {
         "intent": f"{only.group(1).lower()}_only" if only else "full_plan",
-        **route.groupdict(),
+        "origin": origin.group("origin"),
+        "destination": destination.group("destination"),
         "depart": day.group(1),
         "nights": int(nights.group(1)),
         "adults": int(adults.group(1)) if (adults := _ADULTS.search(said)) else 1,

@@ -124,3 +124,23 @@ async def test_travel_children_are_traced_under_the_planner() -> None:
         "ActivityStep": "PlannerStep",
         "SynthesizerStep": None,
     }
+
+
+async def test_the_planner_collects_the_trip_over_several_messages(engine: FlowEngine) -> None:
+    """A guest gives the trip in pieces: the planner names only what is still missing, and
+    plans once everything is known (the latest value of each part counts)."""
+    results, doc = await talk(
+        engine,
+        "I want to go to Lisbon for 3 nights",
+        "from London",
+        "actually 2 nights",
+        "2027-05-01",
+    )
+    assert [r.message for r in results[:3]] == [
+        "To plan it I still need where you leave from and the day you leave (YYYY-MM-DD).",
+        "To plan it I still need the day you leave (YYYY-MM-DD).",
+        "To plan it I still need the day you leave (YYYY-MM-DD).",
+    ]
+    assert results[3].message.startswith("Here are your options:")
+    plan = states(doc)["PlannerStep"]["plan"]
+    assert (plan["origin"], plan["destination"], plan["nights"]) == ("London", "Lisbon", 2)
