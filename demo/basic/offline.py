@@ -24,6 +24,11 @@ _ADDRESS = re.compile(
 )
 _COLOR = re.compile(r"colou?r is (\w+)", re.I)
 _FOOD = re.compile(r"food is ([\w ]+?)(?:[.,!]|$| and)", re.I)
+# How people name the two cities the weather tool knows, folded to the names it takes.
+_ALIASES = (
+    (re.compile(r"\bnew york(?: city)?\b|\bny(?:c| city)?\b", re.I), "NYC"),
+    (re.compile(r"\blos angeles\b|\bl\.a\.|\bla\b(?![\w'])", re.I), "LA"),
+)
 _SKIP = {"What", "The", "I", "Hi", "Hello", "Weather", "Please", "How", "And", "In", "Continue"}
 
 
@@ -50,6 +55,8 @@ def relay(feedback: str) -> str:
 
 
 def _weather(said: str) -> AIMessage | str:
+    for alias, city in _ALIASES:
+        said = alias.sub(city, said)
     cities = [c for c in _CITY.findall(said) if c not in _SKIP]
     if cities:
         return tool_calls(*[("get_weather", {"city": city}) for city in cities])

@@ -14,7 +14,11 @@ _SYMPTOMS = re.compile(r"(?:i have|i've got|symptoms? (?:are|is))\s+(.+)", re.I)
 _URGENT = re.compile(r"\b(chest pain|can't breathe|bleeding|unconscious)\b", re.I)
 _SOON = re.compile(r"\b(soon|asap|this week|worse)\b", re.I)
 _DOCTOR = re.compile(r"\b(patel|reyes)\b|\bdr\.?\s+(\w+)", re.I)
-_SLOT = re.compile(r"\b(mon|tue|wed|thu|fri)\w*\s+(?:at\s+)?(\d{1,2}:\d{2})", re.I)
+_SLOT = re.compile(
+    r"\b(mon|tue|wed|thu|fri)\w*\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?",
+    re.I,
+)
+_EARLIEST = re.compile(r"\b(?:first|earliest|soonest|next) (?:available|free|slot|one)\b", re.I)
 _CONFIRM = re.compile(r"with (Dr\. [\w ]+) on (\w+ \d{1,2}:\d{2}) \(confirmation (\w+)\)")
 
 
@@ -45,12 +49,16 @@ def _symptoms(said: str) -> AIMessage | str:
 
 
 def _booking(said: str) -> AIMessage | str:
+    if _EARLIEST.search(said):  # the week's first free slot: Dr. Patel, Monday 09:00
+        return tool_call("book_appointment", doctor="patel", slot="Mon 09:00")
     doctor, slot = _DOCTOR.search(said), _SLOT.search(said)
     if doctor and slot:
         day = slot.group(1)[:3].capitalize()
-        hour, minute = slot.group(2).split(":")
+        hour, minute, half = int(slot.group(2)), slot.group(3) or "00", (slot.group(4) or "")
+        if half.lower().startswith("p") and hour < 12:
+            hour += 12
         name = doctor.group(1) or doctor.group(2)
-        return tool_call("book_appointment", doctor=name, slot=f"{day} {int(hour):02d}:{minute}")
+        return tool_call("book_appointment", doctor=name, slot=f"{day} {hour:02d}:{minute}")
     return (
         "Dr. Maya Patel is free Mon 09:00, Mon 14:30 or Wed 11:00; Dr. Tom Reyes Tue 10:00 or "
         "Thu 16:00. Which would you like?"

@@ -165,3 +165,13 @@ async def test_basic_flow_over_http() -> None:
     assert [r["completed"] for r in replies] == [False, False, False, False, True]
     assert replies[-1]["message"] == "Thank you, Hedy Lamarr! Everything is recorded. Goodbye."
     await engine.aclose()
+
+
+@pytest.mark.parametrize(
+    "said", ["weather in new york and los angeles?", "NY city and L.A. please", "nyc and la"]
+)
+async def test_basic_flow_knows_the_cities_by_their_usual_names(
+    engine: FlowEngine, said: str
+) -> None:
+    weather = await Chat(engine).say(said)
+    assert weather.step == "FavoritesStep", weather.message

@@ -106,3 +106,20 @@ async def test_medical_flow_symptoms_step_uses_the_same_model_with_its_own_param
         ("medical", {"temperature": 0.5}),
         ("medical", {}),
     ]
+
+
+@pytest.mark.parametrize(
+    ("said", "doctor", "slot"),
+    [
+        ("the first available, please", "Dr. Maya Patel", "Mon 09:00"),
+        ("Dr Reyes thursday 4pm", "Dr. Tom Reyes", "Thu 16:00"),
+        ("dr. patel on monday at 2:30 pm", "Dr. Maya Patel", "Mon 14:30"),
+        ("Patel, Wednesday 11am", "Dr. Maya Patel", "Wed 11:00"),
+    ],
+)
+async def test_medical_flow_reads_slots_as_people_write_them(
+    engine: FlowEngine, said: str, doctor: str, slot: str
+) -> None:
+    results, doc = await talk(engine, "I have a cough", said)
+    booking = doc["steps"]["BookingStep"]["state"]["booking"]
+    assert (booking["doctor"], booking["slot"], results[-1].completed) == (doctor, slot, True)
