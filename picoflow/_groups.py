@@ -8,15 +8,20 @@ transition, if any, is the response's transition.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from typing import Any
 
 from langchain_core.messages import AIMessage, InvalidToolCall
 from pydantic import ValidationError
 
-from ._abort import fails_turn
-from ._turn import Outcome, TurnContext, interpret, malformed_outcome, run_tool_call
+from ._turn import (
+    Outcome,
+    TurnContext,
+    interpret,
+    malformed_outcome,
+    run_handler,
+    run_tool_call,
+)
 from .step import Step
 from .tools import GroupSpec, ToolCall, ToolSpec, collect_groups
 
@@ -69,15 +74,9 @@ async def _run_group(
             for call in calls
         ]
     logger.info("tool group %s in %s", name, step.name, extra=extra)
-    try:
-        result = getattr(step, name)(list(calls))  # a list of its own: the handler may change it
-        if inspect.isawaitable(result):
-            result = await result
-    except Exception as exc:  # R6: a handler that raises becomes a tool result, not a crash
-        if fails_turn(exc):  # a nested run failed: the turn fails (V2, V3)
-            raise
-        logger.exception("tool group %s raised in %s", name, step.name, extra=extra)
-        failed = Outcome(f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}", "error", None)
+    # a list of its own: the handler may change it
+    result, failed = await run_handler(step, name, getattr(step, name), list(calls))
+    if failed is not None:
         return [failed for _ in calls]
     outcome = interpret(name, result, extra)
     plain = Outcome(outcome.content, outcome.status, None)  # the transition is applied once

@@ -51,6 +51,7 @@ __all__ = [
     "tools_of",
     "call_model",
     "run_tool_call",
+    "run_handler",
     "malformed_outcome",
     "interpret",
     "apply",
@@ -356,17 +357,36 @@ async def run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnCont
             "error",
             None,
         )
+    if spec.pass_model:
+        result, failed = await run_handler(step, name, handler, kwargs.pop("__model__"))
+    else:
+        result, failed = await run_handler(step, name, handler, **kwargs)
+    return failed if failed is not None else interpret(name, result, extra)
+
+
+async def run_handler(
+    step: Step, name: str, handler: Callable[..., Any], *args: Any, **kwargs: Any
+) -> tuple[Any, Outcome | None]:
+    """Run a tool or group handler at the tool-call boundary (R6).
+
+    Returns its value, or the error outcome the model reads instead: one boundary for tools and
+    groups, so both redact alike (H2).
+    """
     try:
-        result = handler(kwargs.pop("__model__")) if spec.pass_model else handler(**kwargs)
+        result = handler(*args, **kwargs)
         if inspect.isawaitable(result):
             result = await result
     except Exception as exc:  # R6: a handler that raises becomes a tool result, not a crash
         if fails_turn(exc):  # a nested run failed: the turn fails (V2, V3)
             raise
+        extra = {"session_id": step.flow.get_session_id(), "step": step.name, "tool": name}
         logger.exception("tool %s raised in %s", name, step.name, extra=extra)
         text = redact(str(exc))  # H2: the model may repeat it; paths and hosts stay in the log
-        return Outcome(f"Error: tool '{name}' failed: {type(exc).__name__}: {text}", "error", None)
-    return interpret(name, result, extra)
+        failed = Outcome(
+            f"Error: tool '{name}' failed: {type(exc).__name__}: {text}", "error", None
+        )
+        return None, failed
+    return result, None
 
 
 def interpret(name: str, result: Any, extra: dict[str, Any]) -> Outcome:
