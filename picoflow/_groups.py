@@ -8,6 +8,7 @@ transition, if any, is the response's transition.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -74,8 +75,8 @@ async def _run_group(
             for call in calls
         ]
     logger.info("tool group %s in %s", name, step.name, extra=extra)
-    # a list of its own: the handler may change it
-    result, failed = await run_handler(step, name, getattr(step, name), list(calls))
+    handler = functools.partial(getattr(step, name), list(calls))  # the handler may change it
+    result, failed = await run_handler(step, name, handler)
     if failed is not None:
         return [failed for _ in calls]
     outcome = interpret(name, result, extra)

@@ -8,6 +8,7 @@ the flow object, which the engine saves only if the turn succeeds (P3).
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import secrets
@@ -358,22 +359,21 @@ async def run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnCont
             None,
         )
     if spec.pass_model:
-        result, failed = await run_handler(step, name, handler, kwargs.pop("__model__"))
-    else:
-        result, failed = await run_handler(step, name, handler, **kwargs)
+        bound = functools.partial(handler, kwargs.pop("__model__"))
+    else:  # bound here: a tool argument may be called `name` or `step`
+        bound = functools.partial(handler, **kwargs)
+    result, failed = await run_handler(step, name, bound)
     return failed if failed is not None else interpret(name, result, extra)
 
 
-async def run_handler(
-    step: Step, name: str, handler: Callable[..., Any], *args: Any, **kwargs: Any
-) -> tuple[Any, Outcome | None]:
+async def run_handler(step: Step, name: str, call: Callable[[], Any]) -> tuple[Any, Outcome | None]:
     """Run a tool or group handler at the tool-call boundary (R6).
 
     Returns its value, or the error outcome the model reads instead: one boundary for tools and
     groups, so both redact alike (H2).
     """
     try:
-        result = handler(*args, **kwargs)
+        result = call()
         if inspect.isawaitable(result):
             result = await result
     except Exception as exc:  # R6: a handler that raises becomes a tool result, not a crash
