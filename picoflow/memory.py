@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from ._live_history import LiveHistory
 from .models import ModelLike, ModelSpec, parse_model
 
 __all__ = [
@@ -146,7 +147,7 @@ class SummaryConfig:
 class Namespace:
     """One history: messages (index 0 = system slot), its summary, and eviction bookkeeping."""
 
-    messages: list[BaseMessage] = field(default_factory=lambda: [SystemMessage("")])
+    messages: list[BaseMessage] = field(default_factory=lambda: LiveHistory([SystemMessage("")]))
     summary: str | None = None
     summary_generation: int = 0
     # Messages that have left the history (evicted to the archive, or erased): the message at
@@ -160,6 +161,10 @@ class Namespace:
     # The messages and their stored dicts as of the last load or save: a save re-serialises only
     # what differs from them (see session._dump_messages), so its cost does not grow with history.
     synced: tuple[list[BaseMessage], list[dict[str, Any]]] = field(default=([], []), repr=False)
+
+    def __post_init__(self) -> None:
+        if type(self.messages) is not LiveHistory:  # knows what changed since a save
+            self.messages = LiveHistory(self.messages)
 
 
 class Memory:
@@ -288,7 +293,13 @@ def request_messages(record: Namespace, system: SystemMessage) -> list[BaseMessa
     ['Be kind.', 'Conversation memory for this step:\nLikes tea.', 'hi']
     """
     block = memory_block(record.summary)
-    return [system, *([block] if block else []), *record.messages[1:]]
+    if not record.messages:
+        return [system, *([block] if block else [])]
+    request = record.messages[:]  # one copy of the history, however long it is
+    request[0] = system
+    if block:
+        request.insert(1, block)
+    return request
 
 
 def memory_block(summary: str | None) -> SystemMessage | None:

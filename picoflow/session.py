@@ -15,12 +15,13 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
+from ._live_history import LiveHistory, unchanged_since_sync
 from ._state import is_session_id, now_iso
 from .errors import StoreError
 from .flow import Flow
 from .memory import Namespace
 from .models import describe_model
-from .stores.base import SavedMessages, encode_new
+from .stores.base import SavedMessages, encode_new, unchanged
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -196,13 +197,13 @@ def _load_namespace(entry: dict[str, Any]) -> Namespace:
         dropped_facts=entry.get("dropped_facts", 0),
         summary_usage=dict(entry.get("summary_usage") or {}),
     )
-    _remember(record, messages, dicts)
+    _remember(record, messages, list(dicts))
     return record
 
 
 def _copy_namespace(record: Namespace) -> Namespace:
     return Namespace(
-        messages=list(record.messages),
+        messages=_copy_history(record.messages),
         summary=record.summary,
         summary_generation=record.summary_generation,
         archived=record.archived,
@@ -210,6 +211,12 @@ def _copy_namespace(record: Namespace) -> Namespace:
         summary_usage=dict(record.summary_usage),
         synced=record.synced,
     )
+
+
+def _copy_history(messages: list[BaseMessage]) -> LiveHistory:
+    if type(messages) is LiveHistory:
+        return messages.copy_history()
+    return LiveHistory(messages)
 
 
 def dump_flow(
@@ -257,11 +264,25 @@ def _dump_namespace(record: Namespace) -> dict[str, Any]:
 def _dump_messages(record: Namespace) -> SavedMessages:
     """Serialise a history, reusing the stored dicts of the messages saved last time.
 
-    `encode_new` does the reuse, so a save costs what the turn added.
+    `encode_new` does the reuse, so a save costs what the turn added. The list says what it
+    kept of the last one, so the checker and the store reuse their work without a pass of
+    their own over the history.
     """
-    dicts = SavedMessages(encode_new(record.messages, record.synced, _serialise))
-    record.synced = (list(record.messages), dicts)
-    return dicts
+    messages = record.messages
+    old_messages, old_dicts = record.synced
+    keep = unchanged_since_sync(messages, old_messages)
+    if keep is None:
+        found = unchanged(messages, old_messages)
+    else:
+        found = keep, bool(messages) and bool(old_messages) and messages[0] is old_messages[0]
+    dicts = encode_new(messages, record.synced, _serialise, found)
+    if isinstance(old_dicts, SavedMessages):
+        saved = SavedMessages(dicts, base=old_dicts, kept=found)
+        old_dicts.forget_base()
+    else:
+        saved = SavedMessages(dicts)
+    _remember(record, messages, saved)
+    return saved
 
 
 def _serialise(message: BaseMessage) -> dict[str, Any]:
@@ -271,4 +292,7 @@ def _serialise(message: BaseMessage) -> dict[str, Any]:
 
 
 def _remember(record: Namespace, messages: list[BaseMessage], dicts: list[dict[str, Any]]) -> None:
-    record.synced = (list(messages), list(dicts))
+    synced = list(messages)
+    record.synced = (synced, dicts)
+    if type(record.messages) is LiveHistory:
+        record.messages.mark_synced(synced)

@@ -79,7 +79,9 @@ async def test_h2_a_tool_group_that_raises_is_redacted_like_a_tool(
     result = await engine_for(GroupedFlow).run("GroupedFlow", "prices?")
     assert result.success
     told = [m.content for m in model.requests[1].messages if m.type == "tool"]
-    assert told == [
-        "Error: tool 'both' failed: PermissionError: [Errno 13] Permission denied: '<path>'"
-    ] * 2
+    assert (
+        told
+        == ["Error: tool 'both' failed: PermissionError: [Errno 13] Permission denied: '<path>'"]
+        * 2
+    )
     assert "/srv/hotel/data/prices.csv" in caplog.text

@@ -22,12 +22,10 @@ import json
 import sqlite3
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from itertools import compress, count, islice
-from operator import is_not
 from typing import Any
 
 from picoflow.errors import StoreError
-from picoflow.stores.base import REMEMBERED_SESSIONS, JSONDict, SavedMessages
+from picoflow.stores.base import REMEMBERED_SESSIONS, JSONDict, SavedMessages, unchanged
 
 __all__ = ["MESSAGES_SCHEMA", "Plan", "RowMemory", "apply", "fill"]
 
@@ -92,8 +90,8 @@ class RowMemory:
 
     def written(self, session_id: str, revision: int, memory: dict[str, Any]) -> None:
         """Remember what a successful save wrote (only `SavedMessages` lists can be trusted)."""
-        lists = {
-            namespace: list(entry["messages"])
+        lists: dict[str, list[Any]] = {
+            namespace: entry["messages"]  # read-only, so kept as it is
             for namespace, entry in memory.items()
             if isinstance(entry["messages"], SavedMessages)
         }
@@ -123,15 +121,12 @@ def _changed_positions(messages: list[Any], old: list[Any]) -> list[int]:
     """Positions whose object is not the one written last time.
 
     The system slot (0) on its own, then everything from the first difference after it
-    (histories grow by appending).
+    (histories grow by appending; see `unchanged`).
     """
     if not messages:
         return []
-    pairs = map(is_not, islice(messages, 1, None), islice(old, 1, None))  # no list copies
-    first = next(compress(count(1), pairs), None)
-    keep = min(len(messages), len(old)) if first is None else first
-    head = [0] if not old or messages[0] is not old[0] else []
-    return head + list(range(max(keep, 1), len(messages)))
+    keep, slot_kept = unchanged(messages, old)
+    return ([] if slot_kept else [0]) + list(range(max(keep, 1), len(messages)))
 
 
 def apply(db: sqlite3.Connection, session_id: str, plan: Plan) -> None:
