@@ -12,6 +12,11 @@ Budget (issue 11, SQLiteStore): turns 151-200 at most 1.2x turns 1-50, and p50 w
 MemoryStore's at both ends. Stores run interleaved (one run of each, then the next round), so a
 busy moment of the host hits all of them. `--stores memory,sqlite,sqlite-full` adds SQLite with
 `synchronous="FULL"` (a disk sync on every save).
+
+A last table measures the same growth paired: turns 1-50 of a new session alternate with turns
+151-200 of another, so a slow spell of the host lands on both ends of the comparison. Its turns
+are slower than the first table's (each turn finds the other session's objects in the CPU
+caches, as a server with many sessions does), and so is what grows with a longer history.
 """
 
 from __future__ import annotations
@@ -204,6 +209,55 @@ async def one_run(
     return timings, own
 
 
+async def paired_run(store: Any, turns: int) -> tuple[list[float], list[float]]:
+    """Turns 1-50 of one session and 151-200 of another, alternately, in ms.
+
+    The second session is first brought to turn 150 (not timed); then each of the next 50
+    rounds times one early turn and one late turn back to back, so a slow spell of a shared
+    host lands on both halves of the comparison instead of on one end of a conversation.
+    """
+    model = ZeroLatencyModel()
+    flow = bench_flow(model)
+    engine = FlowEngine(flows=[flow], store=store)
+    late_id = None
+    for turn in range(turns - 50):
+        result = await engine.run(flow.name, f"user message {turn}", session_id=late_id)
+        late_id = result.session_id
+    early_id = None
+    early, late = [], []
+    for turn in range(50):
+        for label, session_id, number in (("early", early_id, turn), ("late", late_id, turn)):
+            start = time.perf_counter()
+            result = await engine.run(flow.name, f"user message {number}", session_id=session_id)
+            elapsed = (time.perf_counter() - start) * 1000
+            if not result.success:
+                raise SystemExit(f"{label} turn {number} failed: {result.message}")
+            (early if label == "early" else late).append(elapsed)
+            if label == "early":
+                early_id = result.session_id
+    await engine.aclose()
+    return early, late
+
+
+def skip_langchain_passes() -> None:
+    """Diagnostic only: make LangChain's two passes over a request's messages free.
+
+    `BaseChatModel.agenerate` formats every message for tracing and normalises every message's
+    content blocks on each call, two Python loops over the whole request. With a model that
+    answers instantly and a history that is never compacted they are what grows with the
+    conversation once picoflow and the store are flat; this shows how much. The messages here
+    are plain text, which both passes hand back unchanged, so the calls are the same calls.
+    """
+    from langchain_core.language_models import chat_models
+
+    def unchanged(messages: list[BaseMessage]) -> list[BaseMessage]:
+        return list(messages)
+
+    chat_models._format_for_tracing = unchanged  # type: ignore[assignment]
+    chat_models._normalize_messages = unchanged  # type: ignore[attr-defined]
+    print("Diagnostic: LangChain's per-message passes in agenerate skipped")
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -221,7 +275,14 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--stores", default="memory,sqlite", help=f"of {', '.join(STORES)}")
+    parser.add_argument(
+        "--without-langchain-passes",
+        action="store_true",
+        help="diagnostic: skip LangChain's two per-message passes in agenerate (see below)",
+    )
     args = parser.parse_args()
+    if args.without_langchain_passes:
+        skip_langchain_passes()
     names = args.stores.split(",")
     print(f"{args.runs} runs x {args.turns} turns; medians over runs of each run's percentile (ms)")
     print("'own' = the turn minus the time inside LangChain's model invoke (picoflow + store)")
@@ -253,11 +314,31 @@ async def main() -> None:
                 f"{label:<18} {med[0]:>9.3f} {med[1]:>9.3f} {med[2]:>12.3f} {med[3]:>12.3f} "
                 f"{med[2] / med[0]:>6.2f}"
             )
+    await report_paired(names, args.runs, args.turns)
     for name in names:
         if name != "memory" and "memory" in medians:
             early = medians[name][0] - medians["memory"][0]
             late = medians[name][2] - medians["memory"][2]
             print(f"{name} - memory, p50: {early:+.3f} ms (1-50), {late:+.3f} ms (151-200)")
+
+
+async def report_paired(names: list[str], runs: int, turns: int) -> None:
+    """Print the growth measured by `paired_run`, median over `runs` runs per store."""
+    print("Paired: turns 1-50 of a new session alternating with turns 151-200 of another")
+    paired: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    for _ in range(runs):
+        for name in names:
+            with tempfile.TemporaryDirectory() as tmp:
+                early, late = await paired_run(STORES[name](tmp), turns)
+            paired[name].append((pct(early, 0.5), pct(late, 0.5)))
+    for name in names:
+        early_p50 = statistics.median(e for e, _ in paired[name])
+        late_p50 = statistics.median(late for _, late in paired[name])
+        ratios = sorted(late / e for e, late in paired[name])
+        print(
+            f"{name:<18} p50 1-50 {early_p50:.3f}  p50 151-200 {late_p50:.3f}  ratio "
+            f"{late_p50 / early_p50:.2f} (per run {', '.join(f'{r:.2f}' for r in ratios)})"
+        )
 
 
 def _percentiles(timings: list[float]) -> tuple[float, float, float, float]:
