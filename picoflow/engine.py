@@ -140,7 +140,7 @@ class FlowEngine:
         self._mcp = MCPConnections(mcp_servers_of(built))
         self._store: Store = store if store is not None else _store_from_environment()
         self._sessions = Sessions(self._store, _as_ttl(session_ttl))
-        self._housekeeping = Housekeeping(self._sessions, self._registry)
+        self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
 
     def flow_names(self) -> list[str]:
         """The registered flow names."""

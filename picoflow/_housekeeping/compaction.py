@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
@@ -36,7 +35,7 @@ from ..stores.base import Store
 from .condense import Condensed, condense, summary_tokens
 from .facts import MAX_LISTED, dropped_facts
 from .history import evict, find_cut_point, stored_length
-from .summariser import ask_summary_model, clip, summary_run_config, transcript_line
+from .summariser import SummaryModel, ask_summary_model, clip, summary_run_config, transcript_line
 
 __all__ = [
     "SummaryDraft",
@@ -136,7 +135,7 @@ def summary_request(prompt: str, previous: str | None, evicted: list[BaseMessage
     return [SystemMessage(prompt), HumanMessage(body)]
 
 
-async def draft_summary(flow: Flow, namespace: str, cut: int, model: BaseChatModel) -> SummaryDraft:
+async def draft_summary(flow: Flow, namespace: str, cut: int, model: SummaryModel) -> SummaryDraft:
     """Ask the summariser for the namespace's new summary; change nothing (M6, M8)."""
     config = flow.get_memory().summary_config
     record = flow.get_memory().space(namespace)

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from ..flow import Flow
 from ..memory import CONDENSE_PROMPT
-from .summariser import ask_summary_model, summary_run_config
+from .summariser import SummaryModel, ask_summary_model, summary_run_config
 
 __all__ = ["Condensed", "condense", "summary_tokens", "ROUNDS"]
 
@@ -44,7 +43,7 @@ def summary_tokens(text: str) -> int:
 
 
 async def condense(
-    flow: Flow, namespace: str, text: str, model: BaseChatModel, budget: int
+    flow: Flow, namespace: str, text: str, model: SummaryModel, budget: int
 ) -> Condensed:
     """Bring `text` within `budget` tokens: ask the model, then cut if it must."""
     result = Condensed(text=text, original=text)

@@ -36,7 +36,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -52,7 +51,7 @@ from ..memory import count_call
 from ..step import DistilSpec, Step
 from ..stores.base import Store
 from .history import evict, find_cut_point, stored_length
-from .summariser import ask_summary_model, clip, summary_run_config, transcript_line
+from .summariser import SummaryModel, ask_summary_model, clip, summary_run_config, transcript_line
 
 __all__ = [
     "DEFAULT_DISTIL_PROMPT",
@@ -215,7 +214,7 @@ def _errors(exc: ValidationError) -> str:
 
 
 async def draft_distillation(
-    flow: Flow, item: DistillationDraft, model: BaseChatModel
+    flow: Flow, item: DistillationDraft, model: SummaryModel
 ) -> DistillationDraft:
     """Ask the summary model for the step's value and validate it; change nothing (as M8)."""
     step = flow.get_step(item.step)

@@ -36,14 +36,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
+from .._policy import model_name, policy_of
 from .._sessions import Sessions
 from ..errors import PicoflowError
 from ..flow import Flow
@@ -53,6 +53,7 @@ from ..session import load_flow
 from ..stores.base import JSONDict
 from . import distillation
 from .compaction import SummaryDraft, apply_summary, draft_summary, due_cuts
+from .summariser import SummaryModel
 
 __all__ = ["Housekeeping"]
 
@@ -99,12 +100,18 @@ class Housekeeping:
 
     keep_at_most = 1024
 
-    def __init__(self, sessions: Sessions, registry: ProviderRegistry) -> None:
+    def __init__(
+        self,
+        sessions: Sessions,
+        registry: ProviderRegistry,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
         # The engine's sessions: a task reads the session the turn has just written from their
         # cache (one `revision()` check instead of loading and parsing it twice), takes the
         # session's lock to apply its drafts, and commits like a turn does.
         self._sessions = sessions
         self._registry = registry
+        self._sleep = sleep  # how a summary call waits between retries (V9), as a turn's do
         self._work: dict[str, _SessionWork] = {}  # by session id
         self._tasks: set[asyncio.Task[None]] = set()  # every task not yet finished
 
@@ -208,11 +215,14 @@ class Housekeeping:
                 extra={"session_id": idle},
             )
 
-    def _model(self, flow: Flow) -> BaseChatModel:
-        model = flow.get_memory().summary_model
-        if model is None:  # FlowEngine(...) refuses such flows (F5); this guards direct use
+    def _model(self, flow: Flow) -> SummaryModel:
+        spec = flow.get_memory().summary_model
+        if spec is None:  # FlowEngine(...) refuses such flows (F5); this guards direct use
             raise ValueError(f"{flow.name} enables summaries but sets no summary model.")
-        return self._registry.resolve(model)
+        retries, call_timeout = policy_of(spec)
+        return SummaryModel(
+            self._registry.resolve(spec), retries, call_timeout, model_name(spec), self._sleep
+        )
 
     def _start(self, session_id: str, work: _SessionWork, exits: Exits) -> None:
         later = self._later(work.flow_class, session_id, exits)

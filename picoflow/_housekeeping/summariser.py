@@ -9,16 +9,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
+from .._policy import ModelCallError, call_with_retries
 from .._tracing import run_metadata
 from ..flow import Flow
 
-__all__ = ["summary_run_config", "ask_summary_model", "transcript_line", "clip"]
+__all__ = ["SummaryModel", "summary_run_config", "ask_summary_model", "transcript_line", "clip"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +45,24 @@ def summary_run_config(
     return RunnableConfig(metadata=metadata, tags=tags, run_name=f"{flow.name}.{purpose}.{subject}")
 
 
+@dataclass(frozen=True, slots=True)
+class SummaryModel:
+    """The summary model with its call policy (V9): a summary call is a model call too.
+
+    The built-in providers leave retrying to picoflow (their clients' own retries are off), so
+    without this a rate limit or a dropped connection would skip a compaction that one more
+    attempt a second later would have made.
+    """
+
+    model: BaseChatModel
+    retries: int = 3
+    call_timeout: float | None = None  # per attempt (`ModelSpec(timeout=)`)
+    name: str = "the summary model"
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+
+
 async def ask_summary_model(
-    model: BaseChatModel,
+    summariser: SummaryModel,
     request: list[Any],
     run: RunnableConfig,
     timeout: float,
@@ -52,18 +71,36 @@ async def ask_summary_model(
     """The reply of a housekeeping call (a summary or a distillation), or why there is none.
 
     This is the one place where the summary model may fail without failing the turn (M8):
-    its callers leave the session as it was and turn the reason into a warning.
+    its callers leave the session as it was and turn the reason into a warning. Transient
+    failures are retried under the model's policy (V9); `timeout` (`SummaryConfig.timeout`)
+    bounds all the attempts together, waits included.
     """
+    model = summariser.model
     try:
         async with asyncio.timeout(timeout):
-            reply = await model.ainvoke(request, config=run)
+            reply = await call_with_retries(
+                lambda: model.ainvoke(request, config=run),
+                retries=summariser.retries,
+                timeout=summariser.call_timeout,
+                sleep=summariser.sleep,
+                describe=lambda: (summariser.name, "a summary call"),
+            )
     except TimeoutError:
         return None, f"the summary model did not answer within {timeout:g} s"
     except Exception as exc:  # M8: a failing summariser never fails the turn
         # The M8 warning names the error; the traceback is for whoever debugs the provider.
         logger.info("summary model failed", exc_info=True, extra=extra)
-        return None, f"the summary model raised {type(exc).__name__}: {exc}"
+        return None, _failure(exc)
     return (reply if isinstance(reply, AIMessage) else AIMessage(str(reply.text))), None
+
+
+def _failure(exc: Exception) -> str:
+    """Why a summary call gave nothing, for the M8 warning."""
+    if isinstance(exc, ModelCallError) and exc.__cause__ is not None:
+        cause = exc.__cause__
+        tries = "once" if exc.attempts == 1 else f"{exc.attempts} times"
+        return f"the summary model raised {type(cause).__name__}: {cause} (tried {tries})"
+    return f"the summary model raised {type(exc).__name__}: {exc}"
 
 
 def transcript_line(message: BaseMessage) -> str:
