@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from flows import engine_for, transcript, two_step_flow
+from collections.abc import AsyncIterator
+from typing import Any
 
-from picoflow.testing import ScriptedChatModel, tool_call
+from flows import engine_for, transcript, two_step_flow
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+
+from picoflow import FlowEngine
+from picoflow.stores import MemoryStore
+from picoflow.testing import ScriptedChatModel, tool_call, transient_error
 
 
 async def test_stream_yields_tool_call_step_change_tokens_then_done() -> None:
@@ -53,3 +61,54 @@ async def test_stream_failure_ends_with_a_failed_done_event() -> None:
     events = [event async for event in engine.stream("HotelFlow", "hi")]
     assert [e.kind for e in events] == ["done"]
     assert events[0].result is not None and events[0].result.success is False
+
+
+class DropsMidReply(BaseChatModel):
+    """Streams part of a reply, then the connection drops (once); the retry streams it whole."""
+
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "drops-mid-reply"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self.bind(tools=tools, **kwargs)
+
+    def _generate(self, messages: Any, stop: Any = None, **kwargs: Any) -> ChatResult:
+        message = AIMessage("Three hotels match.")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    async def _astream(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        self.calls += 1
+        for text in ["Three ", "hot", "els match."]:
+            if self.calls == 1 and text == "els match.":
+                raise transient_error("connection")
+            yield ChatGenerationChunk(message=AIMessageChunk(content=text))
+
+
+async def test_v9_stream_a_retry_after_a_drop_mid_reply_takes_back_the_partial_text() -> None:
+    """V9: a streamed reply that fails after some tokens is tried again; a `retry` event says
+    how much of the streamed text to drop, so the reply is never shown twice."""
+
+    async def no_wait(seconds: float) -> None:
+        pass
+
+    model = DropsMidReply()
+    engine = FlowEngine(flows=[two_step_flow(model)], store=MemoryStore(), sleep=no_wait)
+    events = [event async for event in engine.stream("HotelFlow", "hi")]
+    assert [e.kind for e in events] == ["token", "token", "retry"] + ["token"] * 3 + ["done"]
+    assert events[2].data == {"step": "ExploreStep", "discard": len("Three hot")}
+    shown = ""
+    for event in events:
+        if event.kind == "token":
+            shown += event.data["text"]
+        elif event.kind == "retry":
+            shown = shown[: len(shown) - event.data["discard"]]
+    result = events[-1].result
+    assert result is not None and result.success
+    assert shown == result.message == "Three hotels match."
+    doc = await engine.get_session(result.session_id)
+    assert transcript(doc, "ExploreStep") == [("human", "hi"), ("ai", "Three hotels match.")]

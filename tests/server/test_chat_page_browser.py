@@ -6,13 +6,18 @@ browser here. Skipped, with the reason, only when no chromium binary is installe
 
 from __future__ import annotations
 
+import asyncio
 import shutil
-from collections.abc import Iterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from playwright.sync_api import Page, expect, sync_playwright
 from server_flows import GREETING, api, chat_flow, hotel_model, live_server
 
@@ -20,6 +25,7 @@ from demo.hotel.flow import PROVIDERS, HotelFlow
 from picoflow import FlowEngine
 from picoflow.server import create_app
 from picoflow.stores import MemoryStore
+from picoflow.testing import transient_error
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [
@@ -171,3 +177,57 @@ def test_chat_page_books_a_hotel_with_the_comparison_table(page: Page) -> None:
         expect(page.locator("#step")).to_have_text("Step: EndStep")
         page.click("#new-conversation")
         expect(page.locator(".msg")).to_have_count(0)
+
+
+class DropsThenPauses(BaseChatModel):
+    """The first stream drops after "Three hot"; the retry writes "Three " and then waits for
+    `go_on`, so the page can be looked at mid-reply."""
+
+    calls: int = 0
+    go_on: Any = None  # a threading.Event the test sets
+
+    @property
+    def _llm_type(self) -> str:
+        return "drops-then-pauses"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self.bind(tools=tools, **kwargs)
+
+    def _generate(self, messages: Any, stop: Any = None, **kwargs: Any) -> ChatResult:
+        message = AIMessage("Three hotels match.")  # the chat page streams; this is unused
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    async def _astream(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        self.calls += 1
+        yield ChatGenerationChunk(message=AIMessageChunk(content="Three "))
+        if self.calls == 1:
+            yield ChatGenerationChunk(message=AIMessageChunk(content="hot"))
+            raise transient_error("connection")
+        await asyncio.to_thread(self.go_on.wait)
+        yield ChatGenerationChunk(message=AIMessageChunk(content="hotels match."))
+
+
+def test_v9_chat_page_takes_back_text_of_a_reply_that_dropped_mid_stream(page: Page) -> None:
+    """V9: after a `retry` event the bubble holds only the retry's text, never the start of
+    the reply twice."""
+
+    async def no_wait(seconds: float) -> None:
+        pass
+
+    go_on = threading.Event()
+    model = DropsThenPauses(go_on=go_on)
+    engine = FlowEngine(flows=[chat_flow(model)], store=MemoryStore(), sleep=no_wait)
+    with live_server(create_app(engine)) as live:
+        try:
+            page.goto(live.url)
+            page.fill("#input", "hotels?")
+            page.press("#input", "Enter")
+            bubble = page.locator(".msg.assistant").last
+            expect(bubble).to_have_text("Three ")  # not "Three hotThree "
+        finally:
+            go_on.set()
+        expect(page.locator("body")).to_have_attribute("data-busy", "false")
+        expect(bubble).to_have_text("Three hotels match.")
+        assert model.calls == 2

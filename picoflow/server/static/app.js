@@ -287,6 +287,10 @@
             streamed += event.data.text;
             bubble.textContent = streamed; // plain text until the reply is complete
             scrollDown();
+          } else if (event.kind === "retry") {
+            // The model failed mid-reply and is asked again: take back what it had written.
+            streamed = streamed.slice(0, Math.max(0, streamed.length - event.data.discard));
+            bubble.textContent = streamed;
           } else if (event.kind === "step_changed") {
             showStep(event.data.to);
           } else if (event.kind === "tool_call") {
