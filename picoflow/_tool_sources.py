@@ -58,8 +58,26 @@ def check_tool_source(source: object, step_name: str) -> None:
     )
 
 
+# Entries made for tool objects, by id (the tool is kept too, so its id cannot be reused while
+# the entry is here). Converting a tool's schema costs tens of microseconds, and a step offers
+# its tools on every model call; MCP tools stay the same objects until their server reconnects.
+_ENTRIES: dict[int, tuple[BaseTool, ToolEntry]] = {}
+_MAX_ENTRIES = 4096
+
+
 def langchain_entry(tool: BaseTool) -> ToolEntry:
     """The (spec, handler) pair through which a turn offers and calls a LangChain tool."""
+    known = _ENTRIES.get(id(tool))
+    if known is not None and known[0] is tool:
+        return known[1]
+    entry = _new_entry(tool)
+    if len(_ENTRIES) >= _MAX_ENTRIES:  # tools of servers that reconnected many times: the oldest go
+        del _ENTRIES[next(iter(_ENTRIES))]
+    _ENTRIES[id(tool)] = (tool, entry)
+    return entry
+
+
+def _new_entry(tool: BaseTool) -> ToolEntry:
     spec = _ForeignToolSpec(
         name=tool.name,
         method_name="",

@@ -407,3 +407,28 @@ async def test_v6_call_tool_outside_a_turn_says_so() -> None:
         "Lonely.call_tool('add') was called outside a turn. Call it from a tool, a @tool_group "
         "or a hook while the engine runs the flow."
     )
+
+
+def test_a_langchain_tool_is_converted_once_and_each_tool_object_has_its_own_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A step offers its LangChain and MCP tools on every model call; their schemas are
+    converted once per tool object (tens of microseconds each), and the memory of it is
+    bounded."""
+    from picoflow import _tool_sources
+
+    def make(name: str) -> StructuredTool:
+        return StructuredTool.from_function(add, name=name, description="Add two numbers.")
+
+    first = make("add")
+    spec, handler = _tool_sources.langchain_entry(first)
+    assert _tool_sources.langchain_entry(first) == (spec, handler)
+    assert spec.schema["function"]["name"] == "add"
+    twin = make("add")  # the same name, another object (an MCP server that reconnected)
+    assert _tool_sources.langchain_entry(twin)[0] is not spec
+    monkeypatch.setattr(_tool_sources, "_MAX_ENTRIES", 2)
+    monkeypatch.setattr(_tool_sources, "_ENTRIES", {})
+    tools = [make(f"t{n}") for n in range(3)]
+    entries = [_tool_sources.langchain_entry(t) for t in tools]
+    assert [known for known, _ in _tool_sources._ENTRIES.values()] == tools[1:]
+    assert _tool_sources.langchain_entry(tools[0]) is not entries[0]  # made again when asked
