@@ -7,11 +7,14 @@ appending; anything else (compaction's cut, `Memory.erase`, a flow that edits
 `Step.get_messages()` in place) goes through a handful of list methods, which this list
 overrides to note the lowest position they touched. The save then knows the unchanged prefix
 at once. A plain list in its place (a flow that assigned one) is compared item by item, as
-before, so nothing depends on every change going through here; this only saves the pass.
+before. What this cannot see is a change that bypasses the list's own methods (calling
+`list.__setitem__(history, ...)` or `list.pop(history)` on it directly, or `heapq` on it): such
+a change may be saved with the message as it was. `Step.get_messages()` says so.
 """
 
 from __future__ import annotations
 
+import operator
 import sys
 from collections.abc import Iterable
 from typing import Any, SupportsIndex
@@ -58,11 +61,11 @@ class LiveHistory(list[BaseMessage]):
             start, stop, step = key.indices(len(self))
             self._touched(min(start, stop) if step < 0 else start)
         else:
-            index = key.__index__()
+            index = operator.index(key)  # TypeError for a key no list takes, as list says
             self._touched(index + len(self) if index < 0 else index)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        if isinstance(key, slice) or key.__index__() not in (0, -len(self)):
+        if isinstance(key, slice) or operator.index(key) not in (0, -len(self)):
             self._touched_key(key)  # the system slot on its own shifts nothing
         super().__setitem__(key, value)
 
@@ -101,7 +104,7 @@ class LiveHistory(list[BaseMessage]):
         super().reverse()
 
     def __imul__(self, count: SupportsIndex) -> LiveHistory:
-        if count.__index__() < 1:
+        if operator.index(count) < 1:
             self._touched(1)
         super().__imul__(count)
         return self

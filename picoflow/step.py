@@ -298,7 +298,12 @@ class Step:
     # -- memory -------------------------------------------------------------------------------
 
     def get_messages(self) -> list[BaseMessage]:
-        """The live history of this step's namespace (index 0 is the system slot)."""
+        """The live history of this step's namespace (index 0 is the system slot).
+
+        Edit it with the list's own methods (`append`, `del history[i]`, slice assignment, ...):
+        the save notes what they changed instead of comparing the whole history. A change made
+        around them (`list.__setitem__(history, i, m)`, `heapq`) is not seen.
+        """
         return self._flow.get_memory().messages(self._namespace)
 
     def get_memory(self) -> list[BaseMessage]:

@@ -25,7 +25,9 @@ Revision rules, shared by every implementation and pinned by the conformance sui
   text contains every word of `query` (case-insensitive), newest (highest position) first.
 
 A store may keep what it encoded for a namespace's `SavedMessages` list and reuse it for the
-very same dict objects in the next save of that session; any other list is encoded in full.
+very same dict objects in the next save of that session; any other list is encoded in full. A
+store never changes a document it is given (`SavedMessages` lists are read-only: editing one
+raises `TypeError`); it copies what it wants to change.
 """
 
 from __future__ import annotations
