@@ -78,7 +78,7 @@ class TurnContext:
     usage: dict[str, dict[str, int]]
     extra_tools: Callable[[Step], list[tuple[ToolSpec, Callable[..., Any]]]] | None = None
     model_calls: int = 0
-    # Set by `FlowEngine.stream`: receives ("token" | "retry" | "tool_call" | "step_changed" |
+    # Set by `FlowEngine.stream`: receives ("token" | "retract" | "tool_call" | "step_changed" |
     # "compaction" | "logic_step" | "nested_start" | "nested_end", data); summary calls never
     # emit "token" (M10).
     emit: Callable[[str, dict[str, Any]], None] | None = None
@@ -204,22 +204,13 @@ async def _call_once(
     step: Step,
     emit: Callable[[str, dict[str, Any]], None] | None,
 ) -> AIMessage:
-    """Call the model, retrying transient failures (V9); count the tokens of every attempt.
-
-    A streamed attempt that fails after some of its text went out is followed, before the next
-    attempt, by a "retry" event naming how many characters to take back, so a client never
-    shows the start of the reply twice.
-    """
-    streamed = [0]  # characters the current streamed attempt has sent
+    """Call the model, retrying transient failures (V9); count the tokens of every attempt."""
 
     async def attempt() -> Any:
         if emit is None:
             result = await invoke(runnable, messages, config)
         else:
-            if streamed[0]:
-                emit("retry", {"step": step.name, "discard": streamed[0]})
-                streamed[0] = 0
-            result = await _stream_reply(runnable, messages, config, emit, step.name, streamed)
+            result = await _stream_reply(runnable, messages, config, emit, step.name)
         count_call(ctx.usage["model"], result)
         return result
 
@@ -264,19 +255,33 @@ async def _stream_reply(
     config: RunnableConfig,
     emit: Callable[[str, dict[str, Any]], None],
     step_name: str,
-    streamed: list[int],
 ) -> BaseMessage:
-    """Stream a reply, emitting its text as tokens (counted in `streamed[0]`); return it whole."""
+    """Stream a reply, emitting its text as tokens; return the whole message.
+
+    When the call fails after some of its text went out (a dropped connection, a timeout), or
+    what went out is an empty reply that will be asked for again, a "retract" event carrying
+    that text follows at once: the client takes it back, so whatever comes next (a retry, a
+    reply from `on_llm_error`) is never shown after the start of a reply that was abandoned.
+    """
     merged: Any = None
-    async for chunk in runnable.astream(messages, config=config):
-        merged = chunk if merged is None else merged + chunk
-        text = str(chunk.text)
-        if text:
-            emit("token", {"text": text, "step": step_name})
-            streamed[0] += len(text)
+    sent: list[str] = []
+    try:
+        async for chunk in runnable.astream(messages, config=config):
+            merged = chunk if merged is None else merged + chunk
+            text = str(chunk.text)
+            if text:
+                emit("token", {"text": text, "step": step_name})
+                sent.append(text)
+    except BaseException:
+        if sent:
+            emit("retract", {"step": step_name, "text": "".join(sent)})
+        raise
     if merged is None:
         return AIMessage("")
-    return message_chunk_to_message(merged)
+    reply = message_chunk_to_message(merged)
+    if sent and _is_empty(reply):  # only whitespace went out; V9 asks again with a nudge
+        emit("retract", {"step": step_name, "text": "".join(sent)})
+    return reply
 
 
 def _require(model: ModelSpec | BaseChatModel | None, flow: Flow, step: Step) -> Any:

@@ -94,9 +94,9 @@ class TurnResult:
 class StreamEvent:
     """One event of `FlowEngine.stream`.
 
-    `kind` is "token" (`data["text"]`, reply text as it arrives), "retry" (`step`, `discard`:
-    the model call failed after streaming some text and is asked again, so drop the last
-    `discard` characters of token text), "tool_call" (`name`, `args`, `step`), "step_changed"
+    `kind` is "token" (`data["text"]`, reply text as it arrives), "retract" (`step`, `text`: a
+    model call failed, or came back empty, after streaming `text`; take it back from the end
+    of the token text), "tool_call" (`name`, `args`, `step`), "step_changed"
     (`from`, `to`), "logic_step" (`step`, `parent`: a logic step ran), "nested_start" /
     "nested_end" (`step`, `parent`, `depth`: a nested run began or returned), "compaction"
     (`namespace`, `outcome`) or "done" (`result` holds the TurnResult; always the last event).

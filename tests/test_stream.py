@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from flows import engine_for, transcript, two_step_flow
+from flows import ExploreStep, engine_for, transcript, two_step_flow
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
-from picoflow import FlowEngine
+from picoflow import Flow, FlowEngine, ModelSpec, Step
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call, transient_error
 
@@ -67,6 +67,7 @@ class DropsMidReply(BaseChatModel):
     """Streams part of a reply, then the connection drops (once); the retry streams it whole."""
 
     calls: int = 0
+    drops: int = 1  # how many calls drop
 
     @property
     def _llm_type(self) -> str:
@@ -84,31 +85,89 @@ class DropsMidReply(BaseChatModel):
     ) -> AsyncIterator[ChatGenerationChunk]:
         self.calls += 1
         for text in ["Three ", "hot", "els match."]:
-            if self.calls == 1 and text == "els match.":
+            if self.calls <= self.drops and text == "els match.":
                 raise transient_error("connection")
             yield ChatGenerationChunk(message=AIMessageChunk(content=text))
 
 
+def shown(events: list[Any]) -> str:
+    """The text a client shows: tokens, minus what `retract` events take back."""
+    text = ""
+    for event in events:
+        if event.kind == "token":
+            text += event.data["text"]
+        elif event.kind == "retract":
+            assert text.endswith(event.data["text"])
+            text = text.removesuffix(event.data["text"])
+    return text
+
+
+async def no_wait(seconds: float) -> None:
+    pass
+
+
 async def test_v9_stream_a_retry_after_a_drop_mid_reply_takes_back_the_partial_text() -> None:
-    """V9: a streamed reply that fails after some tokens is tried again; a `retry` event says
-    how much of the streamed text to drop, so the reply is never shown twice."""
-
-    async def no_wait(seconds: float) -> None:
-        pass
-
+    """V9: a streamed reply that fails after some tokens is followed at once by a `retract`
+    event with that text, then the retry streams; the reply is never shown twice."""
     model = DropsMidReply()
     engine = FlowEngine(flows=[two_step_flow(model)], store=MemoryStore(), sleep=no_wait)
     events = [event async for event in engine.stream("HotelFlow", "hi")]
-    assert [e.kind for e in events] == ["token", "token", "retry"] + ["token"] * 3 + ["done"]
-    assert events[2].data == {"step": "ExploreStep", "discard": len("Three hot")}
-    shown = ""
-    for event in events:
-        if event.kind == "token":
-            shown += event.data["text"]
-        elif event.kind == "retry":
-            shown = shown[: len(shown) - event.data["discard"]]
+    assert [e.kind for e in events] == ["token", "token", "retract"] + ["token"] * 3 + ["done"]
+    assert events[2].data == {"step": "ExploreStep", "text": "Three hot"}
     result = events[-1].result
     assert result is not None and result.success
-    assert shown == result.message == "Three hotels match."
+    assert shown(events) == result.message == "Three hotels match."
     doc = await engine.get_session(result.session_id)
     assert transcript(doc, "ExploreStep") == [("human", "hi"), ("ai", "Three hotels match.")]
+
+
+class SorryStep(ExploreStep):
+    def on_llm_error(self, error: Exception) -> Any:
+        return "Sorry, the hotel search is down; try again in a minute."
+
+
+async def test_v9_stream_text_of_a_call_that_fails_for_good_is_retracted_before_the_fallback() -> (
+    None
+):
+    """V9: when the attempts run out after some text went out, that text is taken back before
+    `on_llm_error`'s reply, which the client then shows alone."""
+    model = DropsMidReply(drops=99)
+
+    class SorryFlow(Flow):
+        def config_model(self) -> Any:
+            return ModelSpec("drops", "m", retry_attempts=1)
+
+        def define_steps(self) -> list[Step]:
+            return [SorryStep(self)]
+
+    engine = FlowEngine(
+        flows=[SorryFlow],
+        store=MemoryStore(),
+        providers={"drops": lambda spec: model},
+        sleep=no_wait,
+    )
+    events = [event async for event in engine.stream("SorryFlow", "hi")]
+    kinds = [e.kind for e in events]
+    assert kinds == ["token", "token", "retract", "token", "token", "retract", "done"]
+    result = events[-1].result
+    assert result is not None and result.success
+    assert result.message == "Sorry, the hotel search is down; try again in a minute."
+    assert shown(events) == ""  # the fallback reply is not streamed: it arrives in `done`
+
+
+class SaysNothingFirst(DropsMidReply):
+    async def _astream(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        self.calls += 1
+        for text in [" ", "\n"] if self.calls == 1 else ["Three hotels match."]:
+            yield ChatGenerationChunk(message=AIMessageChunk(content=text))
+
+
+async def test_v9_stream_an_empty_reply_asked_again_is_retracted() -> None:
+    """V9: a whitespace reply that is asked for again with the nudge is taken back."""
+    engine = FlowEngine(flows=[two_step_flow(SaysNothingFirst())], store=MemoryStore())
+    events = [event async for event in engine.stream("HotelFlow", "hi")]
+    assert [e.kind for e in events] == ["token", "token", "retract", "token", "done"]
+    result = events[-1].result
+    assert result is not None and shown(events) == result.message == "Three hotels match."

@@ -180,8 +180,9 @@ def test_chat_page_books_a_hotel_with_the_comparison_table(page: Page) -> None:
 
 
 class DropsThenPauses(BaseChatModel):
-    """The first stream drops after "Three hot"; the retry writes "Three " and then waits for
-    `go_on`, so the page can be looked at mid-reply."""
+    """The first stream drops after "Three 🏨 hot"; the retry writes "Three 🏨 " and then waits
+    for `go_on`, so the page can be looked at mid-reply. (The emoji is two units of a
+    JavaScript string and one Python character.)"""
 
     calls: int = 0
     go_on: Any = None  # a threading.Event the test sets
@@ -201,7 +202,7 @@ class DropsThenPauses(BaseChatModel):
         self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
     ) -> AsyncIterator[ChatGenerationChunk]:
         self.calls += 1
-        yield ChatGenerationChunk(message=AIMessageChunk(content="Three "))
+        yield ChatGenerationChunk(message=AIMessageChunk(content="Three 🏨 "))
         if self.calls == 1:
             yield ChatGenerationChunk(message=AIMessageChunk(content="hot"))
             raise transient_error("connection")
@@ -210,7 +211,7 @@ class DropsThenPauses(BaseChatModel):
 
 
 def test_v9_chat_page_takes_back_text_of_a_reply_that_dropped_mid_stream(page: Page) -> None:
-    """V9: after a `retry` event the bubble holds only the retry's text, never the start of
+    """V9: after a `retract` event the bubble holds only the retry's text, never the start of
     the reply twice."""
 
     async def no_wait(seconds: float) -> None:
@@ -225,9 +226,9 @@ def test_v9_chat_page_takes_back_text_of_a_reply_that_dropped_mid_stream(page: P
             page.fill("#input", "hotels?")
             page.press("#input", "Enter")
             bubble = page.locator(".msg.assistant").last
-            expect(bubble).to_have_text("Three ")  # not "Three hotThree "
+            expect(bubble).to_have_text("Three 🏨 ")  # not "Three 🏨 hotThree 🏨 "
         finally:
             go_on.set()
         expect(page.locator("body")).to_have_attribute("data-busy", "false")
-        expect(bubble).to_have_text("Three hotels match.")
+        expect(bubble).to_have_text("Three 🏨 hotels match.")
         assert model.calls == 2

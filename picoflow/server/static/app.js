@@ -287,9 +287,11 @@
             streamed += event.data.text;
             bubble.textContent = streamed; // plain text until the reply is complete
             scrollDown();
-          } else if (event.kind === "retry") {
-            // The model failed mid-reply and is asked again: take back what it had written.
-            streamed = streamed.slice(0, Math.max(0, streamed.length - event.data.discard));
+          } else if (event.kind === "retract") {
+            // The model call failed after writing this: take it back (lengths in JS's units).
+            if (streamed.endsWith(event.data.text)) {
+              streamed = streamed.slice(0, streamed.length - event.data.text.length);
+            }
             bubble.textContent = streamed;
           } else if (event.kind === "step_changed") {
             showStep(event.data.to);
