@@ -247,11 +247,14 @@ async def call_with_retries(
     timeout: float | None,
     sleep: Callable[[float], Awaitable[Any]],
     describe: Callable[[], tuple[str, str]],
+    deadline: float | None = None,
 ) -> T:
     """Run `call` under the policy; raise ModelCallError when it fails for good.
 
     `describe()` returns (model, where) for the error message; exceptions that do not come from
-    a provider (a bug in a test model, a cancelled task) pass through unchanged.
+    a provider (a bug in a test model, a cancelled task) pass through unchanged. With a
+    `deadline` (event-loop time), a wait that would end after it is not begun: the call fails
+    at once with its real cause instead of sleeping into someone else's timeout.
     """
     attempt = 0
     while True:
@@ -265,6 +268,9 @@ async def call_with_retries(
             if isinstance(exc, TimeoutError) and timeout is not None and not str(exc):
                 exc = TimeoutError(f"no reply within {timeout:g} s")
             wait = _next_wait(exc, attempt, retries)
+            if wait is not None and deadline is not None:
+                if asyncio.get_running_loop().time() + wait >= deadline:
+                    wait = None
             if wait is None:
                 model, where = describe()
                 raise model_call_error(model, where, attempt + 1, exc) from exc

@@ -482,7 +482,8 @@ class FlowEngine:
         housekeeping that runs after it (background mode).
         """
         # M4: compaction is the first part of saving (unless it runs in the background).
-        await self._housekeeping.before_save(flow, doc["memory"], context.usage, context.emit)
+        ends = deadline.when() if deadline is not None else None  # H6: compaction fits inside
+        await self._housekeeping.before_save(flow, doc["memory"], context.usage, context.emit, ends)
         saved = await self._sessions.commit(
             flow, doc, context.usage, fresh=fresh, deadline=deadline
         )

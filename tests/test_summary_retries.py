@@ -45,6 +45,7 @@ def engine_with(
     summariser: ScriptedChatModel,
     spec: ModelSpec | None = None,
     sleep: Any = None,
+    turn_timeout: float | None = None,
     **config: Any,
 ) -> FlowEngine:
     """A one-step flow compacting 'chat' at 8 messages, keeping 4; the summary model is
@@ -71,6 +72,7 @@ def engine_with(
         store=MemoryStore(),
         providers={"summaries": factory},
         sleep=sleep or Recorder(),
+        turn_timeout=turn_timeout,
     )
 
 
@@ -132,17 +134,38 @@ async def test_v9_m8_a_refusal_is_not_retried() -> None:
     assert len(summariser.requests) == 1 and sleep.delays == []
 
 
-async def test_v9_m8_the_summary_timeout_bounds_the_retries_and_their_waits() -> None:
-    async def waits_forever(seconds: float) -> None:
-        await asyncio.Event().wait()
-
+async def test_v9_m8_a_wait_beyond_the_summary_timeout_is_not_begun() -> None:
+    """V9/M8: `SummaryConfig.timeout` bounds the attempts and their waits: a backoff that would
+    end after it is not slept; the warning names the real cause, not a timeout."""
     summariser = ScriptedChatModel(script=[transient_error("rate_limit"), "too late"])
-    engine = engine_with(_replies(), summariser, sleep=waits_forever, timeout=0.05)
+    sleep = Recorder()
+    engine = engine_with(_replies(), summariser, sleep=sleep, timeout=0.05)
     results, doc = await four_turns(engine)
     assert results[-1].warnings == [
-        "Memory compaction skipped: the summary model did not answer within 0.05 s" + SKIP_TAIL
+        "Memory compaction skipped: the summary model raised RateLimitError: Rate limit reached "
+        "(tried once)" + SKIP_TAIL
     ]
-    assert len(summariser.requests) == 1 and doc["memory"]["chat"]["summary"] is None
+    assert sleep.delays == [] and len(summariser.requests) == 1
+    assert doc["memory"]["chat"]["summary"] is None
+
+
+async def test_v9_m8_the_summary_timeout_ends_an_attempt_that_hangs_after_a_retry() -> None:
+    """M8: a retry that hangs is ended by `SummaryConfig.timeout`, counted from the first
+    attempt."""
+
+    async def limited_then_hangs(messages: list[Any], tools: list[str]) -> str:
+        if len(summariser.requests) == 1:
+            raise transient_error("rate_limit")
+        await asyncio.Event().wait()
+        return "unreachable"  # pragma: no cover
+
+    summariser = ScriptedChatModel(policy=limited_then_hangs)
+    sleep = Recorder()
+    results, _ = await four_turns(engine_with(_replies(), summariser, sleep=sleep, timeout=1))
+    assert results[-1].warnings == [
+        "Memory compaction skipped: the summary model did not answer within 1 s" + SKIP_TAIL
+    ]
+    assert len(sleep.delays) == 1 and len(summariser.requests) == 2
 
 
 async def test_v9_m8_a_summary_model_spec_timeout_applies_to_each_attempt() -> None:
@@ -160,3 +183,35 @@ async def test_v9_m8_a_summary_model_spec_timeout_applies_to_each_attempt() -> N
     results, doc = await four_turns(engine_with(_replies(), summariser, spec))
     assert results[-1].warnings == []
     assert calls == 2 and doc["memory"]["chat"]["summary"] == "User plans a trip."
+
+
+async def test_v9_m8_h6_a_retry_after_beyond_the_turn_deadline_gives_up_with_its_cause() -> None:
+    """V9/M8/H6: inside a turn with a deadline, a wait that would outlast it is not begun;
+    compaction is skipped naming the rate limit, and the turn succeeds and is saved."""
+    summariser = ScriptedChatModel(script=[transient_error("rate_limit", retry_after=30), "S"])
+    sleep = Recorder()
+    engine = engine_with(_replies(), summariser, sleep=sleep, turn_timeout=10)
+    results, doc = await four_turns(engine)
+    assert results[-1].warnings == [
+        "Memory compaction skipped: the summary model raised RateLimitError: Rate limit reached "
+        "(tried once)" + SKIP_TAIL
+    ]
+    assert sleep.delays == [] and len(summariser.requests) == 1
+    assert doc["revision"] == 3 and len(doc["memory"]["chat"]["messages"]) == 9
+
+
+async def test_v9_m8_h6_a_hanging_summariser_ends_before_the_turn_deadline() -> None:
+    """M8/H6: a summary call that hangs is given up a little before the turn's deadline (not
+    at its own 60 s), so the turn is saved with a warning instead of failing at the deadline."""
+
+    async def hangs_on_summaries(messages: list[Any], tools: list[str]) -> str:
+        await asyncio.Event().wait()
+        return "unreachable"  # pragma: no cover
+
+    summariser = ScriptedChatModel(policy=hangs_on_summaries)
+    engine = engine_with(_replies(), summariser, turn_timeout=0.4)
+    results, doc = await four_turns(engine)
+    warning = results[-1].warnings[0]
+    assert warning.startswith("Memory compaction skipped: the summary model did not answer ")
+    assert warning.endswith("the turn had left (turn_timeout)" + SKIP_TAIL)
+    assert doc["revision"] == 3 and len(doc["memory"]["chat"]["messages"]) == 9

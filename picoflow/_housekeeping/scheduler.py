@@ -116,20 +116,27 @@ class Housekeeping:
         self._tasks: set[asyncio.Task[None]] = set()  # every task not yet finished
 
     async def before_save(
-        self, flow: Flow, stored: JSONDict, usage: dict[str, dict[str, int]], emit: Emit
+        self,
+        flow: Flow,
+        stored: JSONDict,
+        usage: dict[str, dict[str, int]],
+        emit: Emit,
+        ends: float | None = None,
     ) -> None:
         """M4: distil left steps, then compact every due namespace in place.
 
         `stored` is the loaded doc's `memory`: only its messages may be erased or evicted.
+        `ends` is the turn's deadline (event-loop time, H6): summary calls give up before it,
+        so a slow or rate-limited summariser skips compaction (M8) instead of failing the turn.
         """
         memory = flow.get_memory()
         if memory.summary_config.background:
             return
-        await self._distil_before_save(flow, stored, usage)
+        await self._distil_before_save(flow, stored, usage, ends)
         due = due_cuts(flow, stored)  # after the erase, which shortens the stored prefix
         if not due:
             return
-        model = self._model(flow)
+        model = self._model(flow, ends)
         for namespace, cut in due.items():
             _emit(emit, {"namespace": namespace, "outcome": "started"})
             result = await draft_summary(flow, namespace, cut, model)
@@ -138,14 +145,14 @@ class Housekeeping:
             _emit(emit, await apply_summary(flow, result, self._sessions.store))
 
     async def _distil_before_save(
-        self, flow: Flow, stored: JSONDict, usage: dict[str, dict[str, int]]
+        self, flow: Flow, stored: JSONDict, usage: dict[str, dict[str, int]], ends: float | None
     ) -> None:
         """Step distillation: distil the steps left this turn, then erase what may go."""
         if not any(step._distil is not None for step in flow.steps.values()):
             return  # the common case: no step of this flow distils, nothing to erase
         items = distillation.pending(flow, flow._session.exits)
         if items:
-            model = self._model(flow)
+            model = self._model(flow, ends)
             for item in items:
                 await distillation.draft_distillation(flow, item, model)
                 if item.reply is not None:
@@ -215,13 +222,13 @@ class Housekeeping:
                 extra={"session_id": idle},
             )
 
-    def _model(self, flow: Flow) -> SummaryModel:
+    def _model(self, flow: Flow, ends: float | None = None) -> SummaryModel:
         spec = flow.get_memory().summary_model
         if spec is None:  # FlowEngine(...) refuses such flows (F5); this guards direct use
             raise ValueError(f"{flow.name} enables summaries but sets no summary model.")
         retries, call_timeout = policy_of(spec)
         return SummaryModel(
-            self._registry.resolve(spec), retries, call_timeout, model_name(spec), self._sleep
+            self._registry.resolve(spec), retries, call_timeout, model_name(spec), self._sleep, ends
         )
 
     def _start(self, session_id: str, work: _SessionWork, exits: Exits) -> None:

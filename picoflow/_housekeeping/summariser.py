@@ -59,6 +59,7 @@ class SummaryModel:
     call_timeout: float | None = None  # per attempt (`ModelSpec(timeout=)`)
     name: str = "the summary model"
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+    turn_ends: float | None = None  # the turn's deadline in event-loop time (H6), if any
 
 
 async def ask_summary_model(
@@ -76,22 +77,44 @@ async def ask_summary_model(
     bounds all the attempts together, waits included.
     """
     model = summariser.model
+    budget, limit = _budget(timeout, summariser.turn_ends)
+    if budget <= 0:
+        return None, "the turn had no time left for it (turn_timeout)"
+    loop = asyncio.get_running_loop()
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(budget):
             reply = await call_with_retries(
                 lambda: model.ainvoke(request, config=run),
                 retries=summariser.retries,
                 timeout=summariser.call_timeout,
                 sleep=summariser.sleep,
                 describe=lambda: (summariser.name, "a summary call"),
+                deadline=loop.time() + budget,
             )
     except TimeoutError:
-        return None, f"the summary model did not answer within {timeout:g} s"
+        logger.info("summary model did not answer within %.3g s", budget, extra=extra)
+        return None, f"the summary model did not answer within {limit}"
     except Exception as exc:  # M8: a failing summariser never fails the turn
         # The M8 warning names the error; the traceback is for whoever debugs the provider.
         logger.info("summary model failed", exc_info=True, extra=extra)
         return None, _failure(exc)
     return (reply if isinstance(reply, AIMessage) else AIMessage(str(reply.text))), None
+
+
+def _budget(timeout: float, turn_ends: float | None) -> tuple[float, str]:
+    """Seconds the summary may take, and how the skip warning names that limit.
+
+    Within a turn that has a deadline (H6) the summary ends a little before it (a quarter of
+    what is left, at most a second), so the turn still has time to save what it did.
+    """
+    named = f"{timeout:g} s"
+    if turn_ends is None:
+        return timeout, named
+    left = turn_ends - asyncio.get_running_loop().time()
+    usable = left - min(1.0, left / 4)
+    if usable >= timeout:
+        return timeout, named
+    return usable, f"the {max(usable, 0):.2g} s the turn had left (turn_timeout)"
 
 
 def _failure(exc: Exception) -> str:
