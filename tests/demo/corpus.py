@@ -30,6 +30,7 @@ from picoflow.stores import MemoryStore
 CORPUS = Path(__file__).with_name("utterances.txt")
 
 STATES: dict[str, list[str]] = {
+    "area": [""],
     "explore_dates": ["", "Hi, I need a hotel in Portland"],
     "explore_budget": ["", "Hi, I need a hotel in Portland", "July 1 to July 6"],
     "explore_room": ["", "Hi, I need a hotel in Portland", "July 1 to July 6", "under $300"],

@@ -13,6 +13,13 @@ Conventions (the same ones the LLM is told in ``StayCriteria``):
   once ("July 1 - July 6, 2027") applies to the other dates of the sentence.
 * Weekdays ("Friday", "this Friday", "next Friday") mean the first such day after today; as a
   check-out they mean the first such day after the check-in.
+* Days counted from today are check-in days, never the stay's length: "in two weeks", "in 3
+  days", "in a fortnight", "a week from today/tomorrow/Friday", "two weeks from now", "the day
+  after tomorrow". A duration only ever says how long the stay is ("for a week from tomorrow" is
+  seven nights from tomorrow; "a week from tomorrow for 2 nights" is two nights a week later).
+* "Next week" checks in on the Monday of next week (and "the week after next" a week later): a
+  guest who says only that gets a concrete stay they can correct, which reads better than one
+  more question; with no length given it is one night, like any lone day.
 * Impossible dates ("Feb 30") and reversed ranges make the whole answer None (not understood).
 """
 
@@ -33,6 +40,9 @@ _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _TH = r"(?:st|nd|rd|th)?"
 _COUNT = r"\d+|" + "|".join(NUMBER_WORDS) + r"|an?|a couple(?: of)?"
+_DAYS = "|".join(_WEEKDAYS)
+_SPAN = r"days?|weeks?|fortnights?"
+"""Units a check-in is counted in from today ("in 3 days", "a week from Friday")."""
 _NOT_A_DAY = (
     r"(?!\s*(?:/|-\d|\$|nights?|weeks?|beds?|queens?|kings?|people|guests|adults|miles?|mi\b))"
 )
@@ -49,10 +59,21 @@ _MENTION = re.compile(
     # 1 July, the 1st of July
     rf"|(?P<dayof>\b(?:the\s+)?(?P<do_d>\d{{1,2}}){_TH}\s+(?:of\s+)?(?P<do_m>{_MONTH})\b"
     rf"(?:,?\s+(?P<do_y>\d{{4}}))?)"
+    # a week from today, 3 weeks from friday, two weeks from now
+    rf"|(?P<later>\b(?:in\s+)?(?P<lt_n>{_COUNT})\s+(?P<lt_u>{_SPAN})\s+(?:from|after)\s+(?:"
+    rf"(?P<lt_base>now|today|tonight|tomorrow)|(?:(?:next|this|coming)\s+)?(?P<lt_wd>{_DAYS}))\b)"
+    # in two weeks, in 3 days, in a fortnight, in a week's time
+    rf"|(?P<ahead>(?<!check )(?<!check-)(?<!checking )\bin\s+(?P<in_n>{_COUNT})\s+"
+    rf"(?P<in_u>{_SPAN})\b(?:'s?)?(?:\s+time\b)?(?!\s+(?:earlier|later|sooner|before|after))"
+    r")"
+    # the day after tomorrow
+    r"|(?P<day_after>\b(?:the\s+)?day after tomorrow\b)"
+    # next week, the week after next
+    r"|(?P<next_week>\b(?:the\s+)?week after next\b|\bnext week\b(?!-?end))"
     # today, tonight, tomorrow
     r"|(?P<relative>\b(?:today|tonight|tomorrow)\b)"
     # Friday, this Friday, next Friday
-    rf"|(?P<weekday>\b(?:(?:next|this|coming|this coming)\s+)?(?P<wd>{'|'.join(_WEEKDAYS)})\b)"
+    rf"|(?P<weekday>\b(?:(?:next|this|coming|this coming)\s+)?(?P<wd>{_DAYS})\b)"
     # for 5 nights, two nights, a week
     rf"|(?P<duration>\b(?:for\s+)?(?P<count>{_COUNT})[\s-]+(?P<unit>nights?|weeks?)\b)"
     # a bare day continuing a date: "July 1 to the 6th", "June 9 to 11"
@@ -79,7 +100,7 @@ class _Mention:
     month: int = 0
     day: int = 0
     year: int | None = None
-    offset: int = 0  # days after today, for "today"/"tomorrow"
+    offset: int = 0  # days after today, or after the weekday ("a week from Friday")
     weekday: int = 0
     nights: int = 0
 
@@ -95,10 +116,25 @@ def _month(token: str) -> int:
 
 
 def _nights(count: str, unit: str) -> int:
+    """``count`` units in days: nights and days are one, weeks seven, fortnights fourteen."""
     number = {"a": 1, "an": 1}.get(count) or NUMBER_WORDS.get(count)
     if number is None:
         number = 2 if count.startswith("a couple") else int(count)
-    return number * (7 if unit.startswith("week") else 1)
+    return number * {"w": 7, "f": 14}.get(unit[0], 1)
+
+
+def _counted(kind: str, g: dict[str, str | None], span: dict[str, int]) -> _Mention:
+    """A check-in counted from today or from a weekday ("in 3 days", "a week from Friday")."""
+    if kind == "ahead":
+        return _Mention("relative", **span, offset=_nights(g["in_n"] or "", g["in_u"] or ""))
+    if kind == "day_after":
+        return _Mention("relative", **span, offset=2)
+    if kind == "next_week":  # the first Monday after today, or the one after that
+        return _Mention("weekday", **span, offset=7 if "after" in (g["next_week"] or "") else 0)
+    offset = _nights(g["lt_n"] or "", g["lt_u"] or "")
+    if g["lt_wd"]:
+        return _Mention("weekday", **span, weekday=_WEEKDAYS.index(g["lt_wd"]), offset=offset)
+    return _Mention("relative", **span, offset=offset + (g["lt_base"] == "tomorrow"))
 
 
 def _mention(match: re.Match[str]) -> _Mention | None:
@@ -117,6 +153,8 @@ def _mention(match: re.Match[str]) -> _Mention | None:
         prefix = "nm" if kind == "named" else "do"
         return _Mention("date", **span, month=_month(g[f"{prefix}_m"]),
                         day=int(g[f"{prefix}_d"]), year=_year(g[f"{prefix}_y"]))  # fmt: skip
+    if kind in ("ahead", "later", "day_after", "next_week"):
+        return _counted(kind, g, span)
     if kind == "relative":
         return _Mention("relative", **span, offset=1 if match.group() == "tomorrow" else 0)
     if kind == "weekday":
@@ -155,9 +193,11 @@ class _Resolver:
     def resolve(self, mention: _Mention, anchor: date | None, is_end: bool = False) -> date:
         if mention.kind == "relative":
             return self.today + timedelta(days=mention.offset)
-        if mention.kind == "weekday":
-            base = anchor if is_end and anchor is not None else self.today
-            return base + timedelta(days=(mention.weekday - base.weekday() - 1) % 7 + 1)
+        if mention.kind == "weekday":  # a shifted one ("a week from Friday") counts from today
+            shifted = mention.offset != 0
+            base = anchor if is_end and anchor is not None and not shifted else self.today
+            days = (mention.weekday - base.weekday() - 1) % 7 + 1 + mention.offset
+            return base + timedelta(days=days)
         if mention.kind == "day":
             return self.bare_day(mention, anchor, is_end)
         if mention.year is not None:
