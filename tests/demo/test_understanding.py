@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from datetime import date
 
+import pytest
 from hotel_chat import Guest, offer_names, offline_engine
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from demo.hotel import catalog
 from demo.hotel.booking import numbered
 from demo.hotel.formats import LIST_OPENER
+from demo.hotel.offline.explore import AREA_QUESTION, DECLINE
+from demo.hotel.offline.language import names_another_place, parse_dates, wants_a_room
 from demo.hotel.offline.model import OfflineHotelModel
 from demo.hotel.prompting import present_prompt
-from demo.hotel.types import StayCriteria
+from demo.hotel.types import DateRange, StayCriteria
 
 TODAY = date(2026, 5, 15)
 JULY = {"dates": [{"start": "2026-07-01", "end": "2026-07-06"}]}
@@ -136,3 +139,120 @@ async def test_explore_asks_one_thing_at_a_time_and_a_correction_changes_only_it
     searched = await guest.say("yes")
     assert searched.step == "PresentStep"
     assert (await guest.criteria())["dates"] == [{"start": "2026-06-03", "end": "2026-06-08"}]
+
+
+# --- Relative dates and the opening (a guest's report; that day was Tuesday 2026-12-01) --------
+
+DEC_1 = date(2026, 12, 1)
+
+
+@pytest.mark.parametrize(
+    ("said", "start", "end"),
+    [
+        ("in two weeks for three nights", "2026-12-15", "2026-12-18"),
+        ("in 3 days for two nights", "2026-12-04", "2026-12-06"),
+        ("next week, 4 nights", "2026-12-07", "2026-12-11"),  # Monday of next week
+        ("next week", "2026-12-07", "2026-12-08"),
+        ("the week after next, 3 nights", "2026-12-14", "2026-12-17"),
+        # "a week" is when the stay starts, not how long it is (was Dec 1 to Dec 8)
+        ("a week from today for 2 nights", "2026-12-08", "2026-12-10"),
+        ("a week from tomorrow", "2026-12-09", "2026-12-10"),
+        ("two weeks from now", "2026-12-15", "2026-12-16"),
+        ("in a fortnight", "2026-12-15", "2026-12-16"),
+        ("in a couple of weeks", "2026-12-15", "2026-12-16"),
+        ("in a week's time for 2 nights", "2026-12-08", "2026-12-10"),
+        ("in 10 days' time", "2026-12-11", "2026-12-12"),
+        ("the day after tomorrow", "2026-12-03", "2026-12-04"),
+        ("day after tomorrow until tuesday", "2026-12-03", "2026-12-08"),
+        ("3 weeks from friday", "2026-12-25", "2026-12-26"),  # Friday is Dec 4
+        ("in 2 weeks from friday", "2026-12-18", "2026-12-19"),
+        ("a week from next friday", "2026-12-11", "2026-12-12"),
+        ("checking in in 3 days for 2 nights", "2026-12-04", "2026-12-06"),
+        # a duration that comes first is still the length: seven nights from tomorrow
+        ("for a week from tomorrow", "2026-12-02", "2026-12-09"),
+        ("tomorrow for a week", "2026-12-02", "2026-12-09"),
+    ],
+)
+def test_days_counted_from_today_are_the_check_in(said: str, start: str, end: str) -> None:
+    assert parse_dates(said, DEC_1) == [
+        DateRange(start=date.fromisoformat(start), end=date.fromisoformat(end))
+    ]
+
+
+@pytest.mark.parametrize("said", ["check in one day earlier", "check in two days later"])
+def test_a_shift_of_the_check_in_is_no_date_counted_from_today(said: str) -> None:
+    assert parse_dates(said, DEC_1) is None  # the draft's correction rules move the stay
+
+
+async def _opening(*said: str) -> list[str]:
+    """The assistant's replies to ``said`` in a new session opened on 2026-12-01."""
+    engine = offline_engine()
+    first = await engine.run("HotelFlow", "", None, {"today": "2026-12-01"})
+    replies = []
+    for text in said:
+        result = await engine.run("HotelFlow", text, first.session_id)
+        assert result.success, result.message
+        replies.append(result.message)
+    return replies
+
+
+async def test_asking_for_a_room_answers_the_area_question_and_keeps_the_criteria() -> None:
+    replies = await _opening(
+        "hey there", "I need a room in two weeks for three nights, under 250 a night"
+    )
+    assert replies[0].endswith(AREA_QUESTION)
+    assert replies[1] == (
+        "Got it: Dec 15, 2026 → Dec 18, 2026 (3 nights), up to $250 a night. Which room type "
+        'would you like: one bed, two beds or a suite? (or "skip")'
+    )
+
+
+async def test_a_room_with_no_dates_moves_on_to_the_dates() -> None:
+    assert await _opening("we want to book a room") == [
+        "Great! When would you like to check in and check out?"
+    ]
+    assert await _opening("a hotel for next weekend") == [
+        'Got it: Dec 4, 2026 → Dec 6, 2026 (2 nights). What is your budget per night? (or "no '
+        'preference")'
+    ]
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["I need a room in Seattle", "a hotel in Portland, Maine please", "need a hotel in boston"],
+)
+async def test_a_room_in_another_city_is_still_declined(said: str) -> None:
+    assert await _opening(said) == [DECLINE]
+
+
+@pytest.mark.parametrize("said", ["I don't need a hotel", "hey there", "what's the weather?"])
+async def test_no_request_for_a_room_asks_the_area_again(said: str) -> None:
+    (reply,) = await _opening(said)
+    assert reply.endswith(AREA_QUESTION) and reply != DECLINE
+
+
+@pytest.mark.parametrize(
+    ("text", "room", "elsewhere"),
+    [
+        ("I need a room next week", True, False),
+        ("looking for a place to stay", True, False),
+        ("can you find me a hotel near PDX", True, False),
+        ("a room in Beaverton please", False, False),  # no wish word: the area question stays
+        ("I don't need a hotel", False, False),
+        ("no hotel for me", False, False),
+        ("I need a room in Seattle", True, True),
+        ("a hotel in Portland, Maine", False, True),
+        ("a room in Vancouver", False, False),  # Vancouver, WA is in the area
+        ("a room in Vancouver BC", False, True),
+        ("I want a room in June", True, False),
+        ("I need a room in Downtown", True, False),
+    ],
+)
+def test_wants_a_room_and_names_another_place(text: str, room: bool, elsewhere: bool) -> None:
+    assert (wants_a_room(text), names_another_place(text)) == (room, elsewhere)
+
+
+def test_naming_a_room_with_criteria_is_a_request_for_one() -> None:
+    assert wants_a_room("a hotel for next weekend", with_criteria=True)
+    assert not wants_a_room("a hotel for next weekend")
+    assert not wants_a_room("no hotel, just the dates", with_criteria=True)

@@ -162,6 +162,59 @@ _PORTLAND_AREA = re.compile(
 """Portland, Oregon and its suburbs (not Portland, Maine nor Vancouver, BC)."""
 
 
+_STAY = re.compile(
+    r"\b(?:rooms?|hotels?|motels?|suites?|inns?|lodging|accommodations?|a place to stay|a bed"
+    r"|somewhere to stay|a stay|to stay)\b"
+)
+"""What the assistant sells: a room, a hotel, a place to stay."""
+_WISH = re.compile(
+    r"\b(?:need|needs|want|wanna|looking|look for|like|book|booking|reserve|find|get|after"
+    r"|searching|search for|require|help me|can you|could you|is there|are there|any)\b"
+)
+"""Words that make a mention of a room a request for one ("I need", "looking for")."""
+_ELSEWHERE = re.compile(
+    r"\b(?:in|near|around|at|to|visiting)\s+(?:downtown\s+)?(?P<place>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)"
+)
+"""A capitalised place after a preposition ("in Seattle"), checked against the area's names."""
+_NOT_PLACES = re.compile(
+    r"^(?:i|the|a|an|my|our|june|july|august|september|october|november|december|january"
+    r"|february|march|april|may|monday|tuesday|wednesday|thursday|friday|saturday|sunday|next"
+    r"|this|downtown|town|two|three|four|five|one|please|pdx|christmas|easter|thanksgiving)\b",
+    re.IGNORECASE,
+)
+_OTHER_CITIES = re.compile(
+    r"\b(?:seattle|san francisco|los angeles|new york|chicago|boston|denver|las vegas|eugene"
+    r"|salem|tacoma|spokane|boise|sacramento|san diego|austin|miami|atlanta|phoenix"
+    r"|vancouver,? (?:bc|b\.c\.|british columbia|canada)|portland,? (?:maine|me)|maine)\b"
+)
+"""Places guests name most often that are outside the area, so lower case is caught too."""
+
+
+def wants_a_room(text: str, with_criteria: bool = False) -> bool:
+    """A request for a room, hotel or stay: "I need a room next week", "looking for a hotel".
+
+    It answers "are you looking for a hotel in the Portland area?" with yes when it names no
+    other place (see ``names_another_place``): the assistant only serves Portland. A message
+    that also gives criteria (``with_criteria``) needs no wish word: "a hotel for next weekend".
+    """
+    said = normalize(text)
+    stay = _STAY.search(said)
+    if stay is None or negated(said, stay.start(), stay.end()) or _NO.match(said):
+        return False
+    return with_criteria or bool(_WISH.search(said))
+
+
+def names_another_place(text: str) -> bool:
+    """Whether the guest names a place outside the area ("in Seattle", "Portland, Maine")."""
+    if _OTHER_CITIES.search(normalize(text)):
+        return True
+    for found in _ELSEWHERE.finditer(text):
+        place = found["place"]
+        if not _NOT_PLACES.match(place) and not mentions_portland(place):
+            return True
+    return False
+
+
 def wants_to_quit(text: str) -> bool:
     """The guest wants to stop: "bye", "quit", "I'm done", "never mind", "that's all"."""
     return bool(_QUIT.search(normalize(text)))

@@ -22,6 +22,8 @@ from demo.hotel.offline.language import (
     is_affirmative,
     is_negative,
     mentions_portland,
+    names_another_place,
+    wants_a_room,
     wants_new_search,
     wants_to_quit,
     wants_to_see_criteria,
@@ -112,7 +114,7 @@ def read(conversation: Conversation) -> Reading:
 def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
     asks_about = about_a_hotel(event.text)
     draft = reading.draft if asks_about else reading.draft.heard(event.text, today)
-    confirmed = AREA_QUESTION in said and is_affirmative(event.text)
+    confirmed = _confirms_area(event.text, said, draft != reading.draft)
     return replace(
         reading,
         answered=reading.answered | _answers(reading.draft, draft, event.text, said),
@@ -122,6 +124,17 @@ def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
         said_before=said,
         heard=draft != reading.draft,
     )
+
+
+def _confirms_area(text: str, said: str, gave_criteria: bool) -> bool:
+    """A yes to the area question, or a request for a room that names no other place.
+
+    The assistant only serves Portland, so "I need a room in two weeks" is a yes, and asking
+    the area question again would ignore what the guest just said.
+    """
+    if AREA_QUESTION in said and is_affirmative(text):
+        return True
+    return wants_a_room(text, gave_criteria) and not names_another_place(text)
 
 
 def about_a_hotel(text: str) -> str | None:
@@ -247,7 +260,7 @@ def _noted(reading: Reading) -> str:
 
 def _area(text: str, reading: Reading) -> str:
     asked = AREA_QUESTION in reading.said_before
-    if asked and is_negative(text):
+    if (asked and is_negative(text)) or names_another_place(text):
         return DECLINE
     if asked and not reading.heard:
         return f"Sorry, I didn't catch that. I only book hotels around Portland. {AREA_QUESTION}"
@@ -264,7 +277,12 @@ def _ask_dates(text: str, reading: Reading) -> str:
         )
     if _SEARCH.search(normalize(text)):
         return f"I need your dates before I can search. {DATES_QUESTION} {DATES_EXAMPLE}"
-    if reading.first_contact or is_affirmative(text) or mentions_portland(text):
+    if (
+        reading.first_contact
+        or is_affirmative(text)
+        or mentions_portland(text)
+        or wants_a_room(text)
+    ):
         return f"Great! {DATES_QUESTION}"
     return f"Sorry, I didn't catch any dates. {DATES_QUESTION} {DATES_EXAMPLE}"
 
