@@ -154,6 +154,11 @@ DEC_1 = date(2026, 12, 1)
         ("next week, 4 nights", "2026-12-07", "2026-12-11"),  # Monday of next week
         ("next week", "2026-12-07", "2026-12-08"),
         ("the week after next, 3 nights", "2026-12-14", "2026-12-17"),
+        ("wednesday next week for 2 nights", "2026-12-09", "2026-12-11"),
+        ("next week on wednesday for 2 nights", "2026-12-09", "2026-12-11"),
+        ("next week tuesday to thursday", "2026-12-08", "2026-12-10"),
+        ("friday of the week after next", "2026-12-18", "2026-12-19"),
+        ("this time next week", "2026-12-08", "2026-12-09"),
         # "a week" is when the stay starts, not how long it is (was Dec 1 to Dec 8)
         ("a week from today for 2 nights", "2026-12-08", "2026-12-10"),
         ("a week from tomorrow", "2026-12-09", "2026-12-10"),
@@ -237,7 +242,8 @@ async def test_no_request_for_a_room_asks_the_area_again(said: str) -> None:
         ("I need a room next week", True, False),
         ("looking for a place to stay", True, False),
         ("can you find me a hotel near PDX", True, False),
-        ("a room in Beaverton please", False, False),  # no wish word: the area question stays
+        ("a room in Beaverton please", True, False),
+        ("a room in Beaverton", False, False),  # no wish word (Beaverton alone says yes)
         ("I don't need a hotel", False, False),
         ("no hotel for me", False, False),
         ("I need a room in Seattle", True, True),
@@ -246,6 +252,12 @@ async def test_no_request_for_a_room_asks_the_area_again(said: str) -> None:
         ("a room in Vancouver BC", False, True),
         ("I want a room in June", True, False),
         ("I need a room in Downtown", True, False),
+        ("I need a hotel in Pearl District", True, False),
+        ("a room at Riverside Inn please", True, False),
+        ("need a room near Mt Hood", True, False),
+        ("Book me a hotel in NYC", True, True),
+        ("a room in Omaha please", True, True),
+        ("need a place to crash near the airport", True, False),
     ],
 )
 def test_wants_a_room_and_names_another_place(text: str, room: bool, elsewhere: bool) -> None:

@@ -19,7 +19,9 @@ Conventions (the same ones the LLM is told in ``StayCriteria``):
   seven nights from tomorrow; "a week from tomorrow for 2 nights" is two nights a week later).
 * "Next week" checks in on the Monday of next week (and "the week after next" a week later): a
   guest who says only that gets a concrete stay they can correct, which reads better than one
-  more question; with no length given it is one night, like any lone day.
+  more question; with no length given it is one night, like any lone day. A weekday with it
+  ("Wednesday next week", "next week on Wednesday") is that day of that week; "this time next
+  week" is seven days from today.
 * Impossible dates ("Feb 30") and reversed ranges make the whole answer None (not understood).
 """
 
@@ -66,10 +68,12 @@ _MENTION = re.compile(
     rf"|(?P<ahead>(?<!check )(?<!check-)(?<!checking )\bin\s+(?P<in_n>{_COUNT})\s+"
     rf"(?P<in_u>{_SPAN})\b(?:'s?)?(?:\s+time\b)?(?!\s+(?:earlier|later|sooner|before|after))"
     r")"
-    # the day after tomorrow
-    r"|(?P<day_after>\b(?:the\s+)?day after tomorrow\b)"
-    # next week, the week after next
-    r"|(?P<next_week>\b(?:the\s+)?week after next\b|\bnext week\b(?!-?end))"
+    # the day after tomorrow, this time next week
+    r"|(?P<day_after>\b(?:the\s+)?day after tomorrow\b|\bthis time next week\b)"
+    # next week, Wednesday next week, next week on Wednesday, the week after next
+    rf"|(?P<next_week>\b(?:(?P<nw_before>{_DAYS})\s+(?:of\s+|in\s+)?(?:the\s+)?)?"
+    rf"(?:(?:the\s+)?week after next|next week(?!-?end))"
+    rf"(?:\s+(?:on\s+)?(?P<nw_after>{_DAYS}))?\b)"
     # today, tonight, tomorrow
     r"|(?P<relative>\b(?:today|tonight|tomorrow)\b)"
     # Friday, this Friday, next Friday
@@ -128,9 +132,11 @@ def _counted(kind: str, g: dict[str, str | None], span: dict[str, int]) -> _Ment
     if kind == "ahead":
         return _Mention("relative", **span, offset=_nights(g["in_n"] or "", g["in_u"] or ""))
     if kind == "day_after":
-        return _Mention("relative", **span, offset=2)
-    if kind == "next_week":  # the first Monday after today, or the one after that
-        return _Mention("weekday", **span, offset=7 if "after" in (g["next_week"] or "") else 0)
+        return _Mention("relative", **span, offset=2 if "tomorrow" in (g["day_after"] or "") else 7)
+    if kind == "next_week":  # the first Monday after today (or a week later), plus the weekday
+        day = g["nw_before"] or g["nw_after"]
+        offset = (_WEEKDAYS.index(day) if day else 0) + 7 * ("after" in (g["next_week"] or ""))
+        return _Mention("weekday", **span, offset=offset)
     offset = _nights(g["lt_n"] or "", g["lt_u"] or "")
     if g["lt_wd"]:
         return _Mention("weekday", **span, weekday=_WEEKDAYS.index(g["lt_wd"]), offset=offset)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from demo.hotel import catalog
 from demo.hotel.offline._criteria import AMENITY_PATTERNS
 from demo.hotel.offline._text import NUMBER_WORDS, ORDINAL_WORDS, negated, normalize, to_int
 
@@ -163,27 +164,35 @@ _PORTLAND_AREA = re.compile(
 
 
 _STAY = re.compile(
-    r"\b(?:rooms?|hotels?|motels?|suites?|inns?|lodging|accommodations?|a place to stay|a bed"
-    r"|somewhere to stay|a stay|to stay)\b"
+    r"\b(?:rooms?|hotels?|motels?|suites?|inns?|lodging|accommodations?|a bed|a stay|to stay"
+    r"|(?:a |some)(?:place|where) to (?:stay|sleep|crash))\b"
 )
 """What the assistant sells: a room, a hotel, a place to stay."""
 _WISH = re.compile(
     r"\b(?:need|needs|want|wanna|looking|look for|like|book|booking|reserve|find|get|after"
-    r"|searching|search for|require|help me|can you|could you|is there|are there|any)\b"
+    r"|searching|search for|require|help me|can you|could you|is there|are there|any|please"
+    r"|available|availability|do you have)\b"
 )
 """Words that make a mention of a room a request for one ("I need", "looking for")."""
 _ELSEWHERE = re.compile(
-    r"\b(?:in|near|around|at|to|visiting)\s+(?:downtown\s+)?(?P<place>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)"
+    r"\b(?:in|near|around|at|to|visiting)\s+(?:downtown\s+)?(?P<place>[A-Z][A-Za-z]+(?:\s+[A-Z][a-z]+)?)"
 )
 """A capitalised place after a preposition ("in Seattle"), checked against the area's names."""
 _NOT_PLACES = re.compile(
     r"^(?:i|the|a|an|my|our|june|july|august|september|october|november|december|january"
     r"|february|march|april|may|monday|tuesday|wednesday|thursday|friday|saturday|sunday|next"
-    r"|this|downtown|town|two|three|four|five|one|please|pdx|christmas|easter|thanksgiving)\b",
+    r"|this|downtown|town|two|three|four|five|one|please|pdx|christmas|easter|thanksgiving"
+    # Portland's own parts, which are no other city
+    r"|pearl|hawthorne|alberta|goose hollow|lloyd|sellwood|st\.? johns|kenton|nob hill|old town"
+    r"|chinatown|mississippi|division|belmont|irvington|buckman|laurelhurst|multnomah|orenco"
+    r"|north|south|east|west|northwest|southwest|northeast|southeast|nw|ne|sw|se|n|washington"
+    r"|columbia|willamette|cascade|silicon forest|gorge|mount hood|mt\.? hood|convention center"
+    r"|moda center|providence park|airport)\b",
     re.IGNORECASE,
 )
+"""Capitalised words after "in"/"near" that are dates, Portland's neighbourhoods or landmarks."""
 _OTHER_CITIES = re.compile(
-    r"\b(?:seattle|san francisco|los angeles|new york|chicago|boston|denver|las vegas|eugene"
+    r"\b(?:seattle|san francisco|los angeles|new york|nyc|chicago|boston|denver|las vegas|eugene"
     r"|salem|tacoma|spokane|boise|sacramento|san diego|austin|miami|atlanta|phoenix"
     r"|vancouver,? (?:bc|b\.c\.|british columbia|canada)|portland,? (?:maine|me)|maine)\b"
 )
@@ -210,7 +219,9 @@ def names_another_place(text: str) -> bool:
         return True
     for found in _ELSEWHERE.finditer(text):
         place = found["place"]
-        if not _NOT_PLACES.match(place) and not mentions_portland(place):
+        if _NOT_PLACES.match(place) or mentions_portland(place):
+            continue
+        if not catalog.mentioned_hotels(place):  # "at Riverside Inn" is one of ours
             return True
     return False
 
