@@ -176,11 +176,21 @@ DEC_1 = date(2026, 12, 1)
         # a duration that comes first is still the length: seven nights from tomorrow
         ("for a week from tomorrow", "2026-12-02", "2026-12-09"),
         ("tomorrow for a week", "2026-12-02", "2026-12-09"),
+        # a month is the same day next month, across the year
+        ("a month from now for 3 nights", "2027-01-01", "2027-01-04"),
+        ("in two months", "2027-02-01", "2027-02-02"),
+        ("for a week in a month", "2027-01-01", "2027-01-08"),
     ],
 )
 def test_days_counted_from_today_are_the_check_in(said: str, start: str, end: str) -> None:
     assert parse_dates(said, DEC_1) == [
         DateRange(start=date.fromisoformat(start), end=date.fromisoformat(end))
+    ]
+
+
+def test_a_month_from_the_31st_is_the_last_day_of_the_next_month() -> None:
+    assert parse_dates("in a month", date(2027, 1, 31)) == [
+        DateRange(start=date(2027, 2, 28), end=date(2027, 3, 1))
     ]
 
 

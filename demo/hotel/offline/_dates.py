@@ -15,8 +15,9 @@ Conventions (the same ones the LLM is told in ``StayCriteria``):
   check-out they mean the first such day after the check-in.
 * Days counted from today are check-in days, never the stay's length: "in two weeks", "in 3
   days", "in a fortnight", "a week from today/tomorrow/Friday", "two weeks from now", "the day
-  after tomorrow". A duration only ever says how long the stay is ("for a week from tomorrow" is
-  seven nights from tomorrow; "a week from tomorrow for 2 nights" is two nights a week later).
+  after tomorrow", "in a month" (the same day next month). A duration only ever says how long
+  the stay is ("for a week from tomorrow" is seven nights from tomorrow; "a week from tomorrow
+  for 2 nights" is two nights a week later).
 * "Next week" checks in on the Monday of next week (and "the week after next" a week later): a
   guest who says only that gets a concrete stay they can correct, which reads better than one
   more question; with no length given it is one night, like any lone day. A weekday with it
@@ -27,6 +28,7 @@ Conventions (the same ones the LLM is told in ``StayCriteria``):
 
 from __future__ import annotations
 
+import calendar
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -43,7 +45,7 @@ _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 _TH = r"(?:st|nd|rd|th)?"
 _COUNT = r"\d+|" + "|".join(NUMBER_WORDS) + r"|an?|a couple(?: of)?"
 _DAYS = "|".join(_WEEKDAYS)
-_SPAN = r"days?|weeks?|fortnights?"
+_SPAN = r"days?|weeks?|fortnights?|months?"
 """Units a check-in is counted in from today ("in 3 days", "a week from Friday")."""
 _NOT_A_DAY = (
     r"(?!\s*(?:/|-\d|\$|nights?|weeks?|beds?|queens?|kings?|people|guests|adults|miles?|mi\b))"
@@ -105,6 +107,7 @@ class _Mention:
     day: int = 0
     year: int | None = None
     offset: int = 0  # days after today, or after the weekday ("a week from Friday")
+    months: int = 0  # calendar months after that ("in a month": the same day next month)
     weekday: int = 0
     nights: int = 0
 
@@ -127,20 +130,28 @@ def _nights(count: str, unit: str) -> int:
     return number * {"w": 7, "f": 14}.get(unit[0], 1)
 
 
+def _ahead(count: str, unit: str) -> dict[str, int]:
+    """``offset`` days or ``months`` months: "a month" is the same day next month, not 30 days."""
+    if unit.startswith("month"):
+        return {"months": _nights(count, "night")}
+    return {"offset": _nights(count, unit)}
+
+
 def _counted(kind: str, g: dict[str, str | None], span: dict[str, int]) -> _Mention:
     """A check-in counted from today or from a weekday ("in 3 days", "a week from Friday")."""
     if kind == "ahead":
-        return _Mention("relative", **span, offset=_nights(g["in_n"] or "", g["in_u"] or ""))
+        return _Mention("relative", **span, **_ahead(g["in_n"] or "", g["in_u"] or ""))
     if kind == "day_after":
         return _Mention("relative", **span, offset=2 if "tomorrow" in (g["day_after"] or "") else 7)
     if kind == "next_week":  # the first Monday after today (or a week later), plus the weekday
         day = g["nw_before"] or g["nw_after"]
         offset = (_WEEKDAYS.index(day) if day else 0) + 7 * ("after" in (g["next_week"] or ""))
         return _Mention("weekday", **span, offset=offset)
-    offset = _nights(g["lt_n"] or "", g["lt_u"] or "")
+    ahead = _ahead(g["lt_n"] or "", g["lt_u"] or "")
     if g["lt_wd"]:
-        return _Mention("weekday", **span, weekday=_WEEKDAYS.index(g["lt_wd"]), offset=offset)
-    return _Mention("relative", **span, offset=offset + (g["lt_base"] == "tomorrow"))
+        return _Mention("weekday", **span, weekday=_WEEKDAYS.index(g["lt_wd"]), **ahead)
+    ahead["offset"] = ahead.get("offset", 0) + (g["lt_base"] == "tomorrow")
+    return _Mention("relative", **span, **ahead)
 
 
 def _mention(match: re.Match[str]) -> _Mention | None:
@@ -198,12 +209,12 @@ class _Resolver:
 
     def resolve(self, mention: _Mention, anchor: date | None, is_end: bool = False) -> date:
         if mention.kind == "relative":
-            return self.today + timedelta(days=mention.offset)
+            return _plus_months(self.today + timedelta(days=mention.offset), mention.months)
         if mention.kind == "weekday":  # a shifted one ("a week from Friday") counts from today
-            shifted = mention.offset != 0
+            shifted = mention.offset != 0 or mention.months != 0
             base = anchor if is_end and anchor is not None and not shifted else self.today
             days = (mention.weekday - base.weekday() - 1) % 7 + 1 + mention.offset
-            return base + timedelta(days=days)
+            return _plus_months(base + timedelta(days=days), mention.months)
         if mention.kind == "day":
             return self.bare_day(mention, anchor, is_end)
         if mention.year is not None:
@@ -221,6 +232,13 @@ class _Resolver:
             month = anchor.month % 12 + 1
             found = date(year + (month == 1), month, mention.day)
         return found
+
+
+def _plus_months(day: date, months: int) -> date:
+    """The same day ``months`` later, or that month's last day ("a month from Jan 31")."""
+    index = day.month - 1 + months
+    year, month = day.year + index // 12, index % 12 + 1
+    return date(year, month, min(day.day, calendar.monthrange(year, month)[1]))
 
 
 def _after(anchor: date, month: int, day: int) -> date:
