@@ -16,7 +16,12 @@ from demo.hotel import catalog
 from demo.hotel.booking import numbered
 from demo.hotel.formats import LIST_OPENER
 from demo.hotel.offline.explore import AREA_QUESTION, DECLINE
-from demo.hotel.offline.language import names_another_place, parse_dates, wants_a_room
+from demo.hotel.offline.language import (
+    names_another_place,
+    parse_dates,
+    says_how_long,
+    wants_a_room,
+)
 from demo.hotel.offline.model import OfflineHotelModel
 from demo.hotel.prompting import present_prompt
 from demo.hotel.types import DateRange, StayCriteria
@@ -278,3 +283,15 @@ def test_naming_a_room_with_criteria_is_a_request_for_one() -> None:
     assert wants_a_room("a hotel for next weekend", with_criteria=True)
     assert not wants_a_room("a hotel for next weekend")
     assert not wants_a_room("no hotel, just the dates", with_criteria=True)
+
+
+async def test_a_new_day_for_a_planned_stay_keeps_its_length_unless_one_is_given() -> None:
+    guest = Guest(offline_engine())
+    await guest.start()
+    await guest.say("a hotel in Portland please")
+    await guest.say("July 1 to July 6")
+    moved = await guest.say("can we do a week from tomorrow instead?")
+    assert moved.message.startswith("Got it: May 23, 2026 → May 28, 2026 (5 nights).")
+    one = await guest.say("actually just tomorrow night")
+    assert one.message.startswith("Got it: May 16, 2026 → May 17, 2026 (1 night).")
+    assert says_how_long("for two nights") and not says_how_long("in two weeks")

@@ -399,6 +399,19 @@ def parse_dates(text: str, today: date) -> list[DateRange] | None:
     return parts or None
 
 
+_ONE_NIGHT = re.compile(r"\bnight\b|\btonight\b|\bovernight\b")
+
+
+def says_how_long(text: str) -> bool:
+    """Whether ``text`` gives the stay's length ("for 3 nights", "a week", "tomorrow night").
+
+    A correction that gives none moves the stay and keeps its length.
+    """
+    normalized = normalize(text)
+    mentions = _scan(normalized)
+    return any(m.kind == "duration" for m in mentions) or bool(_ONE_NIGHT.search(normalized))
+
+
 def strip_dates(text: str) -> str:
     """``text`` normalised with its dates blanked out, so "July 20 to 25" is not read as a budget.
 

@@ -22,6 +22,7 @@ from demo.hotel.offline.language import (
     parse_dates,
     parse_distances,
     parse_room_type,
+    says_how_long,
 )
 from demo.hotel.types import (
     Amenity,
@@ -202,7 +203,11 @@ _CHECK_IN = re.compile(r"\bcheck(?:ing)?[ -]?in\b|\barriv\w*")
 def _moved(
     current: tuple[DateRange, ...], said: tuple[DateRange, ...], text: str
 ) -> tuple[DateRange, ...]:
-    """A single day named as the check-out (or check-in) moves only that end of the stay."""
+    """A single day named as the check-out (or check-in) moves only that end of the stay.
+
+    A single day that is neither, said with no length ("next Friday instead", "make it in two
+    weeks"), moves the whole stay and keeps its length: the guest changed when, not how long.
+    """
     if not current or len(said) != 1 or (said[0].end - said[0].start).days != 1:
         return said
     day = said[0].start
@@ -214,6 +219,8 @@ def _moved(
             return (DateRange(start=day, end=end if day < end else day + (end - start)),)
     except ValueError:
         return said
+    if len(current) == 1 and not says_how_long(text):
+        return (DateRange(start=day, end=day + (end - start)),)
     return said
 
 

@@ -20,7 +20,7 @@ from demo.hotel.offline._criteria import (
     parse_distances,
     parse_room_type,
 )
-from demo.hotel.offline._dates import parse_dates, strip_dates
+from demo.hotel.offline._dates import parse_dates, says_how_long, strip_dates
 from demo.hotel.offline._intents import (
     is_affirmative,
     is_negative,
@@ -51,6 +51,7 @@ __all__ = [
     "parse_feature",
     "parse_room_type",
     "parse_selection",
+    "says_how_long",
     "strip_dates",
     "wants_a_room",
     "wants_new_search",
