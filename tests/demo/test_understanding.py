@@ -164,6 +164,10 @@ DEC_1 = date(2026, 12, 1)
         ("next week tuesday to thursday", "2026-12-08", "2026-12-10"),
         ("friday of the week after next", "2026-12-18", "2026-12-19"),
         ("this time next week", "2026-12-08", "2026-12-09"),
+        ("next week from tuesday to thursday", "2026-12-08", "2026-12-10"),
+        # "for two weeks from Thursday" is a two-week stay unless the nights come after it
+        ("for two weeks from thursday", "2026-12-03", "2026-12-17"),
+        ("any rooms for two weeks from thursday for 4 nights?", "2026-12-17", "2026-12-21"),
         # "a week" is when the stay starts, not how long it is (was Dec 1 to Dec 8)
         ("a week from today for 2 nights", "2026-12-08", "2026-12-10"),
         ("a week from tomorrow", "2026-12-09", "2026-12-10"),
@@ -273,6 +277,7 @@ async def test_no_request_for_a_room_asks_the_area_again(said: str) -> None:
         ("Book me a hotel in NYC", True, True),
         ("a room in Omaha please", True, True),
         ("need a place to crash near the airport", True, False),
+        ("I'd like to make a reservation for next Friday", True, False),
     ],
 )
 def test_wants_a_room_and_names_another_place(text: str, room: bool, elsewhere: bool) -> None:

@@ -64,7 +64,8 @@ _MENTION = re.compile(
     rf"|(?P<dayof>\b(?:the\s+)?(?P<do_d>\d{{1,2}}){_TH}\s+(?:of\s+)?(?P<do_m>{_MONTH})\b"
     rf"(?:,?\s+(?P<do_y>\d{{4}}))?)"
     # a week from today, 3 weeks from friday, two weeks from now
-    rf"|(?P<later>\b(?:in\s+)?(?P<lt_n>{_COUNT})\s+(?P<lt_u>{_SPAN})\s+(?:from|after)\s+(?:"
+    # ("for two weeks from Friday" is a stay of two weeks, unless the nights are given after it)
+    rf"|(?P<later>\b(?:in\s+|for\s+(?=[^.;]*\bnights?\b))?(?P<lt_n>{_COUNT})\s+(?P<lt_u>{_SPAN})\s+(?:from|after)\s+(?:"
     rf"(?P<lt_base>now|today|tonight|tomorrow)|(?:(?:next|this|coming)\s+)?(?P<lt_wd>{_DAYS}))\b)"
     # in two weeks, in 3 days, in a fortnight, in a week's time
     rf"|(?P<ahead>(?<!check )(?<!check-)(?<!checking )\bin\s+(?P<in_n>{_COUNT})\s+"
@@ -75,7 +76,7 @@ _MENTION = re.compile(
     # next week, Wednesday next week, next week on Wednesday, the week after next
     rf"|(?P<next_week>\b(?:(?P<nw_before>{_DAYS})\s+(?:of\s+|in\s+)?(?:the\s+)?)?"
     rf"(?:(?:the\s+)?week after next|next week(?!-?end))"
-    rf"(?:\s+(?:on\s+)?(?P<nw_after>{_DAYS}))?\b)"
+    rf"(?:,?\s+(?:on\s+|from\s+)?(?P<nw_after>{_DAYS}))?\b)"
     # today, tonight, tomorrow
     r"|(?P<relative>\b(?:today|tonight|tomorrow)\b)"
     # Friday, this Friday, next Friday

@@ -165,6 +165,7 @@ _PORTLAND_AREA = re.compile(
 
 _STAY = re.compile(
     r"\b(?:rooms?|hotels?|motels?|suites?|inns?|lodging|accommodations?|a bed|a stay|to stay"
+    r"|reservations?|a booking"
     r"|(?:a |some)(?:place|where) to (?:stay|sleep|crash))\b"
 )
 """What the assistant sells: a room, a hotel, a place to stay."""
