@@ -31,6 +31,7 @@ CORPUS = Path(__file__).with_name("utterances.txt")
 
 STATES: dict[str, list[str]] = {
     "area": [""],
+    "declined": ["", "I need a room in Seattle"],
     "explore_dates": ["", "Hi, I need a hotel in Portland"],
     "explore_budget": ["", "Hi, I need a hotel in Portland", "July 1 to July 6"],
     "explore_room": ["", "Hi, I need a hotel in Portland", "July 1 to July 6", "under $300"],

@@ -300,3 +300,12 @@ async def test_a_new_day_for_a_planned_stay_keeps_its_length_unless_one_is_given
     one = await guest.say("actually just tomorrow night")
     assert one.message.startswith("Got it: May 16, 2026 → May 17, 2026 (1 night).")
     assert says_how_long("for two nights") and not says_how_long("in two weeks")
+
+
+async def test_after_a_decline_dates_are_a_yes_as_the_decline_promises() -> None:
+    replies = await _opening("I need a room in Seattle", "ok, in two weeks for 2 nights then")
+    assert replies == [
+        DECLINE,
+        'Got it: Dec 15, 2026 → Dec 17, 2026 (2 nights). What is your budget per night? (or "no '
+        'preference")',
+    ]

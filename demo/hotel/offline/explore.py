@@ -130,11 +130,14 @@ def _confirms_area(text: str, said: str, gave_criteria: bool) -> bool:
     """A yes to the area question, or a request for a room that names no other place.
 
     The assistant only serves Portland, so "I need a room in two weeks" is a yes, and asking
-    the area question again would ignore what the guest just said.
+    the area question again would ignore what the guest just said. After a decline, which says
+    "just tell me your dates", criteria are a yes too.
     """
     if AREA_QUESTION in said and is_affirmative(text):
         return True
-    return wants_a_room(text, gave_criteria) and not names_another_place(text)
+    if names_another_place(text):
+        return False
+    return wants_a_room(text, gave_criteria) or (DECLINE in said and gave_criteria)
 
 
 def about_a_hotel(text: str) -> str | None:
