@@ -165,6 +165,7 @@ DEC_1 = date(2026, 12, 1)
         ("friday of the week after next", "2026-12-18", "2026-12-19"),
         ("this time next week", "2026-12-08", "2026-12-09"),
         ("next week from tuesday to thursday", "2026-12-08", "2026-12-10"),
+        ("in about two weeks for 3 nights", "2026-12-15", "2026-12-18"),
         # "for two weeks from Thursday" is a two-week stay unless the nights come after it
         ("for two weeks from thursday", "2026-12-03", "2026-12-17"),
         ("any rooms for two weeks from thursday for 4 nights?", "2026-12-17", "2026-12-21"),
@@ -206,6 +207,11 @@ def test_a_month_from_the_31st_is_the_last_day_of_the_next_month() -> None:
 @pytest.mark.parametrize("said", ["check in one day earlier", "check in two days later"])
 def test_a_shift_of_the_check_in_is_no_date_counted_from_today(said: str) -> None:
     assert parse_dates(said, DEC_1) is None  # the draft's correction rules move the stay
+
+
+@pytest.mark.parametrize("said", ["in a week or two", "in 3 days or 4", "in a few weeks"])
+def test_a_vague_count_gets_a_question_not_a_guess(said: str) -> None:
+    assert parse_dates(said, DEC_1) is None
 
 
 async def _opening(*said: str) -> list[str]:

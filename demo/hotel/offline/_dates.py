@@ -45,6 +45,8 @@ _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 _TH = r"(?:st|nd|rd|th)?"
 _COUNT = r"\d+|" + "|".join(NUMBER_WORDS) + r"|an?|a couple(?: of)?"
 _DAYS = "|".join(_WEEKDAYS)
+_WORDS = "|".join(NUMBER_WORDS)
+_ABOUT = r"(?:about|around|roughly|approximately)\s+"
 _SPAN = r"days?|weeks?|fortnights?|months?"
 """Units a check-in is counted in from today ("in 3 days", "a week from Friday")."""
 _NOT_A_DAY = (
@@ -68,8 +70,10 @@ _MENTION = re.compile(
     rf"|(?P<later>\b(?:in\s+|for\s+(?=[^.;]*\bnights?\b))?(?P<lt_n>{_COUNT})\s+(?P<lt_u>{_SPAN})\s+(?:from|after)\s+(?:"
     rf"(?P<lt_base>now|today|tonight|tomorrow)|(?:(?:next|this|coming)\s+)?(?P<lt_wd>{_DAYS}))\b)"
     # in two weeks, in 3 days, in a fortnight, in a week's time
-    rf"|(?P<ahead>(?<!check )(?<!check-)(?<!checking )\bin\s+(?P<in_n>{_COUNT})\s+"
-    rf"(?P<in_u>{_SPAN})\b(?:'s?)?(?:\s+time\b)?(?!\s+(?:earlier|later|sooner|before|after))"
+    # ("in about two weeks" is that day; "in a week or two" is too vague: it gets a question)
+    rf"|(?P<ahead>(?<!check )(?<!check-)(?<!checking )\bin\s+(?:{_ABOUT})?(?P<in_n>{_COUNT})\s+"
+    rf"(?P<in_u>{_SPAN})\b(?:'s?)?(?:\s+time\b)?"
+    rf"(?!\s+(?:earlier|later|sooner|before|after|or\s+(?:\d|{_WORDS})))"
     r")"
     # the day after tomorrow, this time next week
     r"|(?P<day_after>\b(?:the\s+)?day after tomorrow\b|\bthis time next week\b)"
