@@ -284,6 +284,9 @@ async def test_no_request_for_a_room_asks_the_area_again(said: str) -> None:
         ("a room in Omaha please", True, True),
         ("need a place to crash near the airport", True, False),
         ("I'd like to make a reservation for next Friday", True, False),
+        ("flying in from Seattle, need a hotel", True, False),
+        ("Hi, I'm Austin and I need a room", True, False),
+        ("I need a room in Eugene", True, True),
     ],
 )
 def test_wants_a_room_and_names_another_place(text: str, room: bool, elsewhere: bool) -> None:

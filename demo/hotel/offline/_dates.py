@@ -67,8 +67,9 @@ _MENTION = re.compile(
     rf"(?:,?\s+(?P<do_y>\d{{4}}))?)"
     # a week from today, 3 weeks from friday, two weeks from now
     # ("for two weeks from Friday" is a stay of two weeks, unless the nights are given after it)
-    rf"|(?P<later>\b(?:in\s+|for\s+(?=[^.;]*\bnights?\b))?(?P<lt_n>{_COUNT})\s+(?P<lt_u>{_SPAN})\s+(?:from|after)\s+(?:"
-    rf"(?P<lt_base>now|today|tonight|tomorrow)|(?:(?:next|this|coming)\s+)?(?P<lt_wd>{_DAYS}))\b)"
+    rf"|(?P<later>\b(?:in\s+|for\s+(?=[^.;]*\bnights?\b))?(?P<lt_n>{_COUNT})\s+"
+    rf"(?P<lt_u>{_SPAN})\s+(?:from|after)\s+(?:(?P<lt_base>now|today|tonight|tomorrow)"
+    rf"|(?:(?:next|this|coming)\s+)?(?P<lt_wd>{_DAYS}))\b)"
     # in two weeks, in 3 days, in a fortnight, in a week's time
     # ("in about two weeks" is that day; "in a week or two" is too vague: it gets a question)
     rf"|(?P<ahead>(?<!check )(?<!check-)(?<!checking )\bin\s+(?:{_ABOUT})?(?P<in_n>{_COUNT})\s+"

@@ -176,7 +176,8 @@ _WISH = re.compile(
 )
 """Words that make a mention of a room a request for one ("I need", "looking for")."""
 _ELSEWHERE = re.compile(
-    r"\b(?:in|near|around|at|to|visiting)\s+(?:downtown\s+)?(?P<place>[A-Z][A-Za-z]+(?:\s+[A-Z][a-z]+)?)"
+    r"\b(?:in|near|around|at|to|visiting)\s+(?:downtown\s+)?"
+    r"(?P<place>[A-Z][A-Za-z]+(?:\s+[A-Z][a-z]+)?)"
 )
 """A capitalised place after a preposition ("in Seattle"), checked against the area's names."""
 _NOT_PLACES = re.compile(
@@ -193,11 +194,14 @@ _NOT_PLACES = re.compile(
 )
 """Capitalised words after "in"/"near" that are dates, Portland's neighbourhoods or landmarks."""
 _OTHER_CITIES = re.compile(
-    r"\b(?:seattle|san francisco|los angeles|new york|nyc|chicago|boston|denver|las vegas|eugene"
-    r"|salem|tacoma|spokane|boise|sacramento|san diego|austin|miami|atlanta|phoenix"
-    r"|vancouver,? (?:bc|b\.c\.|british columbia|canada)|portland,? (?:maine|me)|maine)\b"
+    r"\b(?:seattle|san francisco|los angeles|new york|nyc|chicago|boston|las vegas|tacoma"
+    r"|spokane|boise|sacramento|san diego|vancouver,? (?:bc|b\.c\.|british columbia|canada)"
+    r"|portland,? (?:maine|me))\b"
 )
-"""Places guests name most often that are outside the area, so lower case is caught too."""
+"""Cities outside the area that guests name often, caught in lower case too (not names of
+people such as Austin or Eugene: those only count after "in", capitalised)."""
+_COMING_FROM = re.compile(r"\b(?:from|leaving|out of)\s+$")
+"""A place the guest comes from is no place they want a room in ("flying in from Seattle")."""
 
 
 def wants_a_room(text: str, with_criteria: bool = False) -> bool:
@@ -216,7 +220,8 @@ def wants_a_room(text: str, with_criteria: bool = False) -> bool:
 
 def names_another_place(text: str) -> bool:
     """Whether the guest names a place outside the area ("in Seattle", "Portland, Maine")."""
-    if _OTHER_CITIES.search(normalize(text)):
+    said = normalize(text)
+    if any(not _COMING_FROM.search(said[: m.start()]) for m in _OTHER_CITIES.finditer(said)):
         return True
     for found in _ELSEWHERE.finditer(text):
         place = found["place"]
