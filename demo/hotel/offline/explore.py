@@ -280,12 +280,8 @@ def _ask_dates(text: str, reading: Reading) -> str:
         )
     if _SEARCH.search(normalize(text)):
         return f"I need your dates before I can search. {DATES_QUESTION} {DATES_EXAMPLE}"
-    if (
-        reading.first_contact
-        or is_affirmative(text)
-        or mentions_portland(text)
-        or wants_a_room(text)
-    ):
+    answered_area = AREA_QUESTION in reading.said_before and wants_a_room(text)
+    if reading.first_contact or is_affirmative(text) or mentions_portland(text) or answered_area:
         return f"Great! {DATES_QUESTION}"
     return f"Sorry, I didn't catch any dates. {DATES_QUESTION} {DATES_EXAMPLE}"
 
