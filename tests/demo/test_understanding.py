@@ -209,6 +209,27 @@ def test_a_shift_of_the_check_in_is_no_date_counted_from_today(said: str) -> Non
     assert parse_dates(said, DEC_1) is None  # the draft's correction rules move the stay
 
 
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        ("fri-sun", [("2026-12-04", "2026-12-06")]),
+        ("next fri to sun", [("2026-12-04", "2026-12-06")]),
+        ("Thurs. to Sat.", [("2026-12-03", "2026-12-05")]),
+        ("mon-wed next week", [("2026-12-07", "2026-12-09")]),
+        ("on sat for 2 nights", [("2026-12-05", "2026-12-07")]),
+        ("just sat night", [("2026-12-05", "2026-12-06")]),
+        ("this sat and sun", [("2026-12-05", "2026-12-06"), ("2026-12-06", "2026-12-07")]),
+        ("we sat down and looked at a sun deck", None),  # words, not days
+    ],
+)
+def test_short_weekdays_where_they_can_only_be_days(
+    said: str, expected: list[tuple[str, str]] | None
+) -> None:
+    pairs = expected or []
+    stay = [DateRange(start=date.fromisoformat(a), end=date.fromisoformat(b)) for a, b in pairs]
+    assert parse_dates(said, DEC_1) == (stay or None)
+
+
 @pytest.mark.parametrize("said", ["in a week or two", "in 3 days or 4", "in a few weeks"])
 def test_a_vague_count_gets_a_question_not_a_guess(said: str) -> None:
     assert parse_dates(said, DEC_1) is None

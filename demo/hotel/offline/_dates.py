@@ -336,6 +336,36 @@ _DAY_RANGE = re.compile(
 _ORDINAL_DAY = re.compile(r"\b(?:on\s+|from\s+|the\s+)+(?P<c>\d{1,2})(?:st|nd|rd|th)\b(?!\s+of\b)")
 
 
+_ABBREVIATED = {
+    "mon": "monday", "tue": "tuesday", "tues": "tuesday", "wed": "wednesday",
+    "thu": "thursday", "thur": "thursday", "thurs": "thursday", "fri": "friday",
+    "sat": "saturday", "sun": "sunday",
+}  # fmt: skip
+_ABBR = "|".join(sorted(_ABBREVIATED, key=len, reverse=True))
+_SHORT_DAY = re.compile(
+    rf"\b(?:(?P<lead>next|this|on|from|until|till|by|arriving|leaving)\s+)?"
+    rf"(?P<a>{_ABBR}|{_DAYS})\b\.?"
+    rf"(?:(?P<gap>\s*(?:-|to|through|thru|until|till|and|&)\s*)(?P<b>{_ABBR}|{_DAYS})\b\.?)?"
+    r"(?P<night>\s+nights?\b)?"
+)
+"""Short weekdays, only where they cannot be a word ("sat", "wed", "sun"): in a range ("fri-sun"),
+after a word that asks for a day ("next fri", "on sat") or before "night" ("sat night")."""
+
+
+def _full_weekdays(text: str) -> str:
+    """``text`` with short weekdays written out, so the grammar only knows the full names."""
+
+    def full(match: re.Match[str]) -> str:
+        if not (match["lead"] or match["gap"] or match["night"]):
+            return match.group(0)  # "we sat down", "a sun deck"
+        lead = f"{match['lead']} " if match["lead"] else ""
+        end = f"{match['gap']}{_ABBREVIATED.get(match['b'], match['b'])}" if match["gap"] else ""
+        day = _ABBREVIATED.get(match["a"], match["a"])
+        return f"{lead}{day}{end}{match['night'] or ''}"
+
+    return _SHORT_DAY.sub(full, text)
+
+
 _PER_NIGHT = re.compile(
     r"(?:\$\s?\d[\d,]*|\d{2}[\d,]*)(?:\.\d+)?\s*(?:dollars|bucks|usd)?\s*(?:a|per|/|each)\s*night"
 )
@@ -394,7 +424,7 @@ def parse_dates(text: str, today: date) -> list[DateRange] | None:
     Dates that have passed are returned as written (validation reports them); impossible dates
     and reversed ranges give None.
     """
-    normalized = _with_month(_PER_NIGHT.sub(_spaces, normalize(text)), today)
+    normalized = _with_month(_PER_NIGHT.sub(_spaces, _full_weekdays(normalize(text))), today)
     mentions = _scan(normalized)
     if not any(m.kind != "duration" for m in mentions):
         return None
@@ -423,7 +453,7 @@ def strip_dates(text: str) -> str:
 
     Durations stay: "150 a night" is a price, and units already keep "5 nights" from being one.
     """
-    normalized = normalize(text)
+    normalized = _full_weekdays(normalize(text))
     for mention in reversed([m for m in _scan(normalized) if m.kind != "duration"]):
         normalized = (
             normalized[: mention.start]
