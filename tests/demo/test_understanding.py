@@ -308,6 +308,9 @@ async def test_no_request_for_a_room_asks_the_area_again(said: str) -> None:
         ("flying in from Seattle, need a hotel", True, False),
         ("Hi, I'm Austin and I need a room", True, False),
         ("I need a room in Eugene", True, True),
+        ("I need a hotel near Intel", True, False),
+        ("need a room close to OHSU", True, False),
+        ("we're flying to Omaha and need a hotel", True, True),
     ],
 )
 def test_wants_a_room_and_names_another_place(text: str, room: bool, elsewhere: bool) -> None:

@@ -176,10 +176,13 @@ _WISH = re.compile(
 )
 """Words that make a mention of a room a request for one ("I need", "looking for")."""
 _ELSEWHERE = re.compile(
-    r"\b(?:in|near|around|at|to|visiting)\s+(?:downtown\s+)?"
+    r"\b(?:in|visiting|(?:going|coming|travell?ing|flying|driving|trip|heading) to)\s+"
+    r"(?:downtown\s+)?"
     r"(?P<place>[A-Z][A-Za-z]+(?:\s+[A-Z][a-z]+)?)"
 )
-"""A capitalised place after a preposition ("in Seattle"), checked against the area's names."""
+"""A capitalised place the guest stays in or goes to ("in Seattle", "flying to Boise"), checked
+against the area's names; not after "near" or "at", where a landmark or employer is likely
+("near Intel", "at OHSU")."""
 _NOT_PLACES = re.compile(
     r"^(?:i|the|a|an|my|our|june|july|august|september|october|november|december|january"
     r"|february|march|april|may|monday|tuesday|wednesday|thursday|friday|saturday|sunday|next"
