@@ -192,8 +192,9 @@ _PRICE = re.compile(
 )
 _RELATIVE = re.compile(
     r"\b(?:today|tonight|tomorrow|week|weekend|month|next|this|monday|tuesday|wednesday|thursday"
-    r"|days?\b|fortnight|now\b"
-    r"|friday|saturday|sunday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|\d/\d|\d-\d"
+    r"|fortnight|in (?:about |around |roughly |approximately )?\S+ days?\b|days? (?:from|after)\b"
+    r"|friday|saturday|sunday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec"
+    r"|(?:mon|tues?|wed|thu|thurs?|fri|sat|sun)\b)|\d/\d|\d-\d"
 )
 """Dates resolved against today; any other day ("the 8th") belongs to the stay being planned."""
 _CHECK_OUT = re.compile(r"\bcheck(?:ing)?[ -]?out\b|\bleav\w*|\bdepart\w*")
