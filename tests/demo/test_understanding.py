@@ -166,6 +166,9 @@ DEC_1 = date(2026, 12, 1)
         ("this time next week", "2026-12-08", "2026-12-09"),
         ("next week from tuesday to thursday", "2026-12-08", "2026-12-10"),
         ("in about two weeks for 3 nights", "2026-12-15", "2026-12-18"),
+        ("tomorrow and the day after", "2026-12-02", "2026-12-04"),
+        ("the weekend after next", "2026-12-11", "2026-12-13"),  # "next weekend" is Dec 4-6
+        ("in 2 wks for 3 nights", "2026-12-15", "2026-12-18"),
         # "for two weeks from Thursday" is a two-week stay unless the nights come after it
         ("for two weeks from thursday", "2026-12-03", "2026-12-17"),
         ("any rooms for two weeks from thursday for 4 nights?", "2026-12-17", "2026-12-21"),

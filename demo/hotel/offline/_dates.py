@@ -22,7 +22,8 @@ Conventions (the same ones the LLM is told in ``StayCriteria``):
   guest who says only that gets a concrete stay they can correct, which reads better than one
   more question; with no length given it is one night, like any lone day. A weekday with it
   ("Wednesday next week", "next week on Wednesday") is that day of that week; "this time next
-  week" is seven days from today.
+  week" is seven days from today; "the weekend after next" is a week after "next weekend", and
+  "tomorrow and the day after" two nights.
 * Impossible dates ("Feb 30") and reversed ranges make the whole answer None (not understood).
 """
 
@@ -47,7 +48,7 @@ _COUNT = r"\d+|" + "|".join(NUMBER_WORDS) + r"|an?|a couple(?: of)?"
 _DAYS = "|".join(_WEEKDAYS)
 _WORDS = "|".join(NUMBER_WORDS)
 _ABOUT = r"(?:about|around|roughly|approximately)\s+"
-_SPAN = r"days?|weeks?|fortnights?|months?"
+_SPAN = r"days?|weeks?|wks?|fortnights?|months?"
 """Units a check-in is counted in from today ("in 3 days", "a week from Friday")."""
 _NOT_A_DAY = (
     r"(?!\s*(?:/|-\d|\$|nights?|weeks?|beds?|queens?|kings?|people|guests|adults|miles?|mi\b))"
@@ -87,7 +88,7 @@ _MENTION = re.compile(
     # Friday, this Friday, next Friday
     rf"|(?P<weekday>\b(?:(?:next|this|coming|this coming)\s+)?(?P<wd>{_DAYS})\b)"
     # for 5 nights, two nights, a week
-    rf"|(?P<duration>\b(?:for\s+)?(?P<count>{_COUNT})[\s-]+(?P<unit>nights?|weeks?)\b)"
+    rf"|(?P<duration>\b(?:for\s+)?(?P<count>{_COUNT})[\s-]+(?P<unit>nights?|weeks?|wks?)\b)"
     # a bare day continuing a date: "July 1 to the 6th", "June 9 to 11"
     rf"|(?P<bare>\b(?:the\s+)?(?P<bare_d>\d{{1,2}}){_TH}\b{_NOT_A_DAY}(?:,?\s+(?P<bare_y>\d{{4}}))?)"
 )
@@ -324,6 +325,10 @@ _MONTH_NAMES = (
     "october", "november", "december",
 )  # fmt: skip
 _RELATIVE_MONTH = re.compile(r"\b(?:of\s+|in\s+)?(?P<which>next|this|the coming) month\b")
+_LATER_WEEKEND = re.compile(r"\b(?:the\s+)?weekend after next\b")
+"""The weekend a week after next weekend."""
+_AND_THE_DAY_AFTER = re.compile(r"\b(?P<day>today|tonight|tomorrow) and the (?:day|night) after\b")
+"""Two nights: "tomorrow and the day after"."""
 _WEEKEND = re.compile(
     r"\b(?:(?P<next>next)|this|the|over the|this coming) weekend\b(?!\s+(?:of|after|before)\b)"
 )
@@ -383,6 +388,8 @@ def _with_month(text: str, today: date) -> str:
     month" says which month it is.
     """
     this = "today to sunday" if today.weekday() in (4, 5) else "friday to sunday"
+    text = _LATER_WEEKEND.sub("a week from next friday to sunday", text)
+    text = _AND_THE_DAY_AFTER.sub(r"\g<day> for 2 nights", text)
     text = _WEEKEND.sub(lambda m: "next friday to sunday" if m["next"] else this, text)
     month = None
     relative = _RELATIVE_MONTH.search(text)

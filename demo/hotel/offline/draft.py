@@ -192,7 +192,8 @@ _PRICE = re.compile(
 )
 _RELATIVE = re.compile(
     r"\b(?:today|tonight|tomorrow|week|weekend|month|next|this|monday|tuesday|wednesday|thursday"
-    r"|fortnight|in (?:about |around |roughly |approximately )?\S+ days?\b|days? (?:from|after)\b"
+    r"|fortnight|wks?\b|days? (?:from|after)\b"
+    r"|in (?:about |around |roughly |approximately )?\S+ days?\b"
     r"|friday|saturday|sunday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec"
     r"|(?:mon|tues?|wed|thu|thurs?|fri|sat|sun)\b)|\d/\d|\d-\d"
 )
