@@ -167,6 +167,8 @@ DEC_1 = date(2026, 12, 1)
         ("next week from tuesday to thursday", "2026-12-08", "2026-12-10"),
         ("in about two weeks for 3 nights", "2026-12-15", "2026-12-18"),
         ("tomorrow and the day after", "2026-12-02", "2026-12-04"),
+        ("fri-sun next week", "2026-12-11", "2026-12-13"),  # was Dec 4 to Dec 13
+        ("monday to wednesday of the week after next", "2026-12-14", "2026-12-16"),
         ("the weekend after next", "2026-12-11", "2026-12-13"),  # "next weekend" is Dec 4-6
         ("in 2 wks for 3 nights", "2026-12-15", "2026-12-18"),
         # "for two weeks from Thursday" is a two-week stay unless the nights come after it

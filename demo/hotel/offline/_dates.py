@@ -327,6 +327,11 @@ _MONTH_NAMES = (
 _RELATIVE_MONTH = re.compile(r"\b(?:of\s+|in\s+)?(?P<which>next|this|the coming) month\b")
 _LATER_WEEKEND = re.compile(r"\b(?:the\s+)?weekend after next\b")
 """The weekend a week after next weekend."""
+_DAYS_OF_A_WEEK = re.compile(
+    rf"\b(?P<a>{_DAYS})(?P<gap>\s*(?:-|to|through|thru|until|till)\s*)(?P<b>{_DAYS})"
+    r"\s+(?:of\s+|in\s+)?(?P<week>(?:the\s+)?week after next|next week)\b"
+)
+"""Both days of "Friday to Sunday next week" are in next week: the week moves to the first."""
 _AND_THE_DAY_AFTER = re.compile(r"\b(?P<day>today|tonight|tomorrow) and the (?:day|night) after\b")
 """Two nights: "tomorrow and the day after"."""
 _WEEKEND = re.compile(
@@ -389,6 +394,7 @@ def _with_month(text: str, today: date) -> str:
     """
     this = "today to sunday" if today.weekday() in (4, 5) else "friday to sunday"
     text = _LATER_WEEKEND.sub("a week from next friday to sunday", text)
+    text = _DAYS_OF_A_WEEK.sub(r"\g<a> \g<week>\g<gap>\g<b>", text)
     text = _AND_THE_DAY_AFTER.sub(r"\g<day> for 2 nights", text)
     text = _WEEKEND.sub(lambda m: "next friday to sunday" if m["next"] else this, text)
     month = None
