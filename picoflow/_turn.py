@@ -84,6 +84,9 @@ class TurnContext:
     emit: Callable[[str, dict[str, Any]], None] | None = None
     # How the model-call policy waits between retries (V9); tests pass one that never sleeps.
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+    # The turn's deadline in event-loop time (H6), if any: a retry wait that would outlast it
+    # is not begun, so the call fails with its cause and `on_llm_error` still gets its say.
+    ends: float | None = None
 
 
 @dataclass(slots=True)
@@ -221,6 +224,7 @@ async def _call_once(
         timeout=timeout,
         sleep=ctx.sleep,
         describe=lambda: (model_name(spec), f"{step.flow.name}.{step.name}"),
+        deadline=ctx.ends,
     )
 
 

@@ -354,6 +354,7 @@ class FlowEngine:
             )
         context = self._context_for(flow)
         context.emit = emit
+        context.ends = deadline.when()
         fresh = doc is None
         for problem in await self._connect_tools(flow):
             flow.add_warning(problem)

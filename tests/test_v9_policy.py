@@ -325,3 +325,28 @@ async def test_v9_on_llm_error_can_answer_instead_or_move_on() -> None:
     assert (moved.step, moved.message) == ("HumanAgentStep", "A person will answer shortly.")
     plain = await engine.run("VFlow", "hi")
     assert (plain.success, plain.error) == (False, "ModelUnavailableError")
+
+
+async def test_v9_h6_a_retry_wait_beyond_the_turn_deadline_is_not_begun() -> None:
+    """V9/H6: a Retry-After longer than the turn has left is not slept into a turn timeout:
+    the call fails at once with its cause, so `on_llm_error` can still answer, or the turn
+    fails as the model's failure (a 503 "try again in a moment"), not as a timeout."""
+    model = ScriptedChatModel(script=[transient_error("rate_limit", retry_after=30)] * 2)
+    sleep = Recorder()
+    flow = flow_of(lambda f: [ApologeticStep(f)], ModelSpec("scripted", "m"))
+    engine = engine_of(
+        flow, providers={"scripted": lambda spec: model}, sleep=sleep, turn_timeout=10
+    )
+    sorry = await engine.run("VFlow", "hi", config={"apologise": True})
+    assert (sorry.success, sorry.message) == (
+        True,
+        "Sorry, try again later. (ModelUnavailableError)",
+    )
+    plain = await engine.run("VFlow", "hi")
+    assert (plain.success, plain.error) == (False, "ModelUnavailableError")
+    assert plain.message == (
+        "The model 'scripted:m' failed in VFlow.ApologeticStep (tried once): RateLimitError "
+        "(HTTP 429): Rate limit reached. The session was not changed; send the message again "
+        "in a moment."
+    )
+    assert sleep.delays == [] and len(model.requests) == 2
