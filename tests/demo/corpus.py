@@ -35,6 +35,13 @@ STATES: dict[str, list[str]] = {
     "explore_dates": ["", "Hi, I need a hotel in Portland"],
     "explore_budget": ["", "Hi, I need a hotel in Portland", "July 1 to July 6"],
     "explore_room": ["", "Hi, I need a hotel in Portland", "July 1 to July 6", "under $300"],
+    "explore_amenities": [
+        "", "Hi, I need a hotel in Portland", "July 1 to July 6", "under $300", "two beds",
+    ],
+    "explore_distance": [
+        "", "Hi, I need a hotel in Portland", "July 1 to July 6", "under $300", "two beds",
+        "wifi",
+    ],
     "explore_summary": [
         "", "Hi, I need a hotel in Portland", "July 1 to July 6", "under $300", "two beds",
         "wifi", "no preference",
