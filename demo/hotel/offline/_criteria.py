@@ -84,6 +84,49 @@ _BARE_PRICES = (
 """A price with no limit word ("$200", "150 a night"), read as the most the guest will pay."""
 
 
+_TENS = {
+    "ten": 10, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+    "eighty": 80, "ninety": 90,
+}  # fmt: skip
+_UNITS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+          "eight": 8, "nine": 9}  # fmt: skip
+_HUNDREDS = re.compile(
+    rf"\b(?P<h>{'|'.join(_UNITS)})\s+hundred(?:\s+(?:and\s+)?(?P<t>{'|'.join(_TENS)}))?\b"
+)
+"""A price in words: "two hundred", "a hundred and fifty" (guests rarely spell out more)."""
+
+_LOOSE_N = (
+    r"\d{2,}(?!\d|\s*(?:days?|weeks?|months?|minutes?|mins?|hours?|hrs?|blocks?|km|mi\b|miles?"
+    r"|nights?|people|guests|adults|stars?|%))"
+)
+"""An amount after "around": two digits or more, and no unit that makes it a count."""
+_ABOUT = re.compile(
+    r"\b(?:(?:somewhere|something)\s+)?(?:around|about|roughly|approximately|approx\.?|like"
+    r"|in the (?:region|range|ballpark) of|ballpark)\s+\$?(?=_N)|~\s*\$?(?=_N)".replace(
+        "_N", _LOOSE_N
+    )
+)
+_ABOUT_AFTER = re.compile(
+    r"(?<![\w.$])\$?(?P<n>\d{2,})\s*(?:-?ish\b|\s+or so\b|,?\s+give or take\b)"
+)
+"""Loose amounts: "around 200", "~150", "200ish", "150 or so"."""
+
+
+def _plain_amounts(text: str) -> str:
+    """Spell-out and loose amounts become a plain "$N", read like any price.
+
+    "Around 200" is where the guest aims, so it is read as the most they want to pay (as "about
+    $200 a night" always was): the draft shows "up to $200 a night", which the guest can correct.
+    The "$" keeps the number a price even without "a night"; a small number, or one with a unit
+    ("about 10 days", "about 5 miles"), is left alone.
+    """
+    text = _HUNDREDS.sub(
+        lambda m: str(_UNITS[m["h"]] * 100 + (_TENS[m["t"]] if m["t"] else 0)), text
+    )
+    text = _ABOUT_AFTER.sub(lambda m: f"${m['n']}", text)
+    return _ABOUT.sub("$", text)
+
+
 def _number(match: re.Match[str], group: str) -> float | None:
     """The amount in ``group``; None when it is too small to be a price and has no "$"."""
     value = float(match.group(group).replace(",", ""))
@@ -113,7 +156,7 @@ def _limit(patterns: tuple[re.Pattern[str], ...], text: str) -> float | None:
 
 def parse_budget(text: str) -> Budget | None:
     """The per-night budget in ``text``; ``Budget(None, None)`` for "no limit"; None if absent."""
-    text = strip_dates(text)
+    text = _plain_amounts(strip_dates(normalize(text)))
     if _NO_LIMIT.search(text):
         return Budget(None, None)
     span = _range_budget(text)
@@ -203,7 +246,8 @@ _DOWNTOWN = (
     r"portland)|city|pearl(?: district)?)"
 )
 _MILES = rf"(?P<miles>\d+(?:\.\d+)?|{'|'.join(NUMBER_WORDS)})\s*(?:mi\b|miles?)"
-_NEAR_WORDS = r"\b(?:near(?:by)?|close to|close by|next to|by|walkable to)\s+"
+_NEAR_WORDS = r"\b(?:near(?:by|est)?(?: to)?|close(?:st)? to|close by|next to|by|walkable to)\s+"
+"""Vague nearness, worth the place's default limit: "near the airport", "closest to downtown"."""
 
 
 def _explicit(place: str) -> re.Pattern[str]:
@@ -225,6 +269,7 @@ _PLACES = {
         _explicit(_DOWNTOWN),
         re.compile(
             rf"{_NEAR_WORDS}{_DOWNTOWN}|\b(?:in|stay(?:ing)?|hotel) downtown\b"
+            r"|\bin the (?:city cent(?:er|re)|cent(?:er|re) of (?:town|the city|portland))\b"
             r"|\bdowntown hotel\b"
         ),
         NEAR_DOWNTOWN_MILES,
