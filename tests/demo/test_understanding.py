@@ -18,6 +18,7 @@ from demo.hotel.formats import LIST_OPENER
 from demo.hotel.offline.explore import AREA_QUESTION, DECLINE
 from demo.hotel.offline.language import (
     names_another_place,
+    parse_budget,
     parse_dates,
     says_how_long,
     wants_a_room,
@@ -347,3 +348,95 @@ async def test_after_a_decline_dates_are_a_yes_as_the_decline_promises() -> None
         'Got it: Dec 15, 2026 → Dec 17, 2026 (2 nights). What is your budget per night? (or "no '
         'preference")',
     ]
+
+
+# --- A guest's report (2026-12-01): nothing is "noted" that was not understood, a list's request
+# before any search, loose budgets, a hello at the area question.
+
+BUDGET_Q = 'What is your budget per night? (or "no preference")'
+ROOM_Q = 'Which room type would you like: one bed, two beds or a suite? (or "skip")'
+NO_LIST = "I haven't searched yet, so there is no list of hotels to choose from."
+
+
+@pytest.mark.parametrize("said", ["hi!", "hello", "good morning", "Hey there"])
+async def test_a_hello_at_the_area_question_is_greeted_back(said: str) -> None:
+    assert await _opening(said) == [f"Hello! {AREA_QUESTION}"]
+
+
+async def test_the_reported_session_notes_only_what_it_understood() -> None:
+    replies = await _opening(
+        "we need a hotel room a week from friday for 2 nights, budget around 200",
+        "what is closest to the airport",
+        "compare 1 and 2",
+        "book the first one",
+        "asdf",
+        "no preference",
+    )
+    stay = "Dec 11, 2026 → Dec 13, 2026 (2 nights), up to $200 a night"
+    near = f"{stay}, within 5 mi of PDX airport"
+    no_list = (
+        f'{NO_LIST} Say "search now" to see hotels for {near}, or answer one more question '
+        f"first: {ROOM_Q}"
+    )
+    assert replies == [
+        f"Got it: {stay}. {ROOM_Q}",
+        f"Got it: {near}. {ROOM_Q}",  # before a list, "closest to" is a wish to stay near
+        no_list,
+        no_list,
+        f'Sorry, I didn\'t catch that. {ROOM_Q} Or say "search now" to see hotels with what I '
+        "have so far.",
+        'Noted. Any amenities you need, such as wifi, parking, a pool, a gym or pets? (or "none")',
+    ]
+
+
+async def test_a_hello_or_a_choice_before_any_dates() -> None:
+    replies = await _opening("a hotel in Portland please", "hi", "book the cheapest one")
+    assert replies == [
+        "Great! When would you like to check in and check out?",
+        "Hello! When would you like to check in and check out?",
+        f"{NO_LIST} First I need your dates: When would you like to check in and check out?",
+    ]
+
+
+async def test_after_the_summary_a_choice_offers_the_search() -> None:
+    guest = Guest(offline_engine())
+    await guest.start()
+    for said in ("a hotel in Portland please", "July 1 to 6", "skip", "two beds", "none"):
+        await guest.say(said)
+    await guest.say("skip")
+    reply = await guest.say("I'll take the first one")
+    assert reply.message == (
+        f'{NO_LIST} Say "search now" to see hotels for Jul 1, 2026 → Jul 6, 2026 (5 nights), '
+        "two beds."
+    )
+    listed = await guest.say("show me the options")
+    assert listed.step == "PresentStep"
+
+
+@pytest.mark.parametrize(
+    ("said", "low", "high"),
+    [
+        ("budget around 200", None, 200),  # "around" is the most the guest aims to pay
+        ("about $200 a night", None, 200),
+        ("roughly 150", None, 150),
+        ("200ish", None, 200),
+        ("$200-ish", None, 200),
+        ("150 or so", None, 150),
+        ("~180", None, 180),
+        ("no more than 180", None, 180),
+        ("somewhere between 100 and 150", 100, 150),
+        ("between about 100 and about 150", 100, 150),
+        ("under two hundred", None, 200),
+        ("max a hundred and fifty", None, 150),
+        ("in the region of 250", None, 250),
+    ],
+)
+def test_loose_budgets_are_read(said: str, low: float | None, high: float | None) -> None:
+    assert parse_budget(said) == (low, high)
+
+
+@pytest.mark.parametrize(
+    "said", ["in about 10 days", "about 5 miles from downtown", "for 10 days or so", "like 2 beds"]
+)
+def test_loose_numbers_that_are_no_price(said: str) -> None:
+    assert parse_budget(said) is None

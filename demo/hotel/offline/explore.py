@@ -44,6 +44,7 @@ DECLINE = (
 _SEARCH = re.compile(
     r"\bsearch\b|\bshow me\b|\bgo ahead\b|\blet'?s see\b|\bwhat do you have\b"
     r"|\bwhat'?s available\b|\blook (?:it|them) up\b|\bfind (?:them|it|hotels|me some hotels)\b"
+    r"|\b(?:what are )?(?:my|the|your) options\b|\b(?:see|list|view) (?:the |some |your )?hotels\b"
     r"|^\W*(?:ok\W+)?(?:go|do it|let'?s go|go for it|run it|shoot|hit it)\W*$"
 )
 _NOTHING_MORE = re.compile(
@@ -75,6 +76,19 @@ _SKIP_ALL = re.compile(
     r"|\b(?:no|enough) (?:more )?questions\b|\bthat'?s (?:all|everything|it)\b|\bnothing else\b"
 )
 """An answer to a criteria question that skips all the remaining ones."""
+_GREETING = re.compile(
+    r"^\W*(?:hi|hello|hey|hiya|howdy|greetings|yo|good (?:morning|afternoon|evening|day))"
+    r"(?:\W+(?:there|all|folks|again|assistant|hotelflow|bot))?\W*$"
+)
+"""A message that only says hello: it is greeted back, not apologised for."""
+_LATER_STAGE = re.compile(
+    r"\bcompar\w*|\bside[- ]by[- ]side\b|\bvs\.?(?!\w)"
+    r"|\b(?:book|reserve|take|go with)\s+(?:the\s+)?(?:first|second|third|last|cheapest|number"
+    r"|#|\d|one\b|it\b|that\b|this\b)"
+    r"|\b(?:first|second|third|last|cheapest|top) (?:one|hotel|option)s?\b|\bnumber \d|#\s?\d"
+    r"|^\W*(?:the )?(?:first|second|third|last|cheapest)\W*$"
+)
+"""Booking or comparing, which needs a list of hotels: there is none before a search."""
 _UNSURE = re.compile(r"\bi don'?t know\b|\bnot sure\b|\bno idea\b|\bdunno\b|\bflexible\b")
 
 
@@ -88,6 +102,8 @@ class Reading:
     first_contact: bool = True
     said_before: str = ""  # what the assistant said just before the newest guest message
     heard: bool = False  # the newest guest message changed the criteria
+    answered_now: bool = False  # the newest guest message gave or skipped an optional criterion
+    text: str = ""  # the newest guest message, normalised
     answered: frozenset[str] = frozenset()  # optional criteria given or skipped
 
 
@@ -115,9 +131,12 @@ def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
     asks_about = about_a_hotel(event.text)
     draft = reading.draft if asks_about else reading.draft.heard(event.text, today)
     confirmed = _confirms_area(event.text, said, draft != reading.draft)
+    answers = _answers(reading.draft, draft, event.text, said)
     return replace(
         reading,
-        answered=reading.answered | _answers(reading.draft, draft, event.text, said),
+        answered=reading.answered | answers,
+        answered_now=bool(answers),
+        text=normalize(event.text),
         draft=draft,
         portland=reading.portland or confirmed or mentions_portland(event.text),
         first_contact=reading.first_contact and not said and not reading.searched,
@@ -189,13 +208,9 @@ def decide(conversation: Conversation) -> AIMessage:
         return search(reading.draft.with_advice(reading.said_before))
     if wants_to_see_criteria(text):
         return say(recap(reading.draft))
-    hotel = about_a_hotel(text)
-    if hotel is not None:
-        follow = _next_question(reading) if reading.draft.dates else DATES_QUESTION
-        return say(
-            f"I can tell you all about {hotel} once it is in your list of hotels — I search "
-            f"with your dates and criteria first. {follow}"
-        )
+    too_early = _needs_a_list(text, reading)
+    if too_early is not None:
+        return say(too_early)
     if _wants_change(text, reading):
         return say(recap(reading.draft, "What would you like to change?"))
     if not reading.draft.dates:
@@ -206,19 +221,70 @@ def decide(conversation: Conversation) -> AIMessage:
     return say(_greeted(reading, trouble or _next_question(reading)))
 
 
-def _next_question(reading: Reading) -> str:
-    """The next optional criterion not yet given nor skipped; then the summary."""
-    opening = f"Got it: {reading.draft.brief()}." if reading.heard else "Noted."
-    if SEARCH_OFFER in reading.said_before and not reading.heard:
-        opening = "Sorry, I didn't quite catch that."
+def _next_question(reading: Reading, opening: str | None = None) -> str:
+    """The next optional criterion not yet given nor skipped; then the summary.
+
+    It opens with what the guest's message did (``opening`` overrides that), so nothing is
+    acknowledged as noted that was not understood.
+    """
+    unclear = opening is None and not reading.heard and not reading.answered_now
+    if opening is None:
+        opening = _acknowledgement(reading) + " "
     if not reading.searched:
         for key, question in QUESTIONS:
             if key not in reading.answered:
-                return f"{opening} {question}"
+                hint = f" {SEARCH_HINT}" if unclear and opening.startswith("Sorry") else ""
+                return f"{opening}{question}{hint}"
     return (
         f"Here is your search:\n{reading.draft.criteria().summary()}\n"
         f"Anything to change, or {SEARCH_OFFER}"
     )
+
+
+SEARCH_HINT = 'Or say "search now" to see hotels with what I have so far.'
+
+
+def _acknowledgement(reading: Reading) -> str:
+    """What the newest message did: criteria heard, a question skipped, a hello, or nothing."""
+    if reading.heard:
+        return f"Got it: {reading.draft.brief()}."
+    if SEARCH_OFFER in reading.said_before:
+        return "Sorry, I didn't quite catch that."
+    if reading.answered_now:
+        return "Noted."
+    if _GREETING.search(reading.text):
+        return "Hello!"
+    return "Sorry, I didn't catch that."
+
+
+def _needs_a_list(text: str, reading: Reading) -> str | None:
+    """The reply to what only a list of hotels can answer: a question about a hotel, or a choice.
+
+    Before any search there is no list, so the guest hears that and what comes next, instead of
+    the next question as if the message had been understood.
+    """
+    hotel = about_a_hotel(text)
+    if hotel is not None:
+        follow = _next_question(reading, "") if reading.draft.dates else DATES_QUESTION
+        return (
+            f"I can tell you all about {hotel} once it is in your list of hotels — I search "
+            f"with your dates and criteria first. {follow}"
+        )
+    if not reading.heard and not reading.searched and _LATER_STAGE.search(normalize(text)):
+        return _no_list_yet(reading)
+    return None
+
+
+def _no_list_yet(reading: Reading) -> str:
+    """Booking or comparing before any search: there is no list yet, so say so and offer one."""
+    opening = "I haven't searched yet, so there is no list of hotels to choose from."
+    if not reading.draft.dates:
+        return f"{opening} First I need your dates: {DATES_QUESTION}"
+    offer = f'Say "search now" to see hotels for {reading.draft.brief()}'
+    pending = _next_question(reading, "")
+    if pending.startswith("Here is your search"):
+        return f"{opening} {offer}."
+    return f"{opening} {offer}, or answer one more question first: {pending}"
 
 
 def _date_trouble(reading: Reading, today: date) -> str | None:
@@ -265,6 +331,8 @@ def _area(text: str, reading: Reading) -> str:
     asked = AREA_QUESTION in reading.said_before
     if (asked and is_negative(text)) or names_another_place(text):
         return DECLINE
+    if asked and not reading.heard and _GREETING.search(normalize(text)):
+        return f"Hello! {AREA_QUESTION}"
     if asked and not reading.heard:
         return f"Sorry, I didn't catch that. I only book hotels around Portland. {AREA_QUESTION}"
     return _greeted(reading, f"{_noted(reading)}{AREA_QUESTION}")
@@ -273,6 +341,8 @@ def _area(text: str, reading: Reading) -> str:
 def _ask_dates(text: str, reading: Reading) -> str:
     if reading.heard:
         return f"{_noted(reading)}{DATES_QUESTION}"
+    if _GREETING.search(normalize(text)):
+        return f"Hello! {DATES_QUESTION}"
     if _UNSURE.search(normalize(text)):
         return (
             "No problem. I need at least rough dates to check prices: when would you like to "
