@@ -440,3 +440,46 @@ def test_loose_budgets_are_read(said: str, low: float | None, high: float | None
 )
 def test_loose_numbers_that_are_no_price(said: str) -> None:
     assert parse_budget(said) is None
+
+
+async def _at_the_distance_question(*said: str) -> list[str]:
+    guest = Guest(offline_engine())
+    await guest.start()
+    for text in ("a hotel in Portland please", "July 1 to 6", "under 300", "two beds", "wifi"):
+        await guest.say(text)
+    return [(await guest.say(text)).message for text in said]
+
+
+async def test_miles_without_a_place_get_a_question_and_the_place_answer_uses_them() -> None:
+    replies = await _at_the_distance_question("within 2 miles", "downtown")
+    assert replies[0] == "Within 2 miles of the airport or of downtown?"
+    assert "Distance: within 2 mi of downtown Portland" in replies[1]
+
+
+async def test_no_limit_at_the_distance_question_keeps_the_budget() -> None:
+    (reply,) = await _at_the_distance_question("no limit")
+    assert "Budget: up to $300 a night" in reply and "Distance: anywhere in the area" in reply
+
+
+async def test_a_budget_without_an_amount_asks_for_one() -> None:
+    guest = Guest(offline_engine())
+    await guest.start()
+    await guest.say("a hotel in Portland please")
+    await guest.say("July 1 to 6")
+    cheap = await guest.say("something cheap")
+    assert cheap.message == (
+        f'I need an amount to filter by price, for example "under $150". {BUDGET_Q}'
+    )
+    bare = await guest.say("180")
+    assert (
+        bare.message
+        == f"Got it: Jul 1, 2026 → Jul 6, 2026 (5 nights), up to $180 a night. {ROOM_Q}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("said", "high"),
+    [("I'd rather not spend more than 200", 200), ("we won't pay over 150", 150)],
+)
+def test_a_ceiling_said_with_a_negation_is_no_minimum(said: str, high: float) -> None:
+    assert parse_budget(said) == (None, high)

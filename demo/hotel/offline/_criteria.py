@@ -79,6 +79,7 @@ _BARE_PRICES = (
         _amount("n")
         + r"\s*(?:dollars|bucks|usd)?\s*(?:max(?:imum)?|tops|at most|or (?:less|under))\b"
     ),
+    re.compile(_amount("n") + r"\s*(?:dollars|bucks|usd)\b"),
     re.compile(r"(?<![\w/.])\$\s?(?P<n>\d{1,3}(?:,\d{3})+|\d+)"),
 )
 """A price with no limit word ("$200", "150 a night"), read as the most the guest will pay."""
@@ -112,6 +113,13 @@ _ABOUT_AFTER = re.compile(
 """Loose amounts: "around 200", "~150", "200ish", "150 or so"."""
 
 
+_NOT_MORE = re.compile(
+    r"(?:\bnot|n't|\bnever)\s+(?:want to\s+|like to\s+)?(?:spend|pay|go)\s+"
+    r"(?:more than|over|above|beyond)\s+"
+)
+"""A ceiling said with a negation: "I'd rather not spend more than 200" (not "at least 200")."""
+
+
 def _plain_amounts(text: str) -> str:
     """Spell-out and loose amounts become a plain "$N", read like any price.
 
@@ -123,6 +131,7 @@ def _plain_amounts(text: str) -> str:
     text = _HUNDREDS.sub(
         lambda m: str(_UNITS[m["h"]] * 100 + (_TENS[m["t"]] if m["t"] else 0)), text
     )
+    text = _NOT_MORE.sub(" under ", text)
     text = _ABOUT_AFTER.sub(lambda m: f"${m['n']}", text)
     return _ABOUT.sub("$", text)
 
@@ -176,7 +185,7 @@ _ROOM_PATTERNS: tuple[tuple[RoomType, re.Pattern[str]], ...] = (
     (RoomType.SUITE, re.compile(r"\bsuites?\b")),
     (RoomType.TWO_BEDS, re.compile(
         r"\b(?:two|2)\s+(?:(?:queen|king|double|full|twin|separate)\s+)?(?:beds?|queens?|kings?|"
-        r"doubles?)\b|\bdoubles?\b(?![ -]check)|\btwin beds\b"
+        r"doubles?|twins|singles)\b|\bdoubles?\b(?![ -]check)|\btwin beds\b"
     )),
     (RoomType.ONE_BED, re.compile(
         r"\b(?:one|1|a|single)\s+(?:(?:queen|king|double)(?:[- ]size)?\s+)?(?:bed|king|queen)\b"
@@ -246,7 +255,10 @@ _DOWNTOWN = (
     r"portland)|city|pearl(?: district)?)"
 )
 _MILES = rf"(?P<miles>\d+(?:\.\d+)?|{'|'.join(NUMBER_WORDS)})\s*(?:mi\b|miles?)"
-_NEAR_WORDS = r"\b(?:near(?:by|est)?(?: to)?|close(?:st)? to|close by|next to|by|walkable to)\s+"
+_NEAR_WORDS = (
+    r"\b(?:near(?:by|est)?(?: to)?|close(?:st)? to|close by|next to|by|walkable to"
+    r"|not (?:too |very |that )?far (?:from|to)|as close as possible to)\s+"
+)
 """Vague nearness, worth the place's default limit: "near the airport", "closest to downtown"."""
 
 
@@ -270,6 +282,7 @@ _PLACES = {
         re.compile(
             rf"{_NEAR_WORDS}{_DOWNTOWN}|\b(?:in|stay(?:ing)?|hotel) downtown\b"
             r"|\bin the (?:city cent(?:er|re)|cent(?:er|re) of (?:town|the city|portland))\b"
+            r"|\bin the pearl\b"
             r"|\bdowntown hotel\b"
         ),
         NEAR_DOWNTOWN_MILES,

@@ -69,7 +69,7 @@ QUESTIONS = (
 _SKIP = re.compile(
     r"\b(?:no preferences?|skip|none|nope|no|nah|n/a|doesn'?t matter|don'?t care|don'?t mind"
     r"|any(?:thing| is fine| will do)?|whatever|not really|not important|no thanks|pass|next"
-    r"|no need|nothing|flexible|either|all good|fine)\b"
+    r"|no need|nothing|flexible|either|all good|fine|not sure|no idea|dunno|i don'?t know)\b"
 )
 _SKIP_ALL = re.compile(
     r"\bskip (?:the )?(?:rest|all|everything|the questions)\b|\bstop asking\b"
@@ -89,6 +89,21 @@ _LATER_STAGE = re.compile(
     r"|^\W*(?:the )?(?:first|second|third|last|cheapest)\W*$"
 )
 """Booking or comparing, which needs a list of hotels: there is none before a search."""
+_BARE_AMOUNT = re.compile(r"^\W*\$?(?P<n>[2-9]\d|\d{3,5})(?:\.\d\d)?\s*(?:dollars|bucks|usd)?\W*$")
+_PLACE_ONLY = re.compile(
+    r"^\W*(?:(?:from|to|near|of|close to)\s+)?(?:the\s+)?(?P<place>downtown|airport|pdx"
+    r"|city cent(?:er|re))(?:\s+(?:please|is fine|then))?\W*$"
+)
+_MILES_ONLY = re.compile(
+    r"^\W*(?:within|under|less than|up to|max(?:imum)?|no more than|at most)?\s*"
+    r"(?P<n>\d+(?:\.\d+)?)\s*(?:mi|miles?)(?:\s+(?:max|tops|or less|away))?\W*$"
+)
+_NO_LIMIT_ONLY = re.compile(r"^\W*(?:no|without|any) limits?(?: at all)?\W*$")
+_PRICE_WORDS = re.compile(
+    r"\bcheap\w*|\bexpensive\b|\bafford\w*|\bmid[- ]?range\b|\bbudget\b|\bpric\w*"
+    r"|\bhundreds?\b|\breasonabl\w*|\bmoderate\b"
+)
+_WHICH_PLACE = re.compile(r"^Within (?P<n>[\d.]+) miles of the airport or of downtown\?")
 _UNSURE = re.compile(r"\bi don'?t know\b|\bnot sure\b|\bno idea\b|\bdunno\b|\bflexible\b")
 
 
@@ -129,9 +144,10 @@ def read(conversation: Conversation) -> Reading:
 
 def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
     asks_about = about_a_hotel(event.text)
-    draft = reading.draft if asks_about else reading.draft.heard(event.text, today)
+    text = _in_context(event.text, said)
+    draft = reading.draft if asks_about else reading.draft.heard(text, today)
     confirmed = _confirms_area(event.text, said, draft != reading.draft)
-    answers = _answers(reading.draft, draft, event.text, said)
+    answers = _answers(reading.draft, draft, text, said)
     return replace(
         reading,
         answered=reading.answered | answers,
@@ -143,6 +159,33 @@ def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
         said_before=said,
         heard=draft != reading.draft,
     )
+
+
+def asked(said: str) -> str | None:
+    """The optional criterion the assistant just asked about, if any."""
+    if _WHICH_PLACE.match(said):
+        return "distance"
+    return next((key for key, question in QUESTIONS if question in said), None)
+
+
+def _in_context(text: str, said: str) -> str:
+    """A short answer read as an answer to the question just asked.
+
+    Alone, "200" could be a day or a count, "downtown" a remark and "no limit" a budget; as the
+    answer to the budget, distance or another question they are a price, a place to be near, or
+    a skip.
+    """
+    plain, question = normalize(text), asked(said)
+    if question == "budget" and (amount := _BARE_AMOUNT.match(plain)):
+        return f"${amount['n']}"
+    if question not in (None, "budget") and _NO_LIMIT_ONLY.match(plain):
+        return "no preference"
+    place = _PLACE_ONLY.match(plain) if question == "distance" else None
+    if place is not None:
+        miles = _WHICH_PLACE.match(said)
+        where = "the airport" if place["place"] in ("airport", "pdx") else place["place"]
+        return f"within {miles['n']} miles of {where}" if miles else f"near {where}"
+    return text
 
 
 def _confirms_area(text: str, said: str, gave_criteria: bool) -> bool:
@@ -177,10 +220,10 @@ def _answers(before: Draft, after: Draft, text: str, said: str) -> frozenset[str
         "distance": (before.airport, before.downtown) != (after.airport, after.downtown),
     }
     found = {key for key, changed in given.items() if changed}
-    asked = next((key for key, question in QUESTIONS if question in said), None)
-    if asked and not found and _SKIP.search(normalize(text)):
-        found.add(asked)
-    if asked and _SKIP_ALL.search(normalize(text)):
+    question = asked(said)
+    if question and not found and _SKIP.search(normalize(text)):
+        found.add(question)
+    if question and _SKIP_ALL.search(normalize(text)):
         found |= {key for key, _ in QUESTIONS}
     return frozenset(found)
 
@@ -228,6 +271,9 @@ def _next_question(reading: Reading, opening: str | None = None) -> str:
     acknowledged as noted that was not understood.
     """
     unclear = opening is None and not reading.heard and not reading.answered_now
+    miles = _MILES_ONLY.match(reading.text) if asked(reading.said_before) == "distance" else None
+    if unclear and miles is not None:
+        return f"Within {miles['n']} miles of the airport or of downtown?"
     if opening is None:
         opening = _acknowledgement(reading) + " "
     if not reading.searched:
@@ -252,6 +298,8 @@ def _acknowledgement(reading: Reading) -> str:
         return "Sorry, I didn't quite catch that."
     if reading.answered_now:
         return "Noted."
+    if asked(reading.said_before) == "budget" and _PRICE_WORDS.search(reading.text):
+        return 'I need an amount to filter by price, for example "under $150".'
     if _GREETING.search(reading.text):
         return "Hello!"
     return "Sorry, I didn't catch that."
