@@ -375,7 +375,7 @@ async def test_the_reported_session_notes_only_what_it_understood() -> None:
     stay = "Dec 11, 2026 → Dec 13, 2026 (2 nights), up to $200 a night"
     near = f"{stay}, within 5 mi of PDX airport"
     no_list = (
-        f'{NO_LIST} Say "search now" to see hotels for {near}, or answer one more question '
+        f'{NO_LIST} Say "search now" to see hotels for {near}, or answer my question '
         f"first: {ROOM_Q}"
     )
     assert replies == [
@@ -483,3 +483,14 @@ async def test_a_budget_without_an_amount_asks_for_one() -> None:
 )
 def test_a_ceiling_said_with_a_negation_is_no_minimum(said: str, high: float) -> None:
     assert parse_budget(said) == (None, high)
+
+
+async def test_a_number_off_a_list_of_one_hotel_is_said_in_the_singular() -> None:
+    guest = Guest(offline_engine())
+    await guest.start()
+    await guest.say("a hotel in Portland please")
+    await guest.say("July 1 to 6, under $150, free parking and pets, near the airport")
+    listed = await guest.say("search now")
+    assert listed.message.startswith("I found 1 hotel"), listed.message
+    reply = await guest.say("compare 1 and 2")
+    assert reply.message.startswith("There is no number 2: the list has only 1 hotel. Shall I book")

@@ -332,7 +332,7 @@ def _no_list_yet(reading: Reading) -> str:
     pending = _next_question(reading, "")
     if pending.startswith("Here is your search"):
         return f"{opening} {offer}."
-    return f"{opening} {offer}, or answer one more question first: {pending}"
+    return f"{opening} {offer}, or answer my question first: {pending}"
 
 
 def _date_trouble(reading: Reading, today: date) -> str | None:

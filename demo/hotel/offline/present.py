@@ -149,7 +149,8 @@ def shown_page(offers: Sequence[Offer], page: int) -> list[Offer]:
 def out_of_range(picks: Selection, offers: Sequence[Offer]) -> str:
     """Say which numbers are not on the list, with its size, and offer the rest."""
     wrong = " or ".join(str(number) for number in picks.missing)
-    head = f"There is no number {wrong}: the list has {len(offers)} hotels (1 to {len(offers)})."
+    size = f"{len(offers)} hotels (1 to {len(offers)})" if len(offers) > 1 else "only 1 hotel"
+    head = f"There is no number {wrong}: the list has {size}."
     if len(picks.hotels) == 1:
         return f"{head} {BOOK_OFFER.format(name=picks.hotels[0].name)}"
     if picks.hotels:
