@@ -494,3 +494,14 @@ async def test_a_number_off_a_list_of_one_hotel_is_said_in_the_singular() -> Non
     assert listed.message.startswith("I found 1 hotel"), listed.message
     reply = await guest.say("compare 1 and 2")
     assert reply.message.startswith("There is no number 2: the list has only 1 hotel. Shall I book")
+
+
+@pytest.mark.parametrize(("said", "opening"), [("thanks", ""), ("ok", ""), ("hi", "Hello! ")])
+async def test_an_acknowledgement_or_hello_at_a_question_only_repeats_it(
+    said: str, opening: str
+) -> None:
+    guest = Guest(offline_engine())
+    await guest.start()
+    await guest.say("a hotel in Portland please")
+    await guest.say("July 1 to 6")
+    assert (await guest.say(said)).message == f"{opening}{BUDGET_Q}"

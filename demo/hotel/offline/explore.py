@@ -81,6 +81,11 @@ _GREETING = re.compile(
     r"(?:\W+(?:there|all|folks|again|assistant|hotelflow|bot))?\W*$"
 )
 """A message that only says hello: it is greeted back, not apologised for."""
+_ACK = re.compile(
+    r"^\W*(?:ok(?:ay)?|k|thanks?(?: you)?|thx|cool|great|alright|all right|got it|sure|right)"
+    r"(?:\W+(?:thanks?(?: you)?|so far|then))?\W*$"
+)
+"""A bare acknowledgement, which answers nothing but needs no apology."""
 _LATER_STAGE = re.compile(
     r"\bcompar\w*|\bside[- ]by[- ]side\b|\bvs\.?(?!\w)"
     r"|\b(?:book|reserve|take|go with)\s+(?:the\s+)?(?:first|second|third|last|cheapest|number"
@@ -275,7 +280,8 @@ def _next_question(reading: Reading, opening: str | None = None) -> str:
     if unclear and miles is not None:
         return f"Within {miles['n']} miles of the airport or of downtown?"
     if opening is None:
-        opening = _acknowledgement(reading) + " "
+        said = _acknowledgement(reading)
+        opening = f"{said} " if said else ""
     if not reading.searched:
         for key, question in QUESTIONS:
             if key not in reading.answered:
@@ -302,6 +308,8 @@ def _acknowledgement(reading: Reading) -> str:
         return 'I need an amount to filter by price, for example "under $150".'
     if _GREETING.search(reading.text):
         return "Hello!"
+    if _ACK.search(reading.text):
+        return ""  # "ok", "thanks": nothing to apologise for, the question stands
     return "Sorry, I didn't catch that."
 
 
