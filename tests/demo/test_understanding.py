@@ -505,3 +505,12 @@ async def test_an_acknowledgement_or_hello_at_a_question_only_repeats_it(
     await guest.say("a hotel in Portland please")
     await guest.say("July 1 to 6")
     assert (await guest.say(said)).message == f"{opening}{BUDGET_Q}"
+
+
+async def test_a_budget_for_the_whole_stay_is_shared_over_the_nights() -> None:
+    replies = await _opening("a hotel for 3 nights from tomorrow", "$450 for the whole stay")
+    assert (
+        replies[1] == f"Got it: Dec 2, 2026 → Dec 5, 2026 (3 nights), up to $150 a night. {ROOM_Q}"
+    )
+    (early,) = await _opening("a hotel please, 500 total")
+    assert "$500" not in early  # no nights yet to share it over: no nightly budget of $500

@@ -31,6 +31,7 @@ from demo.hotel.types import (
     StayCriteria,
     describe_budget,
     describe_dates,
+    nights_of,
 )
 
 _CLAUSES = re.compile(r"[,;.!?]|\bbut\b|\band\b|\balso\b|\bplus\b")
@@ -252,7 +253,34 @@ def _corrected(dates: tuple[DateRange, ...], said: str) -> tuple[DateRange, ...]
     return dates
 
 
+_TOTAL = re.compile(
+    r"\$?(?P<n>\d{2,3}(?:,\d{3})+|\d{2,})\s*(?:dollars|bucks|usd)?\s*(?:in total|total|altogether"
+    r"|all in|for the (?:whole|entire) (?:stay|trip))\b"
+    r"|\btotal(?: budget)?(?: of| is)?(?: under| max| up to| at most)?\s+\$?(?P<m>\d[\d,]*\d)"
+)
+"""A budget for the whole stay: "500 total", "a total of $600", "$450 for the whole stay"."""
+
+
+def _with_total(draft: Draft, text: str) -> Draft | None:
+    """A budget for the whole stay, as the per-night budget every search uses (total / nights).
+
+    The reply shows the nightly figure, so the guest sees how it was read. None when no total
+    is named.
+    """
+    found = _TOTAL.search(normalize(text))
+    nights = len(nights_of(draft.dates))
+    if found is None:
+        return None
+    if not nights:
+        return draft  # not a nightly budget, and no nights to divide it by yet
+    total = float((found["n"] or found["m"]).replace(",", ""))
+    return replace(draft, budget_min=None, budget_max=round(total / nights, 2))
+
+
 def _with_budget(draft: Draft, text: str) -> Draft:
+    total = _with_total(draft, text)
+    if total is not None:
+        return total
     budget = parse_budget(text)
     if budget is None:
         return draft

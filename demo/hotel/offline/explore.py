@@ -45,6 +45,7 @@ _SEARCH = re.compile(
     r"\bsearch\b|\bshow me\b|\bgo ahead\b|\blet'?s see\b|\bwhat do you have\b"
     r"|\bwhat'?s available\b|\blook (?:it|them) up\b|\bfind (?:them|it|hotels|me some hotels)\b"
     r"|\b(?:what are )?(?:my|the|your) options\b|\b(?:see|list|view) (?:the |some |your )?hotels\b"
+    r"|\b(?:which|what)(?: one)?(?:'s| is| are)(?: the)? cheapest\b"
     r"|^\W*(?:ok\W+)?(?:go|do it|let'?s go|go for it|run it|shoot|hit it)\W*$"
 )
 _NOTHING_MORE = re.compile(
@@ -326,7 +327,8 @@ def _needs_a_list(text: str, reading: Reading) -> str | None:
             f"I can tell you all about {hotel} once it is in your list of hotels — I search "
             f"with your dates and criteria first. {follow}"
         )
-    if not reading.heard and not reading.searched and _LATER_STAGE.search(normalize(text)):
+    later = _LATER_STAGE.search(normalize(text)) and not _SEARCH.search(normalize(text))
+    if later and not reading.heard and not reading.searched:
         return _no_list_yet(reading)
     return None
 
