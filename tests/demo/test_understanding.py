@@ -514,3 +514,17 @@ async def test_a_budget_for_the_whole_stay_is_shared_over_the_nights() -> None:
     )
     (early,) = await _opening("a hotel please, 500 total")
     assert "$500" not in early  # no nights yet to share it over: no nightly budget of $500
+
+
+async def test_skips_survive_compaction_and_an_unclear_reply_to_the_summary_says_so() -> None:
+    """The summariser kept each distinct line once, so the 2nd to 4th "skip" were forgotten and
+    a budget given at the summary asked the room type again."""
+    guest = Guest(offline_engine())
+    await guest.start()
+    for said in ("a hotel in Portland please", "July 1 to 6", "skip", "skip", "skip", "skip"):
+        await guest.say(said)
+    unclear = await guest.say("hmm")
+    assert unclear.message.startswith("Sorry, I didn't quite catch that. Here is your search:\n")
+    changed = await guest.say("budget around 180")
+    assert changed.message.startswith("Here is your search:\n")
+    assert "Budget: up to $180 a night\nRoom type: any" in changed.message

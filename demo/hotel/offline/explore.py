@@ -288,8 +288,9 @@ def _next_question(reading: Reading, opening: str | None = None) -> str:
             if key not in reading.answered:
                 hint = f" {SEARCH_HINT}" if unclear and opening.startswith("Sorry") else ""
                 return f"{opening}{question}{hint}"
+    sorry = opening if unclear and opening.startswith("Sorry") else ""
     return (
-        f"Here is your search:\n{reading.draft.criteria().summary()}\n"
+        f"{sorry}Here is your search:\n{reading.draft.criteria().summary()}\n"
         f"Anything to change, or {SEARCH_OFFER}"
     )
 

@@ -48,8 +48,10 @@ def summarize(messages: Sequence[BaseMessage]) -> str:
     """The updated memory: previous summary lines, then the evicted messages' lines."""
     instructions = str(messages[0].text).splitlines() if messages else []
     previous = [line.strip() for line in instructions if _is_summary_line(line.strip())]
-    lines = previous + [line for message in messages[1:] for line in _lines(message)]
-    kept = list(dict.fromkeys(line for line in lines if line))
+    evicted = [line for message in messages[1:] for line in _lines(message) if line]
+    if previous and evicted[: len(previous)] == previous:
+        evicted = evicted[len(previous) :]  # a transcript that restates the previous summary
+    kept = previous + evicted
     return "\n".join(kept[-MAX_LINES:]) or "Nothing to remember yet."
 
 
