@@ -528,3 +528,16 @@ async def test_skips_survive_compaction_and_an_unclear_reply_to_the_summary_says
     changed = await guest.say("budget around 180")
     assert changed.message.startswith("Here is your search:\n")
     assert "Budget: up to $180 a night\nRoom type: any" in changed.message
+
+
+async def test_an_unknown_amenity_gets_the_list_of_those_there_are() -> None:
+    guest = Guest(offline_engine())
+    await guest.start()
+    for said in ("a hotel in Portland please", "July 1 to 6", "skip", "skip"):
+        await guest.say(said)
+    reply = await guest.say("a balcony")
+    assert reply.message.startswith(
+        "Sorry, I didn't catch that. The amenities I can look for are wifi, free parking, pool, "
+    )
+    assert "24-hour front desk and bike rental. Any amenities you need" in reply.message
+    assert reply.message.endswith('Or say "search now" to see hotels with what I have so far.')

@@ -29,6 +29,7 @@ from demo.hotel.offline.language import (
     wants_to_see_criteria,
 )
 from demo.hotel.offline.reply import call, say
+from demo.hotel.types import Amenity
 
 GREETING = "Hello! I'm the HotelFlow assistant: I find and book hotels around Portland."
 AREA_QUESTION = "Are you looking for a hotel in the Portland, Oregon area?"
@@ -295,6 +296,7 @@ def _next_question(reading: Reading, opening: str | None = None) -> str:
     )
 
 
+_AMENITIES = ", ".join(list(Amenity)[:-1]) + f" and {list(Amenity)[-1]}"
 SEARCH_HINT = 'Or say "search now" to see hotels with what I have so far.'
 
 
@@ -312,6 +314,8 @@ def _acknowledgement(reading: Reading) -> str:
         return "Hello!"
     if _ACK.search(reading.text):
         return ""  # "ok", "thanks": nothing to apologise for, the question stands
+    if asked(reading.said_before) == "amenities":
+        return f"Sorry, I didn't catch that. The amenities I can look for are {_AMENITIES}."
     return "Sorry, I didn't catch that."
 
 
