@@ -541,3 +541,22 @@ async def test_an_unknown_amenity_gets_the_list_of_those_there_are() -> None:
     )
     assert "24-hour front desk and bike rental. Any amenities you need" in reply.message
     assert reply.message.endswith('Or say "search now" to see hotels with what I have so far.')
+
+
+@pytest.mark.parametrize(
+    ("said", "suggestion"),
+    [
+        ("just me", "One bed should do for one or two people."),
+        ("my wife and I", "One bed should do for one or two people."),
+        ("family of four", "For more than two, two beds or a suite would fit."),
+        ("2 adults and 2 kids", "For more than two, two beds or a suite would fit."),
+    ],
+)
+async def test_who_is_coming_gets_a_suggestion_and_the_room_question(
+    said: str, suggestion: str
+) -> None:
+    guest = Guest(offline_engine())
+    await guest.start()
+    for text in ("a hotel in Portland please", "July 1 to 6", "skip"):
+        await guest.say(text)
+    assert (await guest.say(said)).message == f"{suggestion} {ROOM_Q}"

@@ -14,7 +14,7 @@ from datetime import date
 from langchain_core.messages import AIMessage
 
 from demo.hotel import catalog
-from demo.hotel.offline._text import normalize
+from demo.hotel.offline._text import NUMBER_WORDS, normalize, to_int
 from demo.hotel.offline.asking import is_question
 from demo.hotel.offline.conversation import Conversation, Event
 from demo.hotel.offline.draft import Draft
@@ -297,6 +297,29 @@ def _next_question(reading: Reading, opening: str | None = None) -> str:
 
 
 _AMENITIES = ", ".join(list(Amenity)[:-1]) + f" and {list(Amenity)[-1]}"
+_PARTY = re.compile(
+    rf"\b(?P<n>\d|{'|'.join(NUMBER_WORDS)}) (?:of us|people|persons|adults|guests|kids|children)\b"
+    rf"|\bfamily of (?P<f>\d|{'|'.join(NUMBER_WORDS)})\b|\b(?P<kids>kids|children|a baby)\b"
+    r"|\b(?P<one>just me|only me|myself|solo|alone)\b|\b(?P<two>(?:my )?(?:wife|husband|partner"
+    r"|girlfriend|boyfriend) and (?:i|me)|me and my (?:wife|husband|partner|girlfriend|boyfriend)"
+    r"|a couple|the two of us|two of us)\b"
+)
+"""Who is coming, said instead of a room type: the assistant suggests one, but asks."""
+
+
+def _party(text: str) -> str | None:
+    """A suggestion for the party the guest describes ("a family of four"), or None."""
+    found = list(_PARTY.finditer(text))
+    if not found:
+        return None
+    counted = [to_int(m["n"] or m["f"]) for m in found if m["n"] or m["f"]]
+    kids = any(m["kids"] for m in found)
+    small = any(m["one"] or m["two"] for m in found) and not kids
+    if small or (counted and sum(counted) <= 2 and not kids):
+        return "One bed should do for one or two people."
+    return "For more than two, two beds or a suite would fit."
+
+
 SEARCH_HINT = 'Or say "search now" to see hotels with what I have so far.'
 
 
@@ -314,6 +337,8 @@ def _acknowledgement(reading: Reading) -> str:
         return "Hello!"
     if _ACK.search(reading.text):
         return ""  # "ok", "thanks": nothing to apologise for, the question stands
+    if asked(reading.said_before) == "room" and (party := _party(reading.text)):
+        return party
     if asked(reading.said_before) == "amenities":
         return f"Sorry, I didn't catch that. The amenities I can look for are {_AMENITIES}."
     return "Sorry, I didn't catch that."
