@@ -560,3 +560,17 @@ async def test_who_is_coming_gets_a_suggestion_and_the_room_question(
     for text in ("a hotel in Portland please", "July 1 to 6", "skip"):
         await guest.say(text)
     assert (await guest.say(said)).message == f"{suggestion} {ROOM_Q}"
+
+
+async def test_criteria_said_again_are_acknowledged_not_apologised_for() -> None:
+    guest = Guest(offline_engine())
+    await guest.start()
+    await guest.say("a hotel in Portland please")
+    await guest.say("July 1 to 6")
+    first = await guest.say("near the airport")
+    again = await guest.say("close to the airport please")
+    assert (
+        again.message
+        == first.message
+        == (f"Got it: Jul 1, 2026 → Jul 6, 2026 (5 nights), within 5 mi of PDX airport. {BUDGET_Q}")
+    )

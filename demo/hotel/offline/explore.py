@@ -126,6 +126,7 @@ class Reading:
     heard: bool = False  # the newest guest message changed the criteria
     answered_now: bool = False  # the newest guest message gave or skipped an optional criterion
     text: str = ""  # the newest guest message, normalised
+    restated: bool = False  # it named criteria, all already as the draft has them
     answered: frozenset[str] = frozenset()  # optional criteria given or skipped
 
 
@@ -159,6 +160,9 @@ def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
         reading,
         answered=reading.answered | answers,
         answered_now=bool(answers),
+        restated=draft == reading.draft
+        and not asks_about
+        and Draft().heard(text, today) != Draft(),
         text=normalize(event.text),
         draft=draft,
         portland=reading.portland or confirmed or mentions_portland(event.text),
@@ -277,7 +281,7 @@ def _next_question(reading: Reading, opening: str | None = None) -> str:
     It opens with what the guest's message did (``opening`` overrides that), so nothing is
     acknowledged as noted that was not understood.
     """
-    unclear = opening is None and not reading.heard and not reading.answered_now
+    unclear = opening is None and not (reading.heard or reading.restated or reading.answered_now)
     miles = _MILES_ONLY.match(reading.text) if asked(reading.said_before) == "distance" else None
     if unclear and miles is not None:
         return f"Within {miles['n']} miles of the airport or of downtown?"
@@ -325,7 +329,7 @@ SEARCH_HINT = 'Or say "search now" to see hotels with what I have so far.'
 
 def _acknowledgement(reading: Reading) -> str:
     """What the newest message did: criteria heard, a question skipped, a hello, or nothing."""
-    if reading.heard:
+    if reading.heard or reading.restated:
         return f"Got it: {reading.draft.brief()}."
     if SEARCH_OFFER in reading.said_before:
         return "Sorry, I didn't quite catch that."
