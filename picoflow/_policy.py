@@ -267,10 +267,7 @@ async def call_with_retries(
                 raise
             if isinstance(exc, TimeoutError) and timeout is not None and not str(exc):
                 exc = TimeoutError(f"no reply within {timeout:g} s")
-            wait = _next_wait(exc, attempt, retries)
-            if wait is not None and deadline is not None:
-                if asyncio.get_running_loop().time() + wait >= deadline:
-                    wait = None
+            wait = _next_wait(exc, attempt, retries, deadline)
             if wait is None:
                 model, where = describe()
                 raise model_call_error(model, where, attempt + 1, exc) from exc
@@ -278,14 +275,19 @@ async def call_with_retries(
         await sleep(wait)
 
 
-def _next_wait(exc: BaseException, attempt: int, retries: int) -> float | None:
-    """Seconds to wait before the next attempt, or None when there is none."""
+def _next_wait(
+    exc: BaseException, attempt: int, retries: int, deadline: float | None
+) -> float | None:
+    """Seconds to wait before the next attempt, or None when there is none (or no time)."""
     if attempt >= retries or not is_transient(exc):
         return None
     asked = retry_after(exc)
     if asked is not None and asked > MAX_RETRY_AFTER:
         return None
-    return max(asked or 0.0, backoff(attempt))
+    wait = max(asked or 0.0, backoff(attempt))
+    if deadline is not None and asyncio.get_running_loop().time() + wait >= deadline:
+        return None
+    return wait
 
 
 def inherit(

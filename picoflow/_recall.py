@@ -26,7 +26,11 @@ _CLIP = 600  # characters of one message shown to the model
 
 
 class _Recall:
-    """Holds the tool declaration, so the schema is built by `@tool` like any other."""
+    """`conversation_search` over one store, for one step: the tool and its handler in one."""
+
+    def __init__(self, store: Store, step: Step) -> None:
+        self._store = store
+        self._step = step
 
     @tool
     async def conversation_search(
@@ -41,8 +45,11 @@ class _Recall:
         Use it when the user refers to something said before that you cannot see. Returns
         matching messages, newest first, ten per page.
         """
-        # A declaration only: recall_tools() binds the handler that runs.
-        raise NotImplementedError("recall_tools() binds conversation_search to a store")
+        step = self._step
+        entries = await self._store.search_archive(
+            step.flow.get_session_id() or "", step.namespace, query, page=page, page_size=PAGE_SIZE
+        )
+        return render_results(query, page, entries)
 
 
 _SPEC: ToolSpec = collect_tools(_Recall)[0]
@@ -54,15 +61,7 @@ def recall_tools(store: Store) -> Callable[[Step], list[tuple[ToolSpec, Callable
     def for_step(step: Step) -> list[tuple[ToolSpec, Callable[..., Any]]]:
         if not step._recall:
             return []
-
-        async def conversation_search(query: str, page: int = 1) -> str:
-            session_id = step.flow.get_session_id() or ""
-            entries = await store.search_archive(
-                session_id, step.namespace, query, page=page, page_size=PAGE_SIZE
-            )
-            return render_results(query, page, entries)
-
-        return [(_SPEC, conversation_search)]
+        return [(_SPEC, _Recall(store, step).conversation_search)]
 
     return for_step
 
