@@ -47,6 +47,9 @@ STATES: dict[str, list[str]] = {
         "wifi", "no preference",
     ],
     "list": ["", "Hi, I need a hotel in Portland", "July 1 to July 6", "search now"],
+    "list_budget": [
+        "", "Hi, I need a hotel in Portland", "July 1 to July 6", "under $200", "search now",
+    ],
     "asked": [
         "", "Hi, I need a hotel in Portland", "July 1 to July 6", "search now",
         "does number 3 have a pool?",
