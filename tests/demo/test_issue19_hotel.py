@@ -162,12 +162,17 @@ async def test_a_weekday_that_does_not_match_its_date_gets_a_question() -> None:
     ("said", "wanted"),
     [
         ("parkng and wifi", {"free parking", "wifi"}),
-        ("a pool and free wify", {"pool", "wifi"}),
+        ("a pool and free parkin", {"pool", "free parking"}),
         ("gym n breakfest", {"fitness center", "breakfast included"}),
     ],
 )
 def test_a_misspelt_amenity_is_read(said: str, wanted: set[str]) -> None:
     assert set(parse_amenities(said)) == wanted
+
+
+@pytest.mark.parametrize("said", ["my wife and I", "we are parting ways", "changing the dates"])
+def test_a_word_one_letter_from_an_amenity_is_no_amenity(said: str) -> None:
+    assert parse_amenities(said) == []
 
 
 async def test_a_misspelt_amenity_at_the_question_is_kept() -> None:

@@ -36,6 +36,7 @@ _CHOICE = re.compile(
     r"|\b(?:i want|i'd like|i would like)\b(?!\s+to\s+(?!book|reserve|stay|take|go\b))"
     r"|\bwe (?:choose|pick|want|'d like|would like)\b|\bi'?m going with\b|\bmy (?:choice|pick)\b"
     r"|\bgive me\b|\bput me (?:in|at|down for)\b|\bsecure\b|\block (?:it|in)\b|\bgrab\b"
+    r"|\bgo ahead\b(?!\s+and\s+(?:search|look|find|show|compare|sort))|\b(?:let'?s )?do it\b"
 )
 """Words that make a pick a choice to book ("I'll take the second one", "book #8")."""
 
@@ -66,7 +67,8 @@ _TOPICS = (
     ("price", re.compile(r"\bhow much\b|\bpric\w*|\bcost\w*|\brates?\b|\bper night\b|\btotal\b"
                          r"|\bexpensive\b|\bcheap\w*|\bafford\w*|\bnightly\b")),
     ("distance", re.compile(r"\bhow far\b|\bdistance\b|\bmiles?\b|\bclose\b|\bnear (?:the )?"
-                            r"(?:airport|downtown|pdx|city)|\bfrom (?:the )?(?:airport|downtown"
+                            r"(?:airport|downtown|pdx|city)|\b(?:clos|near|farth|furth)(?:er|est)\b"
+                            r"|\bfrom (?:the )?(?:airport|downtown"
                             r"|pdx)|\bto (?:the )?(?:airport|downtown|pdx)\b|\bwhere is\b"
                             r"|\bwhere's\b|\blocated\b|\blocation\b|\bdrive\b|\bcommute\b")),
     ("room_types", re.compile(r"\broom ?types?\b|\bkinds? of rooms?\b|\bsuites?\b|\bbeds?\b"

@@ -23,7 +23,7 @@ from demo.hotel.offline.language import (
     wants_to_quit,
     wants_to_see_criteria,
 )
-from demo.hotel.offline.present import BOOK_OFFER, names, out_of_range
+from demo.hotel.offline.present import BOOK_OFFER, names, out_of_range, weighs, without_names
 from demo.hotel.offline.reply import call, say
 from demo.hotel.offline.selection import Selection, select
 
@@ -35,7 +35,10 @@ _BACK = re.compile(
     r"|\bsee (?:the )?(?:hotels|options)\b|\bready to (?:book|choose|pick)\b|\bon to booking\b"
     r"|\bproceed to book|\bgo to booking\b|\bbooking (?:page|step)\b|\blet'?s book\b\W*$"
     r"|\b(?:exit|leave|close|quit) (?:the |this )?(?:comparison|table)\b"
+    r"|\b(?:resume|continue(?: with)?|get back to|carry on with|go on with)\s+(?:the\s+|my\s+)?"
+    r"book(?:ing)?\b"
 )
+"""Back to the list; "resume booking" is what the tool is called, and guests say it too."""
 _WITHOUT = re.compile(
     r"\b(?:drop|remove|without|except|leave out|take out|minus|get rid of|skip|not)\b"
     r"(?![^,.;]*\b(?:book|reserve)\b)"
@@ -66,6 +69,10 @@ def _act(text: str, conversation: Conversation, offers: Sequence[Offer]) -> AIMe
     picks = select(text, offers, table or offers, table or offers)
     if picks.missing:
         return say(out_of_range(picks, offers))
+    weighed = picks if len(picks.hotels) > 1 else Selection(hotels=tuple(table))
+    if weighs(text, weighed):  # "which of the two is closer to the airport?"
+        topic = topic_of(without_names(text, list(weighed.hotels)))
+        return call("answer_question", hotels=[o.name for o in weighed.hotels], topic=topic)
     if is_choice(text) and len(picks.hotels) == 1:
         return call("chosen_hotel", hotel=picks.hotels[0].name)
     if _BACK.search(text.lower()) and not picks.hotels and not conversation.forwarded():

@@ -120,8 +120,11 @@ def select(
     missing: list[int] = []
     said = _names(said, offers, found)
     said = _places(said, shown, found)
-    pool = shown if _COMPARATIVE.search(said) else (ranked or offers)
-    said = _superlatives(said, pool, found, near)
+    comparative = _COMPARATIVE.search(said)
+    pool = shown if comparative else (ranked or offers)
+    if comparative:  # "which is closer, 3 or 5?" ranks 3 and 5: it picks no third hotel
+        said = _ends(_numbers(said, offers, found, missing), shown, found, missing)
+    said = _superlatives(said, pool, found, near) if not (comparative and found) else said
     said = _ends(said, shown, found, missing)
     said = _numbers(said, offers, found, missing)
     if not found and _BOTH.search(said) and len(shown) == 2:
