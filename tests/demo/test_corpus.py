@@ -1,8 +1,10 @@
 """The utterance corpus: what guests type, each with the effect it must have (issue 14).
 
 Every line of ``utterances.txt`` runs through the real engine on the offline model, from a copy
-of a realistic session state. The test prints accuracy per category and requires at least 97 %
-overall, and not one booking or ending from anything that is not a choice to book or leave.
+of a realistic session state. The test requires every line but the known misses
+(``corpus.KNOWN_MISSES``) to be understood, at least 97 % overall, and not one booking or ending
+from anything that is not a choice to book or leave. It prints the accuracy per category only
+when asked (``-v`` or ``--corpus-report``), so a passing run prints no "FAIL" line.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import pytest
 from corpus import (
     CHOICES,
+    KNOWN_MISSES,
     Case,
     Outcome,
     Runner,
@@ -24,17 +27,20 @@ CATEGORIES = 10
 
 
 async def test_corpus_accuracy_and_no_action_without_a_choice(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], pytestconfig: pytest.Config
 ) -> None:
     cases = read_corpus()
     runner = Runner()
     outcomes = [await runner.run(case) for case in cases]
-    text = report(outcomes)
-    with capsys.disabled():
-        print("\n" + text)
+    text = report(outcomes, KNOWN_MISSES)
+    if wants_report(pytestconfig):
+        with capsys.disabled():
+            print("\n" + text)
     acted = [o.case for o in outcomes if o.acted and o.case.expected.split()[0] not in CHOICES]
     accuracy = sum(o.ok for o in outcomes) / len(outcomes)
     assert not acted, f"booked or ended without a choice: {acted}"
+    problem = misses_problem(outcomes, KNOWN_MISSES)
+    assert not problem, f"{problem}\n{text}"
     assert accuracy >= MIN_ACCURACY, text
 
 
