@@ -219,3 +219,10 @@ async def test_a_date_without_a_year_said_in_december_is_not_refused_as_past() -
     assert result.message.startswith("Got it: Mar 14, 2027 → Mar 16, 2027 (2 nights)."), (
         result.message
     )
+
+
+async def test_a_new_budget_in_the_comparison_is_a_new_search_too() -> None:
+    guest = await _listed()
+    await guest.say("compare 2 and 4")
+    result = await guest.say("budget 500")
+    assert result.step == "PresentStep" and "I found 29 hotels" in result.message, result.message

@@ -46,9 +46,16 @@ _NOT_NOW = re.compile(
     r"|\blater\b|\btake (?:some|my|a little|more|a bit of) time\b|\bno way\b|\bif (?:i|we) book"
 )
 
+RESUME_BOOKING = re.compile(
+    r"\b(?:resume|continue(?: with)?|get back to|carry on with|go on with)\s+(?:the\s+|my\s+)?"
+    r"book(?:ing)?\b"
+)
+"""Back to the list to book: "resume booking" is the tool's name, and guests say it too."""
+
 _PAGES = (
     ("next", re.compile(r"\b(?:more|next|others|other ones|rest|remaining|further|after that)\b"
-                        r"|\bkeep going\b|\bcontinue\b|\bscroll\b")),
+                        r"|\bkeep going\b|\bcontinue\b(?!\s+(?:with\s+)?(?:the\s+|my\s+)?book)"
+                        r"|\bscroll\b")),
     ("previous", re.compile(r"\b(?:previous|prev|earlier|before that|back a page|last page"
                             r"|page back|go back|first page|the start)\b")),
 )  # fmt: skip
@@ -65,7 +72,8 @@ _SORT_KEYS = (
 
 _TOPICS = (
     ("price", re.compile(r"\bhow much\b|\bpric\w*|\bcost\w*|\brates?\b|\bper night\b|\btotal\b"
-                         r"|\bexpensive\b|\bcheap\w*|\bafford\w*|\bnightly\b")),
+                         r"|\bexpensive\b|\bcheap\w*|\bafford\w*|\bnightly\b"
+                         r"|\b(?:under|below|over|above)\s+\$?\d|\$\s?\d")),
     ("distance", re.compile(r"\bhow far\b|\bdistance\b|\bmiles?\b|\bclose\b|\bnear (?:the )?"
                             r"(?:airport|downtown|pdx|city)|\b(?:clos|near|farth|furth)(?:er|est)\b"
                             r"|\bfrom (?:the )?(?:airport|downtown"

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage
 
 from demo.hotel.formats import PAGE, PAGE_SIZE, SORTED_BY, read_page
 from demo.hotel.offline.asking import (
+    RESUME_BOOKING,
     is_choice,
     is_question,
     page_move,
@@ -118,7 +119,8 @@ def _act(text: str, conversation: Conversation, page: int) -> AIMessage:
         return say(f"{unlisted} is not in this list. {_list_hint(offers)}")
     if picks.missing:
         return say(out_of_range(picks, offers))
-    if _DONE_COMPARING.search(text.lower()) or _BACK_TO_LIST.search(text.lower()):
+    back = _BACK_TO_LIST.search(text.lower()) or RESUME_BOOKING.search(text.lower())
+    if _DONE_COMPARING.search(text.lower()) or back:
         return call("show_hotels", page=page)
     if weighs(text, picks):
         topic = topic_of(without_names(text, list(picks.hotels)))

@@ -96,6 +96,11 @@ _DATE_BEFORE = re.compile(
 _CITY = re.compile(
     r"\b(?:the )?(?:one|hotel|place|option|lodging)s? (?:in|at) (?P<place>[a-z]+(?: [a-z]+)?)"
 )
+_PRICE_BEFORE = re.compile(
+    r"(?:\$|\b(?:under|below|over|above|less than|more than|at least|at most|up to|budget"
+    r"|max(?:imum)?|cap|limit)(?:\s+(?:of|is|to|at))?)\s*$"
+)
+"""What makes the number after it a price ("under 200", "budget 500"), not a hotel's number."""
 _COMPARATIVE = re.compile(r"\b(?:cheaper|closer|nearer|more expensive|pricier|further|farther)\b")
 
 
@@ -230,7 +235,8 @@ def _numbers(
                 take(match.start(), number)
             said = _blank(said, match.start(), match.end())
     for match in _NUMBER.finditer(said):
-        take(match.start(), to_int(match["n"]))
+        if not _PRICE_BEFORE.search(said[: match.start("n")]):
+            take(match.start(), to_int(match["n"]))
     return said
 
 
