@@ -76,7 +76,7 @@ async def test_resume_booking_in_the_comparison_goes_back_so_a_number_books() ->
     assert booked.step == "EndStep" and (await guest.booking() or {})["hotel"] == "Murray Creek Inn"
 
 
-@pytest.mark.parametrize("said", ["go ahead", "ok go ahead", "sounds good, go for it"])
+@pytest.mark.parametrize("said", ["go ahead", "ok go ahead", "sounds good, go for it", "do it"])
 async def test_go_ahead_after_naming_a_hotel_books_it(said: str) -> None:
     guest = await _listed()
     await guest.say("tell me about the riverside inn")

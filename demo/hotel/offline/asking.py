@@ -88,10 +88,16 @@ _TOPICS = (
 )  # fmt: skip
 
 
+_DO_IT = re.compile(
+    r"(?:(?:ok(?:ay)?|yes|yeah|sure|just|please|then)\W+)*do it\W*(?:please|then)?\W*"
+)
+""""Do it" starts like a question ("do they have a pool?") but says go ahead."""
+
+
 def is_question(text: str) -> bool:
     """A question (not a booking request phrased as one, like "can you book #3?")."""
     said = normalize(text)
-    if not said or _BOOKING_REQUEST.search(said):
+    if not said or _BOOKING_REQUEST.search(said) or _DO_IT.fullmatch(said):
         return False
     return said.endswith("?") or bool(
         _QUESTION_START.search(said) or _ABOUT.search(said) or _ADVICE.search(said)
