@@ -103,3 +103,41 @@ def test_o2_multiprocess_mode_serves_every_workers_counts(tmp_path: object, work
     samples = _samples(out.stdout)
     turns = (("flow", "ChatFlow"), ("outcome", "ok"))
     assert samples[("picoflow_turns_total", turns)] == workers
+
+
+async def test_o3_a_budget_refusal_is_429_budget_exceeded_with_the_limit_in_the_message() -> None:
+    from picoflow import FlowEngine
+    from picoflow.server import create_app
+    from picoflow.stores import MemoryStore
+
+    model = ScriptedChatModel(policy=lambda messages, tools: tool_call("open_tables"))
+    budgets = {"model_calls_per_turn": 2}
+    engine = FlowEngine([chat_flow(model)], store=MemoryStore(), budgets=budgets)
+    async with client_for(create_app(engine)) as client:
+        reply = await client.post("/ai/run", json={"flowName": "ChatFlow", "message": "tables"})
+    assert reply.status_code == 429
+    body = reply.json()
+    assert body["code"] == "budget_exceeded"
+    assert "model_calls_per_turn" in body["message"] and "limit of 2" in body["message"]
+
+
+def test_o2_the_grafana_dashboard_queries_only_metrics_the_app_serves() -> None:
+    import json
+    import re
+    from pathlib import Path
+
+    from picoflow._ops._metrics import PrometheusMetrics
+
+    dashboard = json.loads(
+        (Path(__file__).parents[2] / "docs" / "grafana-dashboard.json").read_text()
+    )
+    served = {
+        family.name for family in PrometheusMetrics().registry.collect()  # type: ignore[union-attr]
+    }
+    queried = set()
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            queried |= set(re.findall(r"picoflow_[a-z_]+", target["expr"]))
+    suffixes = ("_total", "_bucket", "_count", "_sum")
+    names = {next((q[: -len(s)] for s in suffixes if q.endswith(s)), q) for q in queried}
+    assert names and names <= served, names - served
