@@ -18,6 +18,7 @@ from ._headers import REQUEST_ID_HEADER, SESSION_HEADER, SESSION_HEADER_ALT
 from ._heap import settle_heap
 from ._idempotency import IDEMPOTENCY_HEADER
 from ._limits import Limits
+from ._observe import install_observability
 from ._routes import STATIC_DIR, ServerSettings, router
 from ._schemas import RunRequest
 
@@ -44,6 +45,7 @@ def create_app(
     max_json_depth: int = 32,
     expose_docs: bool = True,
     cors_origins: Iterable[str] = (),
+    metrics: bool = False,
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
@@ -69,6 +71,9 @@ def create_app(
         cors_origins: Browser origins allowed to call the API from other sites (e.g.
             `["https://chat.example.com"]`, or `["*"]`); none by default, so only the chat
             page served by this app can call it from a browser.
+        metrics: True serves Prometheus metrics at `/metrics` (O2; needs the
+            `prometheus-client` package, the `metrics` extra). Under several worker processes,
+            set `PROMETHEUS_MULTIPROC_DIR` and every worker's counts are served together.
 
     Raises:
         ValueError: a limit is not a positive integer.
@@ -88,6 +93,7 @@ def create_app(
     _describe_run_body(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _allow_cross_site(app, list(cors_origins))
+    install_observability(app, engine, metrics=metrics)
     return app
 
 
