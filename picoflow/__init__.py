@@ -20,6 +20,7 @@ from .errors import (
 from .flow import Flow
 from .memory import SummaryConfig
 from .models import ModelLike, ModelSpec
+from .policies import reset, sliding_window, summarise, token_window, turn_window
 from .step import EndStep, Step
 from .tools import ToolCall, tool, tool_group
 from .transitions import ToolResult, direct, finish, go, stay
@@ -49,6 +50,12 @@ __all__ = [
     "ModelSpec",
     "ModelLike",
     "SummaryConfig",
+    # policies.py (M11)
+    "summarise",
+    "sliding_window",
+    "turn_window",
+    "token_window",
+    "reset",
     # errors.py
     "PicoflowError",
     "FlowDefinitionError",

@@ -90,10 +90,10 @@ def due_cuts(flow: Flow, stored: Mapping[str, Any]) -> dict[str, int]:
     `stored` is the loaded document's `memory`: only stored messages may be evicted.
     """
     memory = flow.get_memory()
-    config = memory.summary_config
     spaces = memory.namespaces()
     due: dict[str, int] = {}
     for namespace in memory.enabled_namespaces:
+        config = memory.summary_config_for(namespace)  # M11: a namespace's own thresholds
         record = spaces.get(namespace)
         if record is None or not is_over_threshold(
             config, len(record.messages), partial(count_tokens_approximately, record.messages)
@@ -119,12 +119,19 @@ def is_over_threshold(config: SummaryConfig, length: int, tokens: Callable[[], i
     return config.max_tokens is not None and tokens() >= config.max_tokens
 
 
-def summary_request(prompt: str, previous: str | None, evicted: list[BaseMessage]) -> list[Any]:
+def summary_request(
+    prompt: str,
+    previous: str | None,
+    evicted: list[BaseMessage],
+    context: list[BaseMessage] | None = None,
+) -> list[Any]:
     """The summariser's input (M6): its instruction, then the old summary and the messages.
 
     The messages go in as a transcript inside one user message, not as chat turns: a request
     that ends with real turns invites the model to answer them instead of summarising, and
-    some providers refuse tool calls in a request that binds no tools.
+    some providers refuse tool calls in a request that binds no tools. `context` (a policy's
+    `overlap`, M11) are the messages right after the cut: shown so the summary leads into
+    them, marked as staying in the conversation.
     """
     body = (
         "Previous summary:\n"
@@ -132,14 +139,22 @@ def summary_request(prompt: str, previous: str | None, evicted: list[BaseMessage
         + "\n\nMessages to merge into it, oldest first:\n"
         + "\n".join(transcript_line(message) for message in evicted)
     )
+    if context:
+        body += (
+            "\n\nFor context only (these stay in the conversation; do not summarise them):\n"
+            + "\n".join(transcript_line(message) for message in context)
+        )
     return [SystemMessage(prompt), HumanMessage(body)]
 
 
 async def draft_summary(flow: Flow, namespace: str, cut: int, model: SummaryModel) -> SummaryDraft:
     """Ask the summariser for the namespace's new summary; change nothing (M6, M8)."""
-    config = flow.get_memory().summary_config
-    record = flow.get_memory().space(namespace)
-    request = summary_request(config.prompt, record.summary, record.messages[1:cut])
+    memory = flow.get_memory()
+    config = memory.summary_config_for(namespace)
+    record = memory.space(namespace)
+    overlap = getattr(memory.policy(namespace), "overlap", 0)
+    context = record.messages[cut : cut + overlap] if overlap else []
+    request = summary_request(config.prompt, record.summary, record.messages[1:cut], context)
     result = SummaryDraft(namespace, cut)
     run = summary_run_config(flow, namespace)
     result.reply, result.problem = await ask_summary_model(
@@ -211,7 +226,7 @@ def _checked(evicted: list[BaseMessage], condensed: Condensed | None) -> list[Ba
 def _warn_if_cut(flow: Flow, namespace: str, condensed: Condensed | None) -> None:
     if condensed is None or not condensed.cut:
         return
-    budget = flow.get_memory().summary_config.max_summary_tokens
+    budget = flow.get_memory().summary_config_for(namespace).max_summary_tokens
     flow.add_warning(
         f"Memory compaction of namespace '{namespace}': the summary model could not bring the "
         f"summary under its budget of {budget} tokens, so its oldest lines were cut. Raise "

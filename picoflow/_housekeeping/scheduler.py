@@ -54,6 +54,7 @@ from ..stores.base import JSONDict
 from . import distillation
 from .compaction import SummaryDraft, apply_summary, draft_summary, due_cuts
 from .summariser import SummaryModel
+from .windows import apply_windows
 
 __all__ = ["Housekeeping"]
 
@@ -130,6 +131,9 @@ class Housekeeping:
         so a slow or rate-limited summariser skips compaction (M8) instead of failing the turn.
         """
         memory = flow.get_memory()
+        if memory.has_windows:  # M11: no model, so inline in background mode too
+            for event in await apply_windows(flow, stored, self._sessions.store):
+                _emit(emit, event)
         if memory.summary_config.background:
             return
         await self._distil_before_save(flow, stored, usage, ends)
