@@ -15,14 +15,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 
 from ._engine_checks import check_flow, turn_input_problem
+from ._housekeeping.on_demand import compact_now, compactable
 from ._housekeeping.scheduler import Housekeeping
 from ._loop import run_turn
 from ._mcp import MCPConnections
 from ._migration import migrate
 from ._nested import NestedRuns
+from ._preview import Preview, preview_of
 from ._recall import recall_tools
 from ._sessions import Sessions
 from ._state import now_iso
@@ -279,14 +281,48 @@ class FlowEngine:
         """
         await self._housekeeping.drain()
 
+    async def compact(
+        self, session_id: str, namespace: str | None = None, *, owner: str | None = None
+    ) -> dict[str, Any]:
+        """Compact a session's memory now, to what each policy keeps (M13).
+
+        Without `namespace`, every namespace with a policy. Returns the hosted memory API's
+        shapes: `{"compacted": True, "summary_message_id", "compacted_count", "to_sequence"}`
+        (`summary_message_id` is None when only windows evicted), or
+        `{"ok": True, "compacted": False, "message": "Nothing to compact"}`. It takes the
+        session's lock and saves with the revision check, like a turn (P3, P4).
+
+        Raises:
+            SessionNotFoundError: no such session (or another owner's, H4).
+            ValueError: `namespace` has no memory policy.
+            SessionConflictError: another writer saved the session meanwhile; nothing changed.
+        """
+        if await self.get_session(session_id, owner=owner) is None:
+            raise SessionNotFoundError(session_id)
+        async with self._sessions.lock(session_id):
+            doc, spaces = await self._sessions.load(session_id)
+            flow_class = self._flows.get(doc["flow"]) if doc is not None else None
+            if doc is None or flow_class is None:
+                raise SessionNotFoundError(session_id)
+            flow = flow_class()
+            load_flow(flow, doc, spaces)
+            names = compactable(flow, namespace)
+            usage = empty_usage()
+            model = self._housekeeping.summary_model(flow)
+            result = await compact_now(flow, doc["memory"], names, self._store, model, usage)
+            if result["compacted"]:
+                await self._sessions.commit(flow, doc, usage)
+            return result
+
     async def preview(
         self, session_id: str, *, message: str | None = None
-    ) -> list[BaseMessage] | None:
+    ) -> Preview | None:
         """Exactly the messages the session's next model call would receive, or None.
 
         Nothing is written. The current step's `on_restore` and `get_prompt()` run as in a
         turn; the namespace's summary is the memory block (M7); `message`, if given, is the
         user message of that next turn. None if a turn would not continue this id (P5).
+        The list also carries `message_count`, `truncated`, `compacted` and `warnings` (M15).
         """
         doc = await self.get_session(session_id)
         flow_class = self._flows.get(doc["flow"]) if doc is not None else None
@@ -300,7 +336,9 @@ class FlowEngine:
         await flow.init()
         await flow._call_hook(flow.current_step.on_restore)
         messages = flow.preview()
-        return messages + [HumanMessage(message)] if message else messages
+        if message:
+            messages = [*messages, HumanMessage(message)]
+        return preview_of(flow, flow.current_step, messages)  # M15: with counts and flags
 
     # -- one turn -----------------------------------------------------------------------------
 

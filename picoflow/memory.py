@@ -74,6 +74,8 @@ class Namespace:
     # Housekeeping calls made for this namespace (summaries, distillations of its steps), so a
     # session's summary cost can be told apart by namespace (M10): calls and token counts.
     summary_usage: dict[str, int] = field(default_factory=dict)
+    # M16: the positions the summary covers, `{"from_seq", "to_seq", "count"}`, once it has one.
+    summary_range: dict[str, int] | None = None
     # The messages and their stored dicts as of the last load or save: a save re-serialises only
     # what differs from them (see session._dump_messages), so its cost does not grow with history.
     synced: tuple[list[BaseMessage], list[dict[str, Any]]] = field(default=([], []), repr=False)

@@ -143,7 +143,7 @@ class Housekeeping:
         model = self._model(flow, ends)
         for namespace, cut in due.items():
             _emit(emit, {"namespace": namespace, "outcome": "started"})
-            result = await draft_summary(flow, namespace, cut, model)
+            result = await draft_summary(flow, namespace, cut, model, self._sessions.store)
             for reply in result.replies:
                 count_call(usage["summary"], reply)  # M10
             _emit(emit, await apply_summary(flow, result, self._sessions.store))
@@ -226,6 +226,10 @@ class Housekeeping:
                 extra={"session_id": idle},
             )
 
+    def summary_model(self, flow: Flow) -> SummaryModel | None:
+        """The flow's summariser with the engine's retry policy, or None if it sets none."""
+        return self._model(flow) if flow.get_memory().summary_model is not None else None
+
     def _model(self, flow: Flow, ends: float | None = None) -> SummaryModel:
         spec = flow.get_memory().summary_model
         if spec is None:  # FlowEngine(...) refuses such flows (F5); this guards direct use
@@ -281,7 +285,8 @@ class Housekeeping:
         due = {ns: cut for ns, cut in due_cuts(base, stored).items() if ns not in erasing}
         if not (items or erasing or due):
             return None
-        drafts = [await draft_summary(base, ns, cut, self._model(base)) for ns, cut in due.items()]
+        model, store = self._model(base), self._sessions.store
+        drafts = [await draft_summary(base, ns, cut, model, store) for ns, cut in due.items()]
         return _Drafts(items, generations, drafts)
 
     async def _rebase(self, base: Flow, target: Flow, current: JSONDict, work: _Drafts) -> bool:

@@ -26,27 +26,30 @@ __all__ = ["window_cut", "apply_windows"]
 logger = logging.getLogger(__name__)
 
 
-def window_cut(policy: MemoryPolicy, messages: list[BaseMessage], limit: int) -> int:
+def window_cut(
+    policy: MemoryPolicy, messages: list[BaseMessage], limit: int, *, now: bool = False
+) -> int:
     """Where `policy` cuts `messages` (index 0 the system slot); 1 or less evicts nothing.
 
-    `limit` is how many leading messages are stored: nothing later may go.
+    `limit` is how many leading messages are stored: nothing later may go. `now` (an
+    on-demand compaction, M13) cuts to what the policy keeps without waiting for its maximum.
     """
     body = len(messages) - 1
     if isinstance(policy, SlidingWindow):
-        if body <= policy.max_messages:
+        if body <= policy.max_messages and not now:
             return 1
         cut = len(messages) - policy.keep
     elif isinstance(policy, TurnWindow):
         starts = _turn_starts(messages)
-        if len(starts) <= policy.max_turns:
+        if len(starts) <= policy.max_turns and not now:
             return 1
-        cut = starts[-policy.keep_turns]
+        cut = starts[-policy.keep_turns] if len(starts) >= policy.keep_turns else 1
     elif isinstance(policy, TokenWindow):
-        if count_tokens_approximately(messages[1:]) <= policy.max_tokens:
+        if count_tokens_approximately(messages[1:]) <= policy.max_tokens and not now:
             return 1
         cut = _within_tokens(messages, _turn_starts(messages), policy.keep_tokens)
     elif isinstance(policy, Reset):
-        if body <= policy.max_messages:
+        if body <= policy.max_messages and not now:
             return 1
         starts = _turn_starts(messages)
         cut = starts[-1] if starts else len(messages)
