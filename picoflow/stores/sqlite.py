@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
-from picoflow.stores import _checks
+from picoflow.stores import _bank, _bank_sqlite, _checks
+from picoflow.stores._bank import BankEntry
+from picoflow.stores._bank_sqlite import BANK_SCHEMA
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
 from picoflow.stores._sqlite_loop import LoopConnection
@@ -67,6 +69,7 @@ CREATE TABLE IF NOT EXISTS archive (
 );
 """
     + MESSAGES_SCHEMA
+    + BANK_SCHEMA
 )
 
 # `\` escapes `%` and `_` in the LIKE patterns built by _like_pattern.
@@ -281,6 +284,81 @@ class SQLiteStore:
             lambda db: db.execute(sql, params).fetchall(),
         )
         return [{"position": row[0], "message": _checks.decode(row[1])} for row in rows]
+
+    # -- the long-term memory bank (L1, L4, L5) -----------------------------------------------
+
+    async def bank_add(self, entry: BankEntry) -> BankEntry:
+        """Keep a new entry (built with `stores._bank.new_entry`); indexed for search at once."""
+        checked = _bank.checked_entry(entry)
+
+        def add(db: sqlite3.Connection, gate: Gate) -> None:
+            with _immediate(db, gate):
+                _bank_sqlite.add(db, checked)
+
+        await self._write(f"remember for owner '{checked['owner']}'", add)
+        return checked
+
+    async def bank_list(
+        self, owner: str, *, page: int = 1, page_size: int = 50
+    ) -> list[BankEntry]:
+        """An owner's entries, the most recently written first, one page."""
+        _bank.check_owner(owner)
+        _bank.check_page(page, page_size)
+        offset = (page - 1) * page_size
+        return await self._read(
+            f"list the memory of owner '{owner}'",
+            lambda db: _bank_sqlite.list_entries(db, owner, page_size, offset),
+        )
+
+    async def bank_search(
+        self, owner: str, query: str, *, page: int = 1, page_size: int = 10
+    ) -> list[BankEntry]:
+        """An owner's entries matching any word of `query`, ranked by FTS5's bm25."""
+        _bank.check_owner(owner)
+        _bank.check_page(page, page_size)
+        words = _bank.query_words(query)
+        if not words:
+            return []
+        offset = (page - 1) * page_size
+        return await self._read(
+            f"search the memory of owner '{owner}'",
+            lambda db: _bank_sqlite.search(db, owner, words, page_size, offset),
+        )
+
+    async def bank_update(
+        self, owner: str, entry_id: str, *, text: str | None = None, kind: str | None = None
+    ) -> BankEntry | None:
+        """Change an entry's text or kind; None if the owner has no entry with that id."""
+        _bank.check_owner(owner)
+        text = _bank.check_text(text) if text is not None else None
+        kind = _bank.check_kind(kind) if kind is not None else None
+        at = _bank.stamp()
+
+        def update(db: sqlite3.Connection, gate: Gate) -> BankEntry | None:
+            with _immediate(db, gate):
+                return _bank_sqlite.update(db, owner, entry_id, text, kind, at)
+
+        return await self._write(f"edit the memory of owner '{owner}'", update)
+
+    async def bank_delete(self, owner: str, entry_id: str) -> bool:
+        """Delete one entry of the owner; False if there was none."""
+        _bank.check_owner(owner)
+
+        def delete(db: sqlite3.Connection, gate: Gate) -> bool:
+            with _immediate(db, gate):
+                return _bank_sqlite.delete(db, owner, entry_id)
+
+        return await self._write(f"delete from the memory of owner '{owner}'", delete)
+
+    async def bank_forget(self, owner: str) -> int:
+        """Delete every entry of the owner (a right-to-be-forgotten request); how many."""
+        _bank.check_owner(owner)
+
+        def forget(db: sqlite3.Connection, gate: Gate) -> int:
+            with _immediate(db, gate):
+                return _bank_sqlite.forget(db, owner)
+
+        return await self._write(f"forget the memory of owner '{owner}'", forget)
 
     async def aclose(self) -> None:
         """Close the connections; the store refuses further calls with StoreError."""
