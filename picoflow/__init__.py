@@ -7,6 +7,7 @@ whole session atomically at the end of every turn.
 
 from __future__ import annotations
 
+from ._bank import MemoryBank
 from ._logic import LogicStep
 from .engine import FlowEngine, StreamEvent, TurnResult
 from .errors import (
@@ -46,6 +47,7 @@ __all__ = [
     "FlowEngine",
     "TurnResult",
     "StreamEvent",
+    "MemoryBank",
     # models.py, memory.py
     "ModelSpec",
     "ModelLike",

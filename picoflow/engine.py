@@ -17,6 +17,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 
+from ._bank import MemoryBank, bank_tools, require_bank
 from ._engine_checks import check_flow, turn_input_problem
 from ._housekeeping.on_demand import compact_now, compactable
 from ._housekeeping.scheduler import Housekeeping
@@ -30,7 +31,13 @@ from ._sessions import Sessions
 from ._state import now_iso
 from ._tool_sources import check_tool_names, foreign_tool_names, mcp_servers_of, step_tools
 from ._turn import TurnContext, append_message
-from .errors import PicoflowError, SessionConflictError, SessionNotFoundError, StoreError
+from .errors import (
+    FlowDefinitionError,
+    PicoflowError,
+    SessionConflictError,
+    SessionNotFoundError,
+    StoreError,
+)
 from .flow import Flow
 from .mcp import MCPServer
 from .memory import Namespace
@@ -142,6 +149,11 @@ class FlowEngine:
                 check_tool_names(step)
         self._mcp = MCPConnections(mcp_servers_of(built))
         self._store: Store = store if store is not None else _store_from_environment()
+        if any(step._long_term for flow in built for step in flow.steps.values()):
+            try:
+                require_bank(self._store)  # L1: the bank lives in the session store
+            except ValueError as exc:
+                raise FlowDefinitionError(f"A step uses long-term memory, but {exc}") from None
         self._sessions = Sessions(self._store, _as_ttl(session_ttl))
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
 
@@ -281,6 +293,14 @@ class FlowEngine:
         """
         await self._housekeeping.drain()
 
+    def memory_bank(self, owner: str) -> MemoryBank:
+        """One owner's long-term memory (L5): list, search, add, edit, delete, forget.
+
+        Raises:
+            ValueError: `owner` is empty, or the store keeps no memory banks.
+        """
+        return MemoryBank(self._store, owner)
+
     async def compact(
         self, session_id: str, namespace: str | None = None, *, owner: str | None = None
     ) -> dict[str, Any]:
@@ -396,6 +416,7 @@ class FlowEngine:
         fresh = doc is None
         for problem in await self._connect_tools(flow):
             flow.add_warning(problem)
+        flow._owner = owner if doc is None else doc.get("owner")  # L1: whose memory bank
         if doc is None:
             doc = new_document(new_session_id(), flow_class.name, config)
             if owner is not None:
@@ -429,7 +450,8 @@ class FlowEngine:
             registry=self._registry,
             default_model=parse_model(default, flow.name) if default is not None else None,
             usage=empty_usage(),
-            extra_tools=step_tools(recall_tools(self._store), self._mcp),
+            extra_tools=step_tools(bank_tools(self._store, recall_tools(self._store)), self._mcp),
+            store=self._store,
             sleep=self._sleep,
         )
         flow._nested = NestedRuns(context)  # steps may run other steps in this turn (V2, V3)

@@ -55,6 +55,7 @@ class Flow:
         self._steps: dict[str, Step] | None = None
         self._session = SessionRuntime()  # what the turn changes; `session.py` loads and dumps it
         self._nested: NestedRuns | None = None  # set by the engine for a turn (V2, V3)
+        self._owner: str | None = None  # the session's owner (H4), set by the engine (L1)
 
     # -- what subclasses define ---------------------------------------------------------------
 
