@@ -11,7 +11,7 @@ import json
 import sqlite3
 from typing import Any
 
-from picoflow.stores._bank import BankEntry
+from picoflow.stores._bank import BankEntry, query_words
 
 __all__ = [
     "BANK_SCHEMA",
@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS bank (
 );
 CREATE INDEX IF NOT EXISTS bank_by_owner ON bank (owner, updated_at);
 CREATE VIRTUAL TABLE IF NOT EXISTS bank_fts USING fts5(
-    text, entry_id UNINDEXED, owner UNINDEXED, tokenize = 'porter unicode61'
+    text, entry_id UNINDEXED, owner, tokenize = 'porter unicode61'
 );
 """
 
@@ -89,11 +89,14 @@ def search(
     db: sqlite3.Connection, owner: str, words: list[str], limit: int, offset: int
 ) -> list[BankEntry]:
     """An owner's entries matching any word, ranked by bm25 (the best first)."""
-    match = " OR ".join('"' + word.replace('"', "") + '"*' for word in words)
+    match = "(" + " OR ".join('"' + word.replace('"', "") + '"*' for word in words) + ")"
+    tokens = query_words(owner)
+    if tokens:  # the index narrows to the owner's entries; the join checks the owner exactly
+        match = 'owner : "' + " ".join(tokens) + '" AND ' + match
     rows = db.execute(
         f"SELECT {', '.join('b.' + c.strip() for c in _COLUMNS.split(','))} "
         "FROM bank_fts JOIN bank AS b ON b.id = bank_fts.entry_id "
-        "WHERE bank_fts MATCH ? AND bank_fts.owner = ? "
+        "WHERE bank_fts MATCH ? AND b.owner = ? "
         "ORDER BY bm25(bank_fts), b.updated_at DESC LIMIT ? OFFSET ?",
         (match, owner, limit, offset),
     ).fetchall()

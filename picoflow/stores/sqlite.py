@@ -32,6 +32,13 @@ from typing import Any, Literal, TypeVar
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
 from picoflow.stores import _bank, _bank_sqlite, _checks
+from picoflow.stores._archive_index import (
+    ARCHIVE_INDEX_SCHEMA,
+    RECENT_ROWS,
+    ensure_archive_index,
+    few_matches,
+    match_expression,
+)
 from picoflow.stores._bank import BankEntry
 from picoflow.stores._bank_sqlite import BANK_SCHEMA
 from picoflow.stores._codec import JSONCodec
@@ -70,6 +77,7 @@ CREATE TABLE IF NOT EXISTS archive (
 """
     + MESSAGES_SCHEMA
     + BANK_SCHEMA
+    + ARCHIVE_INDEX_SCHEMA
 )
 
 # `\` escapes `%` and `_` in the LIKE patterns built by _like_pattern.
@@ -272,17 +280,44 @@ class SQLiteStore:
         """
         _checks.check_page(page, page_size)
         words = _checks.search_words(query)
-        sql = (
+        match = match_expression(words)
+        scan = (
             "SELECT position, message FROM archive WHERE session_id = ? AND namespace = ?"
             + _LIKE_CLAUSE * len(words)
             + " ORDER BY position DESC LIMIT ? OFFSET ?"
         )
         params: list[Any] = [session_id, namespace, *map(_like_pattern, words)]
         params += [page_size, (page - 1) * page_size]
-        rows = await self._read(
-            f"search the archive of session '{session_id}'",
-            lambda db: db.execute(sql, params).fetchall(),
-        )
+
+        def search(db: sqlite3.Connection) -> list[Any]:
+            # L4: a common query finds its page among the newest rows (a bounded scan); a
+            # selective one, which the scan would read the whole archive for, comes from the
+            # trigram index; only a query that is neither scans it all.
+            newest = db.execute(
+                "SELECT MAX(position) FROM archive WHERE session_id = ? AND namespace = ?",
+                (session_id, namespace),
+            ).fetchone()[0]
+            if newest is None:
+                return []
+            need = page * page_size
+            recent = db.execute(
+                scan.replace(" ORDER BY", " AND position > ? ORDER BY"),
+                [*params[:-2], newest - RECENT_ROWS, need, 0],
+            ).fetchall()
+            if len(recent) >= need:
+                return recent[need - page_size :]
+            found = few_matches(db, match) if match else None
+            if found is None:
+                return db.execute(scan, params).fetchall()
+            if not found:
+                return []
+            marks = ",".join("?" * len(found))
+            return db.execute(
+                scan.replace(" ORDER BY", f" AND rowid IN ({marks}) ORDER BY"),
+                [*params[:-2], *found, *params[-2:]],
+            ).fetchall()
+
+        rows = await self._read(f"search the archive of session '{session_id}'", search)
         return [{"position": row[0], "message": _checks.decode(row[1])} for row in rows]
 
     # -- the long-term memory bank (L1, L4, L5) -----------------------------------------------
@@ -517,6 +552,7 @@ class SQLiteStore:
             db.execute(f"PRAGMA synchronous={self._synchronous}")
             if self._path == ":memory:":
                 db.executescript(_SCHEMA)
+                ensure_archive_index(db)
         except sqlite3.Error as exc:
             raise StoreError(self._open_failure(exc)) from exc
         return db
@@ -544,6 +580,7 @@ def _prepare_file(path: str) -> tuple[int, int]:
     try:
         db.execute("PRAGMA journal_mode=WAL")  # persists in the file for every later connection
         db.executescript(_SCHEMA)
+        ensure_archive_index(db)
     finally:
         db.close()
     stat = os.stat(path)
