@@ -455,6 +455,7 @@ class FlowEngine:
             sleep=self._sleep,
         )
         flow._nested = NestedRuns(context)  # steps may run other steps in this turn (V2, V3)
+        flow._store = self._store  # L5: flow.memory_bank()
         return context
 
     async def _connect_tools(self, flow: Flow) -> list[str]:

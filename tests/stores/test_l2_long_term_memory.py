@@ -107,3 +107,31 @@ def test_l2_bad_options_and_stores_without_a_bank_fail_at_definition() -> None:
         FlowEngine([_flow(model)], store=NoBank())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="belongs to an owner"):
         FlowEngine([_flow(model)]).memory_bank("")
+
+
+async def test_l5_flow_code_reaches_the_owners_bank_without_the_model(store: Store) -> None:
+    from picoflow import go, tool
+
+    class Book(Step):
+        @tool
+        async def book(self, room: str) -> Any:
+            """Book the room."""
+            bank = self.flow.memory_bank()
+            if bank is not None:
+                await bank.add(f"Booked a {room} room", "preference")
+            return go(Book).with_tool_feedback("booked")
+
+    model = ScriptedChatModel(script=[tool_call("book", room="king"), "Booked.", "Booked."] * 2)
+
+    class BookingFlow(Flow):
+        def config_model(self) -> Any:
+            return model
+
+        def define_steps(self) -> list[Step]:
+            return [Book(self)]
+
+    engine = FlowEngine([BookingFlow], store=store)
+    await engine.run("BookingFlow", "a king room", owner="ada")
+    assert [e["text"] for e in await engine.memory_bank("ada").list()] == ["Booked a king room"]
+    await engine.run("BookingFlow", "a king room")  # no owner: nothing to remember for
+    assert len(await engine.memory_bank("ada").list()) == 1
