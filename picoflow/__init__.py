@@ -7,6 +7,7 @@ whole session atomically at the end of every turn.
 
 from __future__ import annotations
 
+from ._bank import MemoryBank
 from ._logic import LogicStep
 from .engine import FlowEngine, StreamEvent, TurnResult
 from .errors import (
@@ -21,6 +22,7 @@ from .errors import (
 from .flow import Flow
 from .memory import SummaryConfig
 from .models import ModelLike, ModelSpec
+from .policies import reset, sliding_window, summarise, token_window, turn_window
 from .step import EndStep, Step
 from .tools import ToolCall, tool, tool_group
 from .transitions import ToolResult, direct, finish, go, stay
@@ -46,10 +48,17 @@ __all__ = [
     "FlowEngine",
     "TurnResult",
     "StreamEvent",
+    "MemoryBank",
     # models.py, memory.py
     "ModelSpec",
     "ModelLike",
     "SummaryConfig",
+    # policies.py (M11)
+    "summarise",
+    "sliding_window",
+    "turn_window",
+    "token_window",
+    "reset",
     # errors.py
     "PicoflowError",
     "FlowDefinitionError",

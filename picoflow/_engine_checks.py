@@ -88,10 +88,11 @@ def _check_models(flow: Flow, registry: ProviderRegistry) -> None:
 def _check_memory(flow: Flow, registry: ProviderRegistry) -> None:
     memory = flow.get_memory()
     used = {step.namespace for step in flow.steps.values()}
-    for namespace in memory.enabled_namespaces:
+    for namespace, policy in memory.policies.items():
         if namespace not in used:
+            what = "enables summaries" if policy.needs_model else "sets a memory policy"
             raise FlowDefinitionError(
-                f"{flow.name} enables summaries for namespace '{namespace}', but no step uses "
+                f"{flow.name} {what} for namespace '{namespace}', but no step uses "
                 f"it (namespaces in use: {', '.join(sorted(used))}). Fix the name or call "
                 f".use_memory('{namespace}') on a step."
             )
@@ -115,7 +116,7 @@ def _check_recall(flow: Flow) -> None:
     such a flow still runs correctly.
     """
     steps = flow.steps.values()
-    archived = set(flow.get_memory().enabled_namespaces)
+    archived = set(flow.get_memory().policies)  # every policy archives what it evicts (M11)
     archived |= {s.namespace for s in steps if s._distil is not None and s._distil.erase}
     for step in steps:
         if step._recall and step.namespace not in archived:

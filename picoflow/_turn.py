@@ -31,6 +31,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
 
 from ._abort import fail_turn, fails_turn
+from ._bank.tools import bank_block
 from ._invoke import invoke
 from ._logic import LogicStep
 from ._ops import BudgetUsage, CallRecord, Telemetry
@@ -79,6 +80,7 @@ class TurnContext:
     default_model: ModelSpec | BaseChatModel | None
     usage: dict[str, dict[str, int]]
     extra_tools: Callable[[Step], list[tuple[ToolSpec, Callable[..., Any]]]] | None = None
+    store: Any = None  # the session store: long-term memory reads it for requests (L2)
     model_calls: int = 0
     # Set by `FlowEngine.stream`: receives ("token" | "retract" | "tool_call" | "step_changed" |
     # "compaction" | "logic_step" | "nested_start" | "nested_end", data); summary calls never
@@ -192,6 +194,8 @@ async def call_model(
             },
         )
     messages = request_messages(record, system)
+    if step._long_term is not None and step._long_term.inject and ctx.store is not None:
+        messages = await bank_block(step, messages, ctx.store)  # L2: after the summary
     if run.scratch:
         messages = [*messages, *run.scratch]
     if ctx.budget is not None:  # O3: refused before the call, nothing spent

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 
+from ._bank import MemoryBank, bank_tools, require_bank
 from ._engine_checks import check_flow, turn_input_problem
+from ._housekeeping.on_demand import compact_now, compactable
 from ._housekeeping.scheduler import Housekeeping
 from ._loop import run_turn
 from ._mcp import MCPConnections
@@ -25,12 +27,19 @@ from ._migration import migrate
 from ._nested import NestedRuns
 from ._ops import Budgets, BudgetUsage, CallRecord, Telemetry
 from ._ops._budgets import today, tokens_of
+from ._preview import Preview, preview_of
 from ._recall import recall_tools
 from ._sessions import Sessions
 from ._state import now_iso
 from ._tool_sources import check_tool_names, foreign_tool_names, mcp_servers_of, step_tools
 from ._turn import TurnContext, append_message
-from .errors import PicoflowError, SessionConflictError, SessionNotFoundError, StoreError
+from .errors import (
+    FlowDefinitionError,
+    PicoflowError,
+    SessionConflictError,
+    SessionNotFoundError,
+    StoreError,
+)
 from .flow import Flow
 from .mcp import MCPServer
 from .memory import Namespace
@@ -147,6 +156,11 @@ class FlowEngine:
                 check_tool_names(step)
         self._mcp = MCPConnections(mcp_servers_of(built))
         self._store: Store = store if store is not None else _store_from_environment()
+        if any(step._long_term for flow in built for step in flow.steps.values()):
+            try:
+                require_bank(self._store)  # L1: the bank lives in the session store
+            except ValueError as exc:
+                raise FlowDefinitionError(f"A step uses long-term memory, but {exc}") from None
         self._sessions = Sessions(self._store, _as_ttl(session_ttl))
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
         self._housekeeping.telemetry = self._telemetry
@@ -316,14 +330,56 @@ class FlowEngine:
         """
         await self._housekeeping.drain()
 
+    def memory_bank(self, owner: str) -> MemoryBank:
+        """One owner's long-term memory (L5): list, search, add, edit, delete, forget.
+
+        Raises:
+            ValueError: `owner` is empty, or the store keeps no memory banks.
+        """
+        return MemoryBank(self._store, owner)
+
+    async def compact(
+        self, session_id: str, namespace: str | None = None, *, owner: str | None = None
+    ) -> dict[str, Any]:
+        """Compact a session's memory now, to what each policy keeps (M13).
+
+        Without `namespace`, every namespace with a policy. Returns the hosted memory API's
+        shapes: `{"compacted": True, "summary_message_id", "compacted_count", "to_sequence"}`
+        (`summary_message_id` is None when only windows evicted), or
+        `{"ok": True, "compacted": False, "message": "Nothing to compact"}`. It takes the
+        session's lock and saves with the revision check, like a turn (P3, P4).
+
+        Raises:
+            SessionNotFoundError: no such session (or another owner's, H4).
+            ValueError: `namespace` has no memory policy.
+            SessionConflictError: another writer saved the session meanwhile; nothing changed.
+        """
+        if await self.get_session(session_id, owner=owner) is None:
+            raise SessionNotFoundError(session_id)
+        async with self._sessions.lock(session_id):
+            doc, spaces = await self._sessions.load(session_id)
+            flow_class = self._flows.get(doc["flow"]) if doc is not None else None
+            if doc is None or flow_class is None:
+                raise SessionNotFoundError(session_id)
+            flow = flow_class()
+            load_flow(flow, doc, spaces)
+            names = compactable(flow, namespace)
+            usage = empty_usage()
+            model = self._housekeeping.summary_model(flow)
+            result = await compact_now(flow, doc["memory"], names, self._store, model, usage)
+            if result["compacted"]:
+                await self._sessions.commit(flow, doc, usage)
+            return result
+
     async def preview(
         self, session_id: str, *, message: str | None = None
-    ) -> list[BaseMessage] | None:
+    ) -> Preview | None:
         """Exactly the messages the session's next model call would receive, or None.
 
         Nothing is written. The current step's `on_restore` and `get_prompt()` run as in a
         turn; the namespace's summary is the memory block (M7); `message`, if given, is the
         user message of that next turn. None if a turn would not continue this id (P5).
+        The list also carries `message_count`, `truncated`, `compacted` and `warnings` (M15).
         """
         doc = await self.get_session(session_id)
         flow_class = self._flows.get(doc["flow"]) if doc is not None else None
@@ -337,7 +393,9 @@ class FlowEngine:
         await flow.init()
         await flow._call_hook(flow.current_step.on_restore)
         messages = flow.preview()
-        return messages + [HumanMessage(message)] if message else messages
+        if message:
+            messages = [*messages, HumanMessage(message)]
+        return preview_of(flow, flow.current_step, messages)  # M15: with counts and flags
 
     # -- one turn -----------------------------------------------------------------------------
 
@@ -406,6 +464,7 @@ class FlowEngine:
         fresh = doc is None
         for problem in await self._connect_tools(flow):
             flow.add_warning(problem)
+        flow._owner = owner if doc is None else doc.get("owner")  # L1: whose memory bank
         if doc is None:
             doc = new_document(new_session_id(), flow_class.name, config)
             if owner is not None:
@@ -446,11 +505,13 @@ class FlowEngine:
             registry=self._registry,
             default_model=parse_model(default, flow.name) if default is not None else None,
             usage=empty_usage(),
-            extra_tools=step_tools(recall_tools(self._store), self._mcp),
+            extra_tools=step_tools(bank_tools(self._store, recall_tools(self._store)), self._mcp),
+            store=self._store,
             sleep=self._sleep,
             telemetry=self._telemetry,
         )
         flow._nested = NestedRuns(context)  # steps may run other steps in this turn (V2, V3)
+        flow._store = self._store  # L5: flow.memory_bank()
         return context
 
     async def _budget_for(self, doc: JSONDict | None, owner: str | None) -> BudgetUsage:

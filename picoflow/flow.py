@@ -23,6 +23,7 @@ from .models import ModelLike
 from .step import Step
 
 if TYPE_CHECKING:
+    from ._bank import MemoryBank
     from ._nested import NestedRuns
 
 __all__ = ["Flow"]
@@ -55,6 +56,8 @@ class Flow:
         self._steps: dict[str, Step] | None = None
         self._session = SessionRuntime()  # what the turn changes; `session.py` loads and dumps it
         self._nested: NestedRuns | None = None  # set by the engine for a turn (V2, V3)
+        self._owner: str | None = None  # the session's owner (H4), set by the engine (L1)
+        self._store: Any = None  # the engine's store, for the owner's memory bank (L5)
 
     # -- what subclasses define ---------------------------------------------------------------
 
@@ -123,6 +126,19 @@ class Flow:
     def get_session_id(self) -> str | None:
         """The id of the session this flow object is running."""
         return self._session.session_id
+
+    def memory_bank(self) -> MemoryBank | None:
+        """The long-term memory of this session's owner (L5), or None if it has no owner.
+
+        Flow code uses it to remember without the model: a booking records the guest's room
+        type, a new session reads it back (see docs/long-term-memory.md).
+        """
+        from ._bank import MemoryBank, owner_of
+
+        owner = owner_of(self)
+        if owner is None or self._store is None or not hasattr(self._store, "bank_add"):
+            return None
+        return MemoryBank(self._store, owner)
 
     def get_memory(self) -> Memory:
         """The flow's memory: namespaces and compaction policy (M3)."""

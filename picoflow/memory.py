@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from ._live_history import LiveHistory
+from ._summary_config import CONDENSE_PROMPT, DEFAULT_SUMMARY_PROMPT, SummaryConfig
 from .models import ModelLike, ModelSpec, parse_model
+
+if TYPE_CHECKING:
+    from .policies import MemoryPolicy
 
 __all__ = [
     "Memory",
@@ -31,26 +35,6 @@ __all__ = [
 ]
 
 MEMORY_PREFIX = "Conversation memory for this step:\n"
-# M6: the summariser's instruction. It is sent as the system message; the previous memory and
-# the evicted messages follow in one user message (see `_housekeeping.compaction.summary_request`).
-DEFAULT_SUMMARY_PROMPT = (
-    "You write the running summary of a conversation between a user and an assistant. You "
-    "receive the previous summary (it may be empty) and the oldest messages, which are about to "
-    "be removed from the conversation. Write the updated summary: merge the previous summary and "
-    "these messages into one self-contained text. Keep every still-relevant decision, fact, "
-    "constraint, preference, identifier, number, date and open question, and copy names, "
-    "numbers, codes, e-mail addresses and URLs exactly as written. Drop greetings, small talk "
-    "and anything the messages show is no longer true. Invent nothing: write only what the "
-    "previous summary or the messages state. Reply with the summary text only."
-)
-CONDENSE_PROMPT = (
-    "You shorten the running summary of a conversation between a user and an assistant: it has "
-    "grown past its budget of {budget} tokens. Rewrite it in at most {budget} tokens. Keep every "
-    "still-relevant decision, fact, constraint, preference, identifier, number, date and open "
-    "question, copied exactly as written; where a value was changed, keep only its latest "
-    "value. Merge repetitions, drop history that no longer matters, and invent nothing. Reply "
-    "with the shortened summary text only."
-)
 _NAMESPACE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
 _RESERVED = frozenset({"__proto__", "constructor", "prototype"})
 
@@ -75,74 +59,6 @@ def validate_namespace(namespace: Any) -> str:
     return namespace
 
 
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _seconds(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-
-
-@dataclass(frozen=True)
-class SummaryConfig:
-    """When compaction runs and what it keeps (M3).
-
-    A namespace is compacted at the end of a turn once its history (system slot included) has
-    `min_messages` messages (or, if `max_tokens` is set, that many approximate tokens); the
-    newest `recent_messages` stay verbatim. Keep `recent_messages` well below `min_messages` (a
-    quarter to a half): the margin is what stops compaction from running on every turn.
-    `background=True` returns the turn's reply first and summarises afterwards. A summariser
-    that has not answered after `timeout` seconds counts as failed (M8). `prompt` is the
-    summariser's instruction (M6), `DEFAULT_SUMMARY_PROMPT` unless you pass your own.
-    `whole_turns=True` moves the M5 cut back to the start of a user turn, so the history that
-    stays opens with the user's message (Anthropic and Gemini require that); off by default,
-    where the cut is exactly M5's. `max_summary_tokens` bounds the summary itself: a summary
-    over it is condensed by the summary model (up to three times, with `CONDENSE_PROMPT`) and,
-    if the model cannot bring it under, cut to fit, oldest lines first; so the prompt stays
-    bounded whatever the summariser does. Values lost on the way are reported by the
-    dropped-fact check.
-    """
-
-    min_messages: int = 16
-    recent_messages: int = 8
-    background: bool = False
-    max_tokens: int | None = None
-    timeout: float = 60.0
-    prompt: str = DEFAULT_SUMMARY_PROMPT
-    whole_turns: bool = False
-    max_summary_tokens: int | None = None
-
-    def __post_init__(self) -> None:
-        if not _whole(self.min_messages) or self.min_messages < 8:
-            raise ValueError(
-                f"min_messages must be an integer of at least 8, got {self.min_messages!r}."
-            )
-        top = self.min_messages - 2
-        if not _whole(self.recent_messages) or not 1 <= self.recent_messages <= top:
-            raise ValueError(
-                f"recent_messages must be an integer from 1 to min_messages - 2 ({top}), "
-                f"got {self.recent_messages!r}."
-            )
-        if self.max_tokens is not None and (not _whole(self.max_tokens) or self.max_tokens < 1):
-            raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}.")
-        if self.max_summary_tokens is not None and (
-            not _whole(self.max_summary_tokens) or self.max_summary_tokens < 16
-        ):
-            raise ValueError(
-                "max_summary_tokens must be an integer of at least 16 (or None for no budget), "
-                f"got {self.max_summary_tokens!r}."
-            )
-        if not _seconds(self.timeout):
-            raise ValueError(f"timeout must be a number of seconds > 0, got {self.timeout!r}.")
-        if not isinstance(self.whole_turns, bool):
-            raise ValueError(f"whole_turns must be True or False, got {self.whole_turns!r}.")
-        if not isinstance(self.prompt, str) or not self.prompt.strip():
-            raise ValueError(
-                f"prompt must be a non-empty string (the summariser's instruction), got "
-                f"{self.prompt!r}. Omit it to use DEFAULT_SUMMARY_PROMPT."
-            )
-
-
 @dataclass(slots=True)
 class Namespace:
     """One history: messages (index 0 = system slot), its summary, and eviction bookkeeping."""
@@ -158,6 +74,8 @@ class Namespace:
     # Housekeeping calls made for this namespace (summaries, distillations of its steps), so a
     # session's summary cost can be told apart by namespace (M10): calls and token counts.
     summary_usage: dict[str, int] = field(default_factory=dict)
+    # M16: the positions the summary covers, `{"from_seq", "to_seq", "count"}`, once it has one.
+    summary_range: dict[str, int] | None = None
     # The messages and their stored dicts as of the last load or save: a save re-serialises only
     # what differs from them (see session._dump_messages), so its cost does not grow with history.
     synced: tuple[list[BaseMessage], list[dict[str, Any]]] = field(default=([], []), repr=False)
@@ -174,7 +92,8 @@ class Memory:
         self._spaces: dict[str, Namespace] = {}
         self._summary_model: ModelSpec | BaseChatModel | None = None
         self._config = SummaryConfig()
-        self._enabled: list[str] = []
+        self._enabled: list[str] = []  # namespaces whose policy is a summary
+        self._policies: dict[str, MemoryPolicy] = {}  # every namespace with a policy (M11)
 
     def set_summary_model(self, model: ModelLike) -> Memory:
         """The model that writes summaries; a cheap one is usually right."""
@@ -218,11 +137,60 @@ class Memory:
         return self
 
     def enable_summary(self, namespace: str) -> Memory:
-        """Compact this namespace at the end of each turn once it is long enough (M4)."""
+        """Compact this namespace at the end of each turn once it is long enough (M4).
+
+        The same as `set_policy(namespace, summarise())`: the flow's summary config applies.
+        """
+        from .policies import Summarise
+
+        return self.set_policy(namespace, Summarise())
+
+    def set_policy(self, namespace: str, policy: MemoryPolicy) -> Memory:
+        """Keep `namespace` bounded by `policy` (M11), one of picoflow's policy builders.
+
+        `summarise(...)`, `sliding_window(...)`, `turn_window(...)`, `token_window(...)` or
+        `reset(...)`. A later call for the same namespace replaces its policy.
+
+        Raises:
+            ValueError: the namespace is not a valid name (M1).
+            TypeError: `policy` is not one of the policy builders' results.
+        """
+        from .policies import MemoryPolicy, Summarise
+
         validate_namespace(namespace)
-        if namespace not in self._enabled:
-            self._enabled.append(namespace)
+        if not isinstance(policy, MemoryPolicy):
+            raise TypeError(
+                f"set_policy() takes a memory policy, got {type(policy).__name__}: use "
+                "summarise(), sliding_window(n), turn_window(n), token_window(n) or reset(n) "
+                "from picoflow."
+            )
+        self._policies[namespace] = policy
+        if isinstance(policy, Summarise):
+            if namespace not in self._enabled:
+                self._enabled.append(namespace)
+        elif namespace in self._enabled:
+            self._enabled.remove(namespace)
         return self
+
+    def policy(self, namespace: str) -> MemoryPolicy | None:
+        """The namespace's policy, or None (it grows until a step erases it)."""
+        return self._policies.get(namespace)
+
+    @property
+    def policies(self) -> dict[str, MemoryPolicy]:
+        """Every namespace with a policy, in the order the policies were set."""
+        return dict(self._policies)
+
+    @property
+    def has_windows(self) -> bool:
+        """Whether any namespace has a policy that needs no model (a window or a reset)."""
+        return any(not policy.needs_model for policy in self._policies.values())
+
+    def summary_config_for(self, namespace: str) -> SummaryConfig:
+        """The thresholds of one summarised namespace: its own, else the flow's."""
+        policy = self._policies.get(namespace)
+        config = getattr(policy, "config", None)
+        return config if isinstance(config, SummaryConfig) else self._config
 
     @property
     def summary_model(self) -> ModelSpec | BaseChatModel | None:

@@ -196,6 +196,7 @@ def _load_namespace(entry: dict[str, Any]) -> Namespace:
         archived=entry.get("archived", 0),
         dropped_facts=entry.get("dropped_facts", 0),
         summary_usage=dict(entry.get("summary_usage") or {}),
+        summary_range=entry.get("summary_range"),
     )
     _remember(record, messages, list(dicts))
     return record
@@ -209,6 +210,7 @@ def _copy_namespace(record: Namespace) -> Namespace:
         archived=record.archived,
         dropped_facts=record.dropped_facts,
         summary_usage=dict(record.summary_usage),
+        summary_range=record.summary_range,
         synced=record.synced,
     )
 
@@ -251,7 +253,7 @@ def _dump_step(flow: Flow, name: str) -> dict[str, Any]:
 
 
 def _dump_namespace(record: Namespace) -> dict[str, Any]:
-    return {
+    out = {
         "messages": _dump_messages(record),
         "summary": record.summary,
         "summary_generation": record.summary_generation,
@@ -259,6 +261,9 @@ def _dump_namespace(record: Namespace) -> dict[str, Any]:
         "dropped_facts": record.dropped_facts,
         "summary_usage": dict(record.summary_usage),
     }
+    if record.summary_range is not None:  # M16; absent until the first summary
+        out["summary_range"] = dict(record.summary_range)
+    return out
 
 
 def _dump_messages(record: Namespace) -> SavedMessages:

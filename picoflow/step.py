@@ -28,6 +28,7 @@ from .models import ModelLike, ModelSpec, parse_model
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from ._bank.spec import LongTermSpec
     from ._nested import NestedRuns
     from .flow import Flow
 
@@ -69,6 +70,7 @@ class Step:
         self._namespace = self.name
         self._model: ModelSpec | BaseChatModel | None = None
         self._recall = False
+        self._long_term: LongTermSpec | None = None  # use_long_term_memory (L2)
         self._tool_sources: list[Any] = []  # LangChain BaseTools and MCP servers (use_tools)
         self._distil: DistilSpec | None = None
 
@@ -102,6 +104,25 @@ class Step:
     def use_recall(self) -> Self:
         """Expose `conversation_search` over this namespace's archive (M9)."""
         self._recall = True
+        return self
+
+    def use_long_term_memory(
+        self, tools: bool = True, inject: bool = False, budget_tokens: int = 300
+    ) -> Self:
+        """Remember the user across sessions (L2): the owner's memory bank.
+
+        `tools` offers `remember(text, kind)` and `recall(query)`; `inject` puts the owner's
+        most relevant entries in every request of this step, as a system message after the
+        summary, within `budget_tokens`. The owner is the session's principal (H4), else the
+        session's `config.user_id`; a session with neither remembers nothing. See
+        docs/long-term-memory.md.
+
+        Raises:
+            ValueError: both off, or a budget below 20 tokens.
+        """
+        from ._bank.spec import LongTermSpec
+
+        self._long_term = LongTermSpec(tools, inject, budget_tokens)
         return self
 
     def use_tools(self, *tools: Any) -> Self:

@@ -25,13 +25,19 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    messages_from_dict,
+)
 from langchain_core.messages.utils import count_tokens_approximately
 
 from ..errors import StoreError
 from ..flow import Flow
 from ..memory import SummaryConfig, count_call
-from ..stores.base import Store
+from ..stores.base import ArchiveEntry, Store
 from .condense import Condensed, condense, summary_tokens
 from .facts import MAX_LISTED, dropped_facts
 from .history import evict, find_cut_point, stored_length
@@ -76,6 +82,7 @@ class SummaryDraft:
     reply: AIMessage | None = None
     problem: str | None = None
     condensed: Condensed | None = None  # set when the summary went over its token budget
+    rebuilt: int | None = None  # M12: archived originals the summary was rebuilt from
 
     @property
     def replies(self) -> list[AIMessage]:
@@ -90,10 +97,10 @@ def due_cuts(flow: Flow, stored: Mapping[str, Any]) -> dict[str, int]:
     `stored` is the loaded document's `memory`: only stored messages may be evicted.
     """
     memory = flow.get_memory()
-    config = memory.summary_config
     spaces = memory.namespaces()
     due: dict[str, int] = {}
     for namespace in memory.enabled_namespaces:
+        config = memory.summary_config_for(namespace)  # M11: a namespace's own thresholds
         record = spaces.get(namespace)
         if record is None or not is_over_threshold(
             config, len(record.messages), partial(count_tokens_approximately, record.messages)
@@ -119,12 +126,19 @@ def is_over_threshold(config: SummaryConfig, length: int, tokens: Callable[[], i
     return config.max_tokens is not None and tokens() >= config.max_tokens
 
 
-def summary_request(prompt: str, previous: str | None, evicted: list[BaseMessage]) -> list[Any]:
+def summary_request(
+    prompt: str,
+    previous: str | None,
+    evicted: list[BaseMessage],
+    context: list[BaseMessage] | None = None,
+) -> list[Any]:
     """The summariser's input (M6): its instruction, then the old summary and the messages.
 
     The messages go in as a transcript inside one user message, not as chat turns: a request
     that ends with real turns invites the model to answer them instead of summarising, and
-    some providers refuse tool calls in a request that binds no tools.
+    some providers refuse tool calls in a request that binds no tools. `context` (a policy's
+    `overlap`, M11) are the messages right after the cut: shown so the summary leads into
+    them, marked as staying in the conversation.
     """
     body = (
         "Previous summary:\n"
@@ -132,15 +146,37 @@ def summary_request(prompt: str, previous: str | None, evicted: list[BaseMessage
         + "\n\nMessages to merge into it, oldest first:\n"
         + "\n".join(transcript_line(message) for message in evicted)
     )
+    if context:
+        body += (
+            "\n\nFor context only (these stay in the conversation; do not summarise them):\n"
+            + "\n".join(transcript_line(message) for message in context)
+        )
     return [SystemMessage(prompt), HumanMessage(body)]
 
 
-async def draft_summary(flow: Flow, namespace: str, cut: int, model: SummaryModel) -> SummaryDraft:
-    """Ask the summariser for the namespace's new summary; change nothing (M6, M8)."""
-    config = flow.get_memory().summary_config
-    record = flow.get_memory().space(namespace)
-    request = summary_request(config.prompt, record.summary, record.messages[1:cut])
+async def draft_summary(
+    flow: Flow, namespace: str, cut: int, model: SummaryModel, store: Store | None = None
+) -> SummaryDraft:
+    """Ask the summariser for the namespace's new summary; change nothing (M6, M8).
+
+    With a policy's `rebuild_after` (M12) due and the `store` at hand, the summary is written
+    afresh from the archived originals instead of from the previous summary.
+    """
+    memory = flow.get_memory()
+    config = memory.summary_config_for(namespace)
+    record = memory.space(namespace)
+    policy = memory.policy(namespace)
+    overlap = getattr(policy, "overlap", 0)
+    context = record.messages[cut : cut + overlap] if overlap else []
     result = SummaryDraft(namespace, cut)
+    previous, evicted = record.summary, record.messages[1:cut]
+    every = getattr(policy, "rebuild_after", None)
+    if every and store is not None and previous and (record.summary_generation + 1) % every == 0:
+        originals = await _archived(store, flow.get_session_id() or "", namespace)
+        if originals is not None:
+            previous, evicted = None, [*originals, *evicted]
+            result.rebuilt = len(originals)
+    request = summary_request(config.prompt, previous, evicted, context)
     run = summary_run_config(flow, namespace)
     result.reply, result.problem = await ask_summary_model(
         model, request, run, config.timeout, _extra(flow, namespace)
@@ -155,6 +191,29 @@ async def draft_summary(flow: Flow, namespace: str, cut: int, model: SummaryMode
         result.condensed = await condense(flow, namespace, text, model, budget)
         result.summary = result.condensed.text
     return result
+
+
+# M12: a rebuild reads at most this many archived originals (the newest), so its request stays
+# within what a summary model takes; older ones are covered by nothing but the archive then.
+REBUILD_LIMIT = 400
+
+
+async def _archived(store: Store, session_id: str, namespace: str) -> list[BaseMessage] | None:
+    """The namespace's archived originals, oldest first, or None if the archive cannot be read."""
+    entries: list[ArchiveEntry] = []
+    try:
+        page = 1
+        while len(entries) < REBUILD_LIMIT:
+            found = await store.search_archive(session_id, namespace, "", page=page, page_size=100)
+            entries += found
+            if len(found) < 100:
+                break
+            page += 1
+    except StoreError as exc:
+        logger.warning("summary rebuild skipped: the archive could not be read (%s)", exc)
+        return None
+    entries = sorted(entries[:REBUILD_LIMIT], key=lambda entry: entry["position"])
+    return messages_from_dict([entry["message"] for entry in entries])
 
 
 def _unusable(text: str) -> str | None:
@@ -178,10 +237,12 @@ async def apply_summary(flow: Flow, result: SummaryDraft, store: Store) -> dict[
     if result.summary is None:
         return _skip(flow, namespace, result.problem or "no summary")
     evicted = record.messages[1 : result.cut]
+    first, last = record.archived + 1, record.archived + result.cut - 1
     try:
         await evict(store, flow.get_session_id() or "", namespace, record, result.cut)
     except StoreError as exc:
         return _skip(flow, namespace, f"the archive could not be written ({exc})")
+    record.summary_range = _widened(record.summary_range, first, last, result.rebuilt)
     _check_facts(flow, namespace, _checked(evicted, result.condensed), result.summary)
     _warn_if_cut(flow, namespace, result.condensed)
     record.summary = result.summary
@@ -194,6 +255,24 @@ async def apply_summary(flow: Flow, result: SummaryDraft, store: Store) -> dict[
         "outcome": "compacted",
         "evicted": len(evicted),
         "summary_generation": record.summary_generation,
+    }
+
+
+def _widened(
+    known: dict[str, int] | None, first: int, last: int, rebuilt: int | None
+) -> dict[str, int]:
+    """M16: the summary's range after it took positions `first..last` in.
+
+    A rebuilt summary (M12) covers every archived original it was written from.
+    """
+    if rebuilt is not None:
+        return {"from_seq": 1, "to_seq": last, "count": rebuilt + last - first + 1}
+    if known is None:
+        return {"from_seq": first, "to_seq": last, "count": last - first + 1}
+    return {
+        "from_seq": known["from_seq"],
+        "to_seq": last,
+        "count": known["count"] + last - first + 1,
     }
 
 
@@ -211,7 +290,7 @@ def _checked(evicted: list[BaseMessage], condensed: Condensed | None) -> list[Ba
 def _warn_if_cut(flow: Flow, namespace: str, condensed: Condensed | None) -> None:
     if condensed is None or not condensed.cut:
         return
-    budget = flow.get_memory().summary_config.max_summary_tokens
+    budget = flow.get_memory().summary_config_for(namespace).max_summary_tokens
     flow.add_warning(
         f"Memory compaction of namespace '{namespace}': the summary model could not bring the "
         f"summary under its budget of {budget} tokens, so its oldest lines were cut. Raise "

@@ -47,7 +47,7 @@ async def condense(
 ) -> Condensed:
     """Bring `text` within `budget` tokens: ask the model, then cut if it must."""
     result = Condensed(text=text, original=text)
-    config = flow.get_memory().summary_config
+    config = flow.get_memory().summary_config_for(namespace)
     extra = {"session_id": flow.get_session_id(), "namespace": namespace}
     for _ in range(ROUNDS):
         if summary_tokens(result.text) <= budget:

@@ -56,6 +56,7 @@ from ..stores.base import JSONDict
 from . import distillation
 from .compaction import SummaryDraft, apply_summary, draft_summary, due_cuts
 from .summariser import SummaryModel
+from .windows import apply_windows
 
 __all__ = ["Housekeeping"]
 
@@ -133,6 +134,9 @@ class Housekeeping:
         so a slow or rate-limited summariser skips compaction (M8) instead of failing the turn.
         """
         memory = flow.get_memory()
+        if memory.has_windows:  # M11: no model, so inline in background mode too
+            for event in await apply_windows(flow, stored, self._sessions.store):
+                _emit(emit, event)
         if memory.summary_config.background:
             return
         await self._distil_before_save(flow, stored, usage, ends)
@@ -143,7 +147,7 @@ class Housekeeping:
         for namespace, cut in due.items():
             _emit(emit, {"namespace": namespace, "outcome": "started"})
             with self._span(namespace) as record:
-                result = await draft_summary(flow, namespace, cut, model)
+                result = await draft_summary(flow, namespace, cut, model, self._sessions.store)
                 for reply in result.replies:
                     count_call(usage["summary"], reply)  # M10
                 applied = await apply_summary(flow, result, self._sessions.store)
@@ -234,6 +238,10 @@ class Housekeeping:
                 extra={"session_id": idle},
             )
 
+    def summary_model(self, flow: Flow) -> SummaryModel | None:
+        """The flow's summariser with the engine's retry policy, or None if it sets none."""
+        return self._model(flow) if flow.get_memory().summary_model is not None else None
+
     def _model(self, flow: Flow, ends: float | None = None) -> SummaryModel:
         spec = flow.get_memory().summary_model
         if spec is None:  # FlowEngine(...) refuses such flows (F5); this guards direct use
@@ -289,7 +297,8 @@ class Housekeeping:
         due = {ns: cut for ns, cut in due_cuts(base, stored).items() if ns not in erasing}
         if not (items or erasing or due):
             return None
-        drafts = [await draft_summary(base, ns, cut, self._model(base)) for ns, cut in due.items()]
+        model, store = self._model(base), self._sessions.store
+        drafts = [await draft_summary(base, ns, cut, model, store) for ns, cut in due.items()]
         return _Drafts(items, generations, drafts)
 
     async def _rebase(self, base: Flow, target: Flow, current: JSONDict, work: _Drafts) -> bool:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError
-from picoflow.stores import _checks
+from picoflow.stores import _bank, _checks
+from picoflow.stores._bank import BankEntry
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
 from picoflow.stores.base import ArchiveEntry, JSONDict
@@ -40,6 +41,7 @@ class MemoryStore:
         self._archive: dict[tuple[str, str], dict[int, tuple[str, str]]] = {}
         self._closed = False
         self._owner_tokens: dict[tuple[str, str], int] = {}  # (owner, day) -> tokens (O3)
+        self._bank: dict[str, dict[str, str]] = {}  # owner -> entry id -> entry JSON (L1)
 
     def __repr__(self) -> str:
         """Show how many sessions are held, for logs and debuggers."""
@@ -161,6 +163,66 @@ class MemoryStore:
         """An owner's tokens of one day (O3)."""
         _checks.check_open(self, self._closed)
         return self._owner_tokens.get((owner, day), 0)
+
+    # -- the long-term memory bank (L1, L4, L5) -----------------------------------------------
+
+    async def bank_add(self, entry: BankEntry) -> BankEntry:
+        """Keep a new entry (built with `stores._bank.new_entry`)."""
+        _checks.check_open(self, self._closed)
+        checked = _bank.checked_entry(entry)
+        self._bank.setdefault(checked["owner"], {})[checked["id"]] = json.dumps(checked)
+        return checked
+
+    def _entries(self, owner: str) -> list[BankEntry]:
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        entries = [json.loads(text) for text in self._bank.get(owner, {}).values()]
+        return sorted(entries, key=lambda entry: entry["updated_at"], reverse=True)
+
+    async def bank_list(
+        self, owner: str, *, page: int = 1, page_size: int = 50
+    ) -> list[BankEntry]:
+        """An owner's entries, the most recently written first, one page."""
+        _bank.check_page(page, page_size)
+        return self._entries(owner)[(page - 1) * page_size : page * page_size]
+
+    async def bank_search(
+        self, owner: str, query: str, *, page: int = 1, page_size: int = 10
+    ) -> list[BankEntry]:
+        """An owner's entries matching any word of `query`, the most relevant first."""
+        _bank.check_page(page, page_size)
+        ranked = _bank.rank(self._entries(owner), _bank.query_words(query))
+        return ranked[(page - 1) * page_size : page * page_size]
+
+    async def bank_update(
+        self, owner: str, entry_id: str, *, text: str | None = None, kind: str | None = None
+    ) -> BankEntry | None:
+        """Change an entry's text or kind; None if the owner has no entry with that id."""
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        text = _bank.check_text(text) if text is not None else None
+        kind = _bank.check_kind(kind) if kind is not None else None
+        stored = self._bank.get(owner, {}).get(entry_id)
+        if stored is None:
+            return None
+        entry: BankEntry = json.loads(stored)
+        entry["text"] = text if text is not None else entry["text"]
+        entry["kind"] = kind if kind is not None else entry["kind"]
+        entry["updated_at"] = _bank.stamp()
+        self._bank[owner][entry_id] = json.dumps(entry)
+        return entry
+
+    async def bank_delete(self, owner: str, entry_id: str) -> bool:
+        """Delete one entry of the owner; False if there was none."""
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        return self._bank.get(owner, {}).pop(entry_id, None) is not None
+
+    async def bank_forget(self, owner: str) -> int:
+        """Delete every entry of the owner (a right-to-be-forgotten request); how many."""
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        return len(self._bank.pop(owner, {}))
 
     async def aclose(self) -> None:
         """Drop every session; the store refuses further calls with StoreError."""

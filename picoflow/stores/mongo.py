@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,10 +23,17 @@ from bson.errors import InvalidDocument
 from pymongo import AsyncMongoClient, MongoClient, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.database import Database
-from pymongo.errors import BulkWriteError, ConfigurationError, DuplicateKeyError, PyMongoError
+from pymongo.errors import (
+    BulkWriteError,
+    ConfigurationError,
+    DuplicateKeyError,
+    OperationFailure,
+    PyMongoError,
+)
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
-from picoflow.stores import _checks
+from picoflow.stores import _bank, _checks
+from picoflow.stores._bank import BankEntry
 from picoflow.stores._mongo_docs import (
     SessionEncoder,
     archive_record,
@@ -94,6 +101,8 @@ class MongoStore:
         )
         self._names = (sessions, archive)
         self._usage_ready = False  # the owner ledger's TTL index is made on first use (O3)
+        # L4: whether the server has text indexes (SecantusDB has none): None until tried.
+        self._bank_text: bool | None = None
         self._client_options = _client_options(self._uri, server_selection_timeout, timeout)
         self._encoder = SessionEncoder()
         self._ready: tuple[_Collection, _Collection] | None = None
@@ -269,6 +278,123 @@ class MongoStore:
             self._usage_ready = True
         return usage
 
+    # -- the long-term memory bank (L1, L4, L5) -----------------------------------------------
+
+    async def _bank_collection(self, sessions: _Collection) -> _Collection:
+        """The bank beside the sessions; its indexes are made on first use.
+
+        A text index ranks searches where the server has one; a server without (SecantusDB,
+        some MongoDB-compatible services) falls back to a `$regex` match ranked here.
+        """
+        bank = sessions.database.get_collection(f"{self._names[0]}_bank")
+        if self._bank_text is None:
+            await bank.create_index([("owner", 1), ("updated_at", -1)])
+            try:
+                await bank.create_index([("text", "text")], default_language="english")
+                self._bank_text = True
+            except OperationFailure:
+                self._bank_text = False
+        return bank
+
+    async def bank_add(self, entry: BankEntry) -> BankEntry:
+        """Keep a new entry (built with `stores._bank.new_entry`)."""
+        _checks.check_open(self, self._closed)
+        checked = _bank.checked_entry(entry)
+        record = {**checked, "_id": checked["id"], "search": checked["text"].lower()}
+        async with self._collections(f"remember for owner '{checked['owner']}'") as (sessions, _):
+            await (await self._bank_collection(sessions)).insert_one(record)
+        return checked
+
+    async def bank_list(
+        self, owner: str, *, page: int = 1, page_size: int = 50
+    ) -> list[BankEntry]:
+        """An owner's entries, the most recently written first, one page."""
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        _bank.check_page(page, page_size)
+        async with self._collections(f"list the memory of owner '{owner}'") as (sessions, _):
+            bank = await self._bank_collection(sessions)
+            cursor = (
+                bank.find({"owner": owner}, _BANK_FIELDS)
+                .sort([("updated_at", -1), ("_id", -1)])
+                .skip((page - 1) * page_size)
+                .limit(page_size)
+            )
+            return [_bank_entry(stored) async for stored in cursor]
+
+    async def bank_search(
+        self, owner: str, query: str, *, page: int = 1, page_size: int = 10
+    ) -> list[BankEntry]:
+        """An owner's entries matching any word of `query`, the most relevant first."""
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        _bank.check_page(page, page_size)
+        words = _bank.query_words(query)
+        if not words:
+            return []
+        async with self._collections(f"search the memory of owner '{owner}'") as (sessions, _):
+            bank = await self._bank_collection(sessions)
+            skip = (page - 1) * page_size
+            if self._bank_text:
+                score = {"score": {"$meta": "textScore"}}
+                cursor = (
+                    bank.find({"owner": owner, "$text": {"$search": " ".join(words)}}, score)
+                    .sort([("score", {"$meta": "textScore"})])
+                    .skip(skip)
+                    .limit(page_size)
+                )
+                return [_bank_entry(stored) async for stored in cursor]
+            selector = {
+                "owner": owner,
+                "$or": [{"search": {"$regex": re.escape(word)}} for word in words],
+            }
+            found = [
+                _bank_entry(stored)
+                async for stored in bank.find(selector, _BANK_FIELDS).limit(_BANK_SCAN)
+            ]
+            return _bank.rank(found, words)[skip : skip + page_size]
+
+    async def bank_update(
+        self, owner: str, entry_id: str, *, text: str | None = None, kind: str | None = None
+    ) -> BankEntry | None:
+        """Change an entry's text or kind; None if the owner has no entry with that id."""
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        change: dict[str, Any] = {"updated_at": _bank.stamp()}
+        if text is not None:
+            change["text"] = _bank.check_text(text)
+            change["search"] = change["text"].lower()
+        if kind is not None:
+            change["kind"] = _bank.check_kind(kind)
+        async with self._collections(f"edit the memory of owner '{owner}'") as (sessions, _):
+            bank = await self._bank_collection(sessions)
+            stored = await bank.find_one_and_update(
+                {"_id": entry_id, "owner": owner},
+                {"$set": change},
+                projection=_BANK_FIELDS,
+                return_document=ReturnDocument.AFTER,
+            )
+        return _bank_entry(stored) if stored is not None else None
+
+    async def bank_delete(self, owner: str, entry_id: str) -> bool:
+        """Delete one entry of the owner; False if there was none."""
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        action = f"delete from the memory of owner '{owner}'"
+        async with self._collections(action) as (sessions, _):
+            bank = await self._bank_collection(sessions)
+            gone = await bank.delete_one({"_id": entry_id, "owner": owner})
+        return bool(gone.deleted_count)
+
+    async def bank_forget(self, owner: str) -> int:
+        """Delete every entry of the owner (a right-to-be-forgotten request); how many."""
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        async with self._collections(f"forget the memory of owner '{owner}'") as (sessions, _):
+            bank = await self._bank_collection(sessions)
+            gone = await bank.delete_many({"owner": owner})
+        return int(gone.deleted_count)
+
     async def aclose(self) -> None:
         """Close the client the store created; a client passed in is left open for its owner."""
         if self._closed:
@@ -321,6 +447,22 @@ class MongoStore:
 
     def _selection_timeout(self) -> float:
         return float(self._client.options.server_selection_timeout)
+
+
+_BANK_FIELDS = {"_id": 0, "search": 0}
+_BANK_SCAN = 500  # without a text index: at most this many matching entries are ranked
+
+
+def _bank_entry(stored: Mapping[str, Any]) -> BankEntry:
+    return {
+        "id": stored["id"],
+        "owner": stored["owner"],
+        "text": stored["text"],
+        "kind": stored["kind"],
+        "created_at": stored["created_at"],
+        "updated_at": stored["updated_at"],
+        "source": stored.get("source"),
+    }
 
 
 def _accept(target: Any, database: str | None) -> tuple[str | None, Any, Any, str]:

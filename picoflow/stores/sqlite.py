@@ -31,7 +31,16 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
-from picoflow.stores import _checks
+from picoflow.stores import _bank, _bank_sqlite, _checks
+from picoflow.stores._archive_index import (
+    ARCHIVE_INDEX_SCHEMA,
+    RECENT_ROWS,
+    ensure_archive_index,
+    few_matches,
+    match_expression,
+)
+from picoflow.stores._bank import BankEntry
+from picoflow.stores._bank_sqlite import BANK_SCHEMA
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
 from picoflow.stores._sqlite_loop import LoopConnection
@@ -73,6 +82,8 @@ CREATE TABLE IF NOT EXISTS owner_usage (
 );
 """
     + MESSAGES_SCHEMA
+    + BANK_SCHEMA
+    + ARCHIVE_INDEX_SCHEMA
 )
 
 # `\` escapes `%` and `_` in the LIKE patterns built by _like_pattern.
@@ -275,17 +286,44 @@ class SQLiteStore:
         """
         _checks.check_page(page, page_size)
         words = _checks.search_words(query)
-        sql = (
+        match = match_expression(words)
+        scan = (
             "SELECT position, message FROM archive WHERE session_id = ? AND namespace = ?"
             + _LIKE_CLAUSE * len(words)
             + " ORDER BY position DESC LIMIT ? OFFSET ?"
         )
         params: list[Any] = [session_id, namespace, *map(_like_pattern, words)]
         params += [page_size, (page - 1) * page_size]
-        rows = await self._read(
-            f"search the archive of session '{session_id}'",
-            lambda db: db.execute(sql, params).fetchall(),
-        )
+
+        def search(db: sqlite3.Connection) -> list[Any]:
+            # L4: a common query finds its page among the newest rows (a bounded scan); a
+            # selective one, which the scan would read the whole archive for, comes from the
+            # trigram index; only a query that is neither scans it all.
+            newest = db.execute(
+                "SELECT MAX(position) FROM archive WHERE session_id = ? AND namespace = ?",
+                (session_id, namespace),
+            ).fetchone()[0]
+            if newest is None:
+                return []
+            need = page * page_size
+            recent = db.execute(
+                scan.replace(" ORDER BY", " AND position > ? ORDER BY"),
+                [*params[:-2], newest - RECENT_ROWS, need, 0],
+            ).fetchall()
+            if len(recent) >= need:
+                return recent[need - page_size :]
+            found = few_matches(db, match) if match else None
+            if found is None:
+                return db.execute(scan, params).fetchall()
+            if not found:
+                return []
+            marks = ",".join("?" * len(found))
+            return db.execute(
+                scan.replace(" ORDER BY", f" AND rowid IN ({marks}) ORDER BY"),
+                [*params[:-2], *found, *params[-2:]],
+            ).fetchall()
+
+        rows = await self._read(f"search the archive of session '{session_id}'", search)
         return [{"position": row[0], "message": _checks.decode(row[1])} for row in rows]
 
     async def add_owner_tokens(self, owner: str, day: str, tokens: int) -> int:
@@ -319,6 +357,80 @@ class SQLiteStore:
             ).fetchone(),
         )
         return int(row[0]) if row else 0
+    # -- the long-term memory bank (L1, L4, L5) -----------------------------------------------
+
+    async def bank_add(self, entry: BankEntry) -> BankEntry:
+        """Keep a new entry (built with `stores._bank.new_entry`); indexed for search at once."""
+        checked = _bank.checked_entry(entry)
+
+        def add(db: sqlite3.Connection, gate: Gate) -> None:
+            with _immediate(db, gate):
+                _bank_sqlite.add(db, checked)
+
+        await self._write(f"remember for owner '{checked['owner']}'", add)
+        return checked
+
+    async def bank_list(
+        self, owner: str, *, page: int = 1, page_size: int = 50
+    ) -> list[BankEntry]:
+        """An owner's entries, the most recently written first, one page."""
+        _bank.check_owner(owner)
+        _bank.check_page(page, page_size)
+        offset = (page - 1) * page_size
+        return await self._read(
+            f"list the memory of owner '{owner}'",
+            lambda db: _bank_sqlite.list_entries(db, owner, page_size, offset),
+        )
+
+    async def bank_search(
+        self, owner: str, query: str, *, page: int = 1, page_size: int = 10
+    ) -> list[BankEntry]:
+        """An owner's entries matching any word of `query`, ranked by FTS5's bm25."""
+        _bank.check_owner(owner)
+        _bank.check_page(page, page_size)
+        words = _bank.query_words(query)
+        if not words:
+            return []
+        offset = (page - 1) * page_size
+        return await self._read(
+            f"search the memory of owner '{owner}'",
+            lambda db: _bank_sqlite.search(db, owner, words, page_size, offset),
+        )
+
+    async def bank_update(
+        self, owner: str, entry_id: str, *, text: str | None = None, kind: str | None = None
+    ) -> BankEntry | None:
+        """Change an entry's text or kind; None if the owner has no entry with that id."""
+        _bank.check_owner(owner)
+        text = _bank.check_text(text) if text is not None else None
+        kind = _bank.check_kind(kind) if kind is not None else None
+        at = _bank.stamp()
+
+        def update(db: sqlite3.Connection, gate: Gate) -> BankEntry | None:
+            with _immediate(db, gate):
+                return _bank_sqlite.update(db, owner, entry_id, text, kind, at)
+
+        return await self._write(f"edit the memory of owner '{owner}'", update)
+
+    async def bank_delete(self, owner: str, entry_id: str) -> bool:
+        """Delete one entry of the owner; False if there was none."""
+        _bank.check_owner(owner)
+
+        def delete(db: sqlite3.Connection, gate: Gate) -> bool:
+            with _immediate(db, gate):
+                return _bank_sqlite.delete(db, owner, entry_id)
+
+        return await self._write(f"delete from the memory of owner '{owner}'", delete)
+
+    async def bank_forget(self, owner: str) -> int:
+        """Delete every entry of the owner (a right-to-be-forgotten request); how many."""
+        _bank.check_owner(owner)
+
+        def forget(db: sqlite3.Connection, gate: Gate) -> int:
+            with _immediate(db, gate):
+                return _bank_sqlite.forget(db, owner)
+
+        return await self._write(f"forget the memory of owner '{owner}'", forget)
 
     async def aclose(self) -> None:
         """Close the connections; the store refuses further calls with StoreError."""
@@ -477,6 +589,7 @@ class SQLiteStore:
             db.execute(f"PRAGMA synchronous={self._synchronous}")
             if self._path == ":memory:":
                 db.executescript(_SCHEMA)
+                ensure_archive_index(db)
         except sqlite3.Error as exc:
             raise StoreError(self._open_failure(exc)) from exc
         return db
@@ -504,6 +617,7 @@ def _prepare_file(path: str) -> tuple[int, int]:
     try:
         db.execute("PRAGMA journal_mode=WAL")  # persists in the file for every later connection
         db.executescript(_SCHEMA)
+        ensure_archive_index(db)
     finally:
         db.close()
     stat = os.stat(path)

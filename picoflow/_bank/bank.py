@@ -1,0 +1,80 @@
+"""`MemoryBank`: one owner's long-term memory, for the app (L5)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Any
+
+from ..stores._bank import BankEntry, check_owner, new_entry
+
+if TYPE_CHECKING:
+    from ..flow import Flow
+    from ..stores.base import Store
+
+__all__ = ["MemoryBank", "owner_of", "require_bank"]
+
+_METHODS = ("bank_add", "bank_list", "bank_search", "bank_update", "bank_delete", "bank_forget")
+
+
+def require_bank(store: Store) -> Any:
+    """The store, if it keeps memory banks; else a ValueError that says what to do."""
+    missing = [name for name in _METHODS if not hasattr(store, name)]
+    if missing:
+        raise ValueError(
+            f"{type(store).__name__} keeps no long-term memory (it has no {', '.join(missing)}). "
+            "Use MemoryStore, SQLiteStore or MongoStore, or add those methods to your store."
+        )
+    return store
+
+
+def owner_of(flow: Flow) -> str | None:
+    """Whose memory a turn reads and writes: the session's owner (H4), else `config.user_id`."""
+    owner = getattr(flow, "_owner", None)
+    if owner:
+        return str(owner)
+    user = flow.get_context("config.user_id")
+    return str(user) if isinstance(user, str | int) and str(user).strip() else None
+
+
+class MemoryBank:
+    """One owner's entries: list, search, add, edit, delete, forget.
+
+    Every method reaches only this owner's entries; an id of another owner's entry behaves as
+    unknown (`update` returns None, `delete` False).
+    """
+
+    def __init__(self, store: Store, owner: str) -> None:
+        self._store = require_bank(store)
+        self.owner = check_owner(owner)
+
+    async def add(
+        self, text: str, kind: str = "fact", source: dict[str, Any] | None = None
+    ) -> BankEntry:
+        """Remember something; `source` may say where it came from."""
+        return await self._store.bank_add(new_entry(self.owner, text, kind, source))  # type: ignore[no-any-return]
+
+    async def list(self, *, page: int = 1, page_size: int = 50) -> list[BankEntry]:
+        """The entries, the most recently written first."""
+        return await self._store.bank_list(self.owner, page=page, page_size=page_size)  # type: ignore[no-any-return]
+
+    async def search(
+        self, query: str, *, page: int = 1, page_size: int = 10
+    ) -> builtins.list[BankEntry]:
+        """Entries matching any word of `query`, the most relevant first."""
+        return await self._store.bank_search(  # type: ignore[no-any-return]
+            self.owner, query, page=page, page_size=page_size
+        )
+
+    async def update(
+        self, entry_id: str, *, text: str | None = None, kind: str | None = None
+    ) -> BankEntry | None:
+        """Change an entry; None if this owner has no entry with that id."""
+        return await self._store.bank_update(self.owner, entry_id, text=text, kind=kind)  # type: ignore[no-any-return]
+
+    async def delete(self, entry_id: str) -> bool:
+        """Delete one entry; False if this owner has none with that id."""
+        return bool(await self._store.bank_delete(self.owner, entry_id))
+
+    async def forget(self) -> int:
+        """Delete every entry of this owner; how many there were."""
+        return int(await self._store.bank_forget(self.owner))

@@ -1,0 +1,72 @@
+"""A trigram FTS5 index over SQLite's archive, so `search_archive` no longer scans (L4).
+
+The archive's search is substring, case-insensitive, every word required, newest first (M9's
+conformance suite pins that), and FTS5's trigram tokenizer answers such queries from an index:
+each word of three or more characters is a phrase the index looks up. The index serves the
+selective queries, whose matches are few and which the newest-first scan would have to read the
+whole archive for (a word said once, long ago, or not at all); a common query is left to the
+scan, which finds its page among the newest rows at once. Every row the index finds is still
+checked with the scan's `LIKE` conditions (short words included, which a trigram cannot see).
+Triggers keep the index in step with the archive table in every transaction, and a file
+written before the index existed is indexed once when it is opened.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = [
+    "ARCHIVE_INDEX_SCHEMA",
+    "ensure_archive_index",
+    "few_matches",
+    "match_expression",
+    "MIN_INDEXED",
+    "RECENT_ROWS",
+]
+
+MIN_INDEXED = 3  # characters: a trigram index finds no shorter substring
+# A query matching more archived rows than this (in every session) is common: the newest-first
+# scan finds a page of it sooner than the index can list every match.
+SELECTIVE = 2000
+# The newest positions a search reads with `LIKE` before it asks the index: a common query
+# fills its page from them (a few milliseconds at most), so the index only serves rare ones.
+RECENT_ROWS = 500
+
+ARCHIVE_INDEX_SCHEMA = """
+CREATE VIRTUAL TABLE IF NOT EXISTS archive_fts USING fts5(
+    text, content = 'archive', content_rowid = 'rowid', tokenize = 'trigram'
+);
+CREATE TRIGGER IF NOT EXISTS archive_fts_insert AFTER INSERT ON archive BEGIN
+    INSERT INTO archive_fts (rowid, text) VALUES (new.rowid, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS archive_fts_delete AFTER DELETE ON archive BEGIN
+    INSERT INTO archive_fts (archive_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+END;
+CREATE TABLE IF NOT EXISTS picoflow_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def ensure_archive_index(db: sqlite3.Connection) -> None:
+    """Index the rows archived before the index existed, once per file."""
+    done = db.execute("SELECT 1 FROM picoflow_meta WHERE key = 'archive_fts'").fetchone()
+    if done:
+        return
+    with db:
+        db.execute("INSERT INTO archive_fts (archive_fts) VALUES ('rebuild')")
+        db.execute("INSERT OR IGNORE INTO picoflow_meta (key, value) VALUES ('archive_fts', '1')")
+
+
+def few_matches(db: sqlite3.Connection, match: str) -> list[int] | None:
+    """The rowids the index finds for `match`, or None when there are too many to be worth it."""
+    rows = db.execute(
+        "SELECT rowid FROM archive_fts WHERE archive_fts MATCH ? LIMIT ?", (match, SELECTIVE + 1)
+    ).fetchall()
+    return None if len(rows) > SELECTIVE else [row[0] for row in rows]
+
+
+def match_expression(words: list[str]) -> str | None:
+    """The FTS5 query for the words the index can look up (each a quoted phrase), or None."""
+    long = [word for word in words if len(word) >= MIN_INDEXED]
+    if not long:
+        return None
+    return " AND ".join('"' + word.replace('"', '""') + '"' for word in long)

@@ -1,0 +1,158 @@
+"""The long-term memory bank's records, shared by every store (L1, L4, L5).
+
+An entry is one thing worth keeping about an owner, across sessions: `{"id", "owner",
+"text", "kind", "created_at", "updated_at", "source"}`, where `source` says where it came from
+(`{"session_id", "message_ids"}`, or None for an entry the app wrote). Every store checks
+entries here, so each refuses the same input with the same words, and ranks the same way
+where it has no text index of its own.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import UTC, datetime
+from typing import Any, TypedDict
+
+__all__ = [
+    "BankEntry",
+    "MAX_TEXT",
+    "MAX_KIND",
+    "new_entry",
+    "stamp",
+    "checked_entry",
+    "check_owner",
+    "check_text",
+    "check_kind",
+    "check_page",
+    "query_words",
+    "rank",
+]
+
+MAX_TEXT = 2000
+MAX_KIND = 32
+_WORD = re.compile(r"\w+", re.UNICODE)
+_KIND = re.compile(rf"[a-z][a-z0-9_-]{{0,{MAX_KIND - 1}}}")
+
+
+class BankEntry(TypedDict):
+    """One remembered thing of one owner."""
+
+    id: str
+    owner: str
+    text: str
+    kind: str
+    created_at: str
+    updated_at: str
+    source: dict[str, Any] | None
+
+
+def check_owner(owner: Any) -> str:
+    """An owner is a non-empty string: the principal, or the app's user id."""
+    if not isinstance(owner, str) or not owner.strip():
+        raise ValueError(
+            f"A memory bank belongs to an owner: a non-empty string (the principal, or "
+            f"config.user_id), got {owner!r}."
+        )
+    return owner
+
+
+def check_text(text: Any) -> str:
+    """What is remembered: non-empty text of at most MAX_TEXT characters, stripped."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"A memory entry needs non-empty text, got {text!r}.")
+    stripped: str = text.strip()
+    if len(stripped) > MAX_TEXT:
+        raise ValueError(
+            f"A memory entry holds at most {MAX_TEXT} characters, got {len(stripped)}: keep one "
+            "fact per entry."
+        )
+    return stripped
+
+
+def check_kind(kind: Any) -> str:
+    """A short lowercase label (`fact`, `preference`, `episode`, ...)."""
+    if not isinstance(kind, str) or not _KIND.fullmatch(kind):
+        raise ValueError(
+            f"A memory entry's kind is a short lowercase label such as 'fact', 'preference' or "
+            f"'episode' (letters, digits, '_' or '-', at most {MAX_KIND}), got {kind!r}."
+        )
+    return kind
+
+
+def check_page(page: Any, page_size: Any) -> None:
+    """Pages count from 1 and hold 1 to 100 entries."""
+    ok = isinstance(page, int) and not isinstance(page, bool) and page >= 1
+    ok = ok and isinstance(page_size, int) and not isinstance(page_size, bool)
+    if not ok or not 1 <= page_size <= 100:
+        raise ValueError(
+            f"Memory bank pages count from 1 and hold 1 to 100 entries, got page={page!r}, "
+            f"page_size={page_size!r}."
+        )
+
+
+def stamp() -> str:
+    """UTC now in the format of every stored timestamp (ISO 8601, milliseconds, a Z)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_entry(
+    owner: str, text: str, kind: str = "fact", source: dict[str, Any] | None = None
+) -> BankEntry:
+    """A checked entry with a fresh id, ready for a store's `bank_add`."""
+    at = stamp()
+    return {
+        "id": secrets.token_hex(12),
+        "owner": check_owner(owner),
+        "text": check_text(text),
+        "kind": check_kind(kind),
+        "created_at": at,
+        "updated_at": at,
+        "source": source,
+    }
+
+
+def checked_entry(entry: Any) -> BankEntry:
+    """The entry a store keeps: every field checked, a copy the caller cannot change."""
+    if not isinstance(entry, dict):
+        kind = type(entry).__name__
+        raise TypeError(f"bank_add() takes an entry dict (see new_entry), got {kind}.")
+    missing = sorted(set(BankEntry.__annotations__) - set(entry))
+    if missing:
+        raise ValueError(f"A memory entry lacks {', '.join(missing)}; build it with new_entry().")
+    source = entry["source"]
+    if source is not None and not isinstance(source, dict):
+        raise ValueError(f"A memory entry's source is a dict or None, got {source!r}.")
+    return {
+        "id": str(entry["id"]),
+        "owner": check_owner(entry["owner"]),
+        "text": check_text(entry["text"]),
+        "kind": check_kind(entry["kind"]),
+        "created_at": str(entry["created_at"]),
+        "updated_at": str(entry["updated_at"]),
+        "source": dict(source) if source is not None else None,
+    }
+
+
+def query_words(query: str) -> list[str]:
+    """The lowercased words of a search; punctuation is never query syntax."""
+    return [word.lower() for word in _WORD.findall(query)]
+
+
+def rank(entries: list[BankEntry], words: list[str]) -> list[BankEntry]:
+    """Entries matching any word, the most relevant first (where no text index ranks them).
+
+    Relevance: how many distinct query words the text holds, then how often they occur, then
+    the newest first. A stand-in for bm25 that agrees with it on what comes first in the
+    common cases (more of the query, then more of it).
+    """
+    scored = []
+    for entry in entries:
+        found = query_words(entry["text"])
+        distinct = sum(1 for word in set(words) if any(f.startswith(word) for f in found))
+        if not distinct:
+            continue
+        hits = sum(1 for f in found for word in words if f.startswith(word))
+        scored.append(((distinct, hits, entry["updated_at"]), entry))
+    scored.sort(key=lambda pair: pair[0], reverse=True)
+    return [entry for _, entry in scored]

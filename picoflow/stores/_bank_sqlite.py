@@ -1,0 +1,143 @@
+"""The memory bank in SQLite: a table of entries and an FTS5 index ranked by bm25 (L1, L4).
+
+The FTS5 table is kept in step with `bank` inside the same transactions, so a search never sees
+an entry the table lacks. Queries are built from words only (each quoted, as a prefix), so
+nothing a user types is FTS5 syntax.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from picoflow.stores._bank import BankEntry, query_words
+
+__all__ = [
+    "BANK_SCHEMA",
+    "add",
+    "list_entries",
+    "search",
+    "update",
+    "delete",
+    "forget",
+]
+
+BANK_SCHEMA = """
+CREATE TABLE IF NOT EXISTS bank (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    source TEXT
+);
+CREATE INDEX IF NOT EXISTS bank_by_owner ON bank (owner, updated_at);
+CREATE VIRTUAL TABLE IF NOT EXISTS bank_fts USING fts5(
+    text, entry_id UNINDEXED, owner, tokenize = 'porter unicode61'
+);
+"""
+
+_COLUMNS = "id, owner, kind, text, created_at, updated_at, source"
+
+
+def _entry(row: tuple[Any, ...]) -> BankEntry:
+    return {
+        "id": row[0],
+        "owner": row[1],
+        "kind": row[2],
+        "text": row[3],
+        "created_at": row[4],
+        "updated_at": row[5],
+        "source": json.loads(row[6]) if row[6] else None,
+    }
+
+
+def add(db: sqlite3.Connection, entry: BankEntry) -> None:
+    """Insert an entry and its index row (the caller holds the write transaction)."""
+    source = json.dumps(entry["source"]) if entry["source"] is not None else None
+    db.execute(
+        f"INSERT INTO bank ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            entry["id"],
+            entry["owner"],
+            entry["kind"],
+            entry["text"],
+            entry["created_at"],
+            entry["updated_at"],
+            source,
+        ),
+    )
+    db.execute(
+        "INSERT INTO bank_fts (text, entry_id, owner) VALUES (?, ?, ?)",
+        (entry["text"], entry["id"], entry["owner"]),
+    )
+
+
+def list_entries(db: sqlite3.Connection, owner: str, limit: int, offset: int) -> list[BankEntry]:
+    """An owner's entries, the most recently written first."""
+    rows = db.execute(
+        f"SELECT {_COLUMNS} FROM bank WHERE owner = ? ORDER BY updated_at DESC, rowid DESC "
+        "LIMIT ? OFFSET ?",
+        (owner, limit, offset),
+    ).fetchall()
+    return [_entry(row) for row in rows]
+
+
+def search(
+    db: sqlite3.Connection, owner: str, words: list[str], limit: int, offset: int
+) -> list[BankEntry]:
+    """An owner's entries matching any word, ranked by bm25 (the best first)."""
+    match = "(" + " OR ".join('"' + word.replace('"', "") + '"*' for word in words) + ")"
+    tokens = query_words(owner)
+    if tokens:  # the index narrows to the owner's entries; the join checks the owner exactly
+        match = 'owner : "' + " ".join(tokens) + '" AND ' + match
+    rows = db.execute(
+        f"SELECT {', '.join('b.' + c.strip() for c in _COLUMNS.split(','))} "
+        "FROM bank_fts JOIN bank AS b ON b.id = bank_fts.entry_id "
+        "WHERE bank_fts MATCH ? AND b.owner = ? "
+        "ORDER BY bm25(bank_fts), b.updated_at DESC LIMIT ? OFFSET ?",
+        (match, owner, limit, offset),
+    ).fetchall()
+    return [_entry(row) for row in rows]
+
+
+def update(
+    db: sqlite3.Connection, owner: str, entry_id: str, text: str | None, kind: str | None, at: str
+) -> BankEntry | None:
+    """Change an entry's text or kind; None if the owner has no such entry."""
+    row = db.execute(
+        f"SELECT {_COLUMNS} FROM bank WHERE id = ? AND owner = ?", (entry_id, owner)
+    ).fetchone()
+    if row is None:
+        return None
+    entry = _entry(row)
+    entry["text"] = text if text is not None else entry["text"]
+    entry["kind"] = kind if kind is not None else entry["kind"]
+    entry["updated_at"] = at
+    db.execute(
+        "UPDATE bank SET text = ?, kind = ?, updated_at = ? WHERE id = ?",
+        (entry["text"], entry["kind"], at, entry_id),
+    )
+    db.execute("DELETE FROM bank_fts WHERE entry_id = ?", (entry_id,))
+    db.execute(
+        "INSERT INTO bank_fts (text, entry_id, owner) VALUES (?, ?, ?)",
+        (entry["text"], entry_id, owner),
+    )
+    return entry
+
+
+def delete(db: sqlite3.Connection, owner: str, entry_id: str) -> bool:
+    """Remove one entry of the owner; False if there was none."""
+    gone = db.execute("DELETE FROM bank WHERE id = ? AND owner = ?", (entry_id, owner)).rowcount
+    if gone:
+        db.execute("DELETE FROM bank_fts WHERE entry_id = ?", (entry_id,))
+    return bool(gone)
+
+
+def forget(db: sqlite3.Connection, owner: str) -> int:
+    """Remove every entry of the owner; how many there were."""
+    gone = db.execute("DELETE FROM bank WHERE owner = ?", (owner,)).rowcount
+    db.execute("DELETE FROM bank_fts WHERE owner = ?", (owner,))
+    return int(gone)
