@@ -22,7 +22,7 @@ from .memory import SummaryConfig
 from .models import ModelLike, ModelSpec
 from .step import EndStep, Step
 from .tools import ToolCall, tool, tool_group
-from .transitions import ToolResult, direct, finish, go, stay
+from .transitions import ToolResult, direct, finish, go, handoff, stay
 
 __version__ = "0.1.0"
 
@@ -40,6 +40,7 @@ __all__ = [
     "stay",
     "direct",
     "finish",
+    "handoff",
     "ToolResult",
     # engine.py
     "FlowEngine",

@@ -19,10 +19,11 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from ._engine_checks import check_flow, turn_input_problem
 from ._housekeeping.scheduler import Housekeeping
-from ._loop import run_turn
 from ._mcp import MCPConnections
 from ._migration import migrate
 from ._nested import NestedRuns
+from ._people.api import PeopleInTheLoop
+from ._people.hold import pending_approvals, run_or_hold
 from ._recall import recall_tools
 from ._sessions import Sessions
 from ._state import now_iso
@@ -77,6 +78,7 @@ class TurnResult:
     name of the error class (e.g. "SessionConflictError", "ToolLoopError", or "KeyError" for an
     exception that escaped flow code), or "TurnTimeout" for a turn stopped at the engine's
     `turn_timeout` (nothing was saved; the same message may be sent again).
+    `pending_approvals` lists the tool calls that wait for a person after this turn (K1).
     """
 
     session_id: str | None
@@ -88,6 +90,7 @@ class TurnResult:
     warnings: list[str] = field(default_factory=list)
     usage: dict[str, dict[str, int]] = field(default_factory=empty_usage)
     error: str | None = None
+    pending_approvals: list[dict[str, Any]] = field(default_factory=list)  # K1
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,14 @@ class StreamEvent:
     result: TurnResult | None = None
 
 
-class FlowEngine:
-    """Runs flows; holds the store, the model providers and the per-session locks."""
+class FlowEngine(PeopleInTheLoop):
+    """Runs flows; holds the store, the model providers and the per-session locks.
+
+    Approvals and handoff (K3-K6) come from `PeopleInTheLoop`: `resolve_approval`,
+    `pending_approvals`, `operator_reply`, `return_to_flow`.
+    """
+
+    _result_type = TurnResult
 
     def __init__(
         self,
@@ -372,7 +381,7 @@ class FlowEngine:
             if _overrides(flow, "init"):
                 await flow.init()
             await flow._call_hook(flow.current_step.on_restore)
-        reply = await run_turn(flow, message, context)
+        reply = await run_or_hold(flow, message, context, doc)  # K2, K6: a person may hold it
         saved = await self._save(flow, doc, context, fresh, deadline)
         return TurnResult(
             session_id=saved["id"],
@@ -383,6 +392,7 @@ class FlowEngine:
             content_type=flow._session.content_type,
             warnings=list(flow._session.warnings),
             usage=context.usage,
+            pending_approvals=pending_approvals(flow),
         )
 
     def _context_for(self, flow: Flow) -> TurnContext:
