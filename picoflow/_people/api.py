@@ -89,6 +89,26 @@ class PeopleInTheLoop:
             if a["status"] == "pending"
         ]
 
+    async def waiting(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Sessions where a person is expected, newest first (K7): for an operator's queue.
+
+        Each entry has the session's `id`, `flow`, `owner`, `current_step`, `updated_at`, its
+        pending `approvals` and its `operator` record (None unless handed off).
+
+        Raises:
+            TypeError: the store cannot list sessions (it has no `waiting(limit)` method).
+            ValueError: `limit` is not a whole number from 1 to 1000.
+        """
+        store = self._sessions.store
+        finder = getattr(store, "waiting", None)
+        if finder is None:
+            raise TypeError(
+                f"{type(store).__name__} cannot list the sessions that wait for a person; give "
+                "it a waiting(limit) method (MemoryStore, SQLiteStore and MongoStore have one)."
+            )
+        found: list[dict[str, Any]] = await finder(limit)
+        return found
+
     async def resolve_approval(
         self,
         session_id: str,

@@ -93,3 +93,29 @@ def _resolve_elsewhere(url: str, session_id: str, approval_id: str) -> dict[str,
     )
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+async def test_k7_every_store_lists_the_sessions_that_wait_for_a_person(store: Store) -> None:
+    engine = booking_engine(store)
+    asking = await engine.run("BookingFlow", "book Ritz 900", config={"limit": 500}, owner="ann")
+    handed = await engine.run("BookingFlow", "a person please", owner="bob")
+    await engine.run("BookingFlow", "hello")  # nobody is expected in this one
+
+    listed = await engine.waiting()
+    waiting = sorted(listed, key=lambda w: str(w["owner"]))  # two saves may share a millisecond
+
+    assert [(w["id"], w["owner"]) for w in waiting] == [
+        (asking.session_id, "ann"),
+        (handed.session_id, "bob"),
+    ]
+    assert waiting[0]["approvals"] == asking.pending_approvals
+    assert waiting[1]["operator"]["note"] == "The guest asked: a person please"
+    assert waiting[1]["approvals"] == []
+    assert await engine.waiting(limit=1) == listed[:1]
+    await engine.resolve_approval(
+        asking.session_id or "", asking.pending_approvals[0]["id"], "reject"
+    )
+    assert [w["id"] for w in await engine.waiting()] == [handed.session_id]
+    with pytest.raises(ValueError) as raised:
+        await engine.waiting(limit=0)
+    assert str(raised.value) == "waiting(limit=...) takes a whole number from 1 to 1000, got 0."
