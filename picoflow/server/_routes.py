@@ -32,6 +32,7 @@ from ._headers import (
 )
 from ._idempotency import IDEMPOTENCY_HEADER, IdempotencyCache, check_key, fingerprint
 from ._limits import Limits, read_run_request
+from ._people_routes import PeopleSettings
 from ._schemas import EndEnvelope, ErrorEnvelope, Health, RunEnvelope, RunRequest, envelope_of
 from ._stream import STREAM_HEADERS, idempotent_events, replayed_events, sse_events
 
@@ -69,6 +70,7 @@ class ServerSettings:
     limits: Limits
     authorize: Authorize | None = None
     idempotency: IdempotencyCache = field(default_factory=IdempotencyCache)
+    people: PeopleSettings = field(default_factory=PeopleSettings)  # K7
 
 
 async def _settings(request: Request) -> ServerSettings:

@@ -18,6 +18,7 @@ from ._headers import REQUEST_ID_HEADER, SESSION_HEADER, SESSION_HEADER_ALT
 from ._heap import settle_heap
 from ._idempotency import IDEMPOTENCY_HEADER
 from ._limits import Limits
+from ._people_routes import PeopleSettings, people_router
 from ._routes import STATIC_DIR, ServerSettings, router
 from ._schemas import RunRequest
 
@@ -44,6 +45,7 @@ def create_app(
     max_json_depth: int = 32,
     expose_docs: bool = True,
     cors_origins: Iterable[str] = (),
+    allow_self_approval: bool = False,
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
@@ -69,6 +71,8 @@ def create_app(
         cors_origins: Browser origins allowed to call the API from other sites (e.g.
             `["https://chat.example.com"]`, or `["*"]`); none by default, so only the chat
             page served by this app can call it from a browser.
+        allow_self_approval: Let a principal resolve an approval its own session asked for
+            (K7); by default another approver must.
 
     Raises:
         ValueError: a limit is not a positive integer.
@@ -82,9 +86,13 @@ def create_app(
         lifespan=_closing(engine),
         **docs,
     )
-    app.state.picoflow = ServerSettings(engine=engine, limits=limits, authorize=authorize)
+    people = PeopleSettings(allow_self_approval=allow_self_approval)
+    app.state.picoflow = ServerSettings(
+        engine=engine, limits=limits, authorize=authorize, people=people
+    )
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(people_router)
     _describe_run_body(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _allow_cross_site(app, list(cors_origins))
