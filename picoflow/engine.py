@@ -24,6 +24,7 @@ from ._migration import migrate
 from ._nested import NestedRuns
 from ._people.api import PeopleInTheLoop
 from ._people.hold import pending_approvals, run_or_hold
+from ._people.keys import IDEMPOTENCY
 from ._recall import recall_tools
 from ._sessions import Sessions
 from ._state import now_iso
@@ -169,14 +170,21 @@ class FlowEngine(PeopleInTheLoop):
         config: dict[str, Any] | None = None,
         *,
         owner: str | None = None,
+        idempotency_key: str | None = None,
     ) -> TurnResult:
         """Run one turn; never raises for run failures (they come back as success=False).
 
         `owner` (H4) names who runs the turn: a new session records it, and a session recorded
         with another owner (or none) is treated as unknown, so a new session starts (P5).
-        Without `owner` the caller is trusted with any session id.
+        Without `owner` the caller is trusted with any session id. `idempotency_key` (H5, K5):
+        a turn of this session already run with the same key is not run again, in any process;
+        its recorded reply is returned.
         """
-        return await self._run(flow_name, message, session_id, config, None, owner=owner)
+        token = IDEMPOTENCY.set(idempotency_key)
+        try:
+            return await self._run(flow_name, message, session_id, config, None, owner=owner)
+        finally:
+            IDEMPOTENCY.reset(token)
 
     async def stream(
         self,
@@ -186,6 +194,7 @@ class FlowEngine(PeopleInTheLoop):
         config: dict[str, Any] | None = None,
         *,
         owner: str | None = None,
+        idempotency_key: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Run one turn, yielding its events as they happen; the last one is "done".
 
@@ -197,9 +206,11 @@ class FlowEngine(PeopleInTheLoop):
         def emit(kind: str, data: dict[str, Any]) -> None:
             queue.put_nowait(StreamEvent(kind, data))
 
+        token = IDEMPOTENCY.set(idempotency_key)  # the task copies the context now (K5)
         task = asyncio.ensure_future(
             self._run(flow_name, message, session_id, config, emit, owner=owner)
         )
+        IDEMPOTENCY.reset(token)
         try:
             while not (task.done() and queue.empty()):
                 getter = asyncio.ensure_future(queue.get())

@@ -66,6 +66,7 @@ class SessionDocument(TypedDict):
     owner: NotRequired[str]  # H4: only in sessions created with an owner
     approvals: NotRequired[list[dict[str, Any]]]  # K1: only once a tool asked for approval
     operator: NotRequired[dict[str, Any] | None]  # K6: only once a step handed off
+    turns: NotRequired[dict[str, Any]]  # K5: only once a turn ran with an idempotency key
 
 
 def new_session_id() -> str:

@@ -368,3 +368,24 @@ def booking_flow_instance() -> Flow:
     from approval_flows import booking_flow
 
     return booking_flow()()
+
+
+async def test_k5_a_retried_turn_replays_its_reply_in_any_engine(run_log: Path) -> None:
+    store = MemoryStore()
+    first_engine, other_engine = booking_engine(store), booking_engine(store)
+    start = await first_engine.run("BookingFlow", "hello")
+    session_id = start.session_id or ""
+
+    done = await first_engine.run("BookingFlow", "book Inn 90", session_id, idempotency_key="k-1")
+    retried = await other_engine.run(
+        "BookingFlow", "book Inn 90", session_id, idempotency_key="k-1"
+    )
+
+    assert (retried.success, retried.message) == (True, done.message)
+    assert [r["key"] for r in runs(run_log)] == [f"{session_id}:k-1:call_1"]  # ran once
+    doc = await other_engine.get_session(session_id)
+    assert doc is not None
+    assert [t for t in transcript(doc, "BookStep") if t == ("human", "book Inn 90")] == [
+        ("human", "book Inn 90")
+    ]
+    assert doc["turns"]["k-1"]["reply"] == done.message

@@ -15,19 +15,35 @@ from .._state import now_iso
 from .._turn import TurnContext
 from ..flow import Flow
 from .handoff import hold_for_operator
-from .keys import TURN
+from .keys import IDEMPOTENCY, TURN
 from .records import approvals_of, operator_of, pending_of
 
 __all__ = ["run_or_hold", "turn_label", "pending_approvals"]
 
 
+MAX_TURNS = 20  # idempotency keys of recent turns kept per session (K5)
+
+
 def turn_label(doc: dict[str, Any]) -> str:
-    """The turn part of `tool_call_key`: the revision this turn will write (K5)."""
-    return str(int(doc.get("revision", 0)) + 1)
+    """The turn part of `tool_call_key`: the caller's idempotency key, else the revision."""
+    return IDEMPOTENCY.get() or str(int(doc.get("revision", 0)) + 1)
 
 
 async def run_or_hold(flow: Flow, message: str, ctx: TurnContext, doc: dict[str, Any]) -> str:
-    """Run the turn, unless a person has the floor; return the reply."""
+    """Run the turn, unless it ran already (K5) or a person has the floor; return the reply."""
+    key = IDEMPOTENCY.get()
+    turns: dict[str, Any] = flow._session.people.setdefault("turns", {})
+    if key is not None and key in turns:
+        return str(turns[key]["reply"])  # K5: a retry replays the turn; nothing runs again
+    reply = await _run_or_hold(flow, message, ctx, doc)
+    if key is not None:
+        turns[key] = {"reply": reply, "at": now_iso()}
+        for old in list(turns)[:-MAX_TURNS]:
+            del turns[old]
+    return reply
+
+
+async def _run_or_hold(flow: Flow, message: str, ctx: TurnContext, doc: dict[str, Any]) -> str:
     if message and operator_of(flow._session) is not None:
         return hold_for_operator(flow, message)
     pending = pending_of(flow._session)

@@ -12,10 +12,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["TURN", "call_key", "current_key", "key_scope"]
+__all__ = ["TURN", "IDEMPOTENCY", "call_key", "current_key", "key_scope"]
 
 # The turn being run in this task (set by the hold/resume entry points).
 TURN: ContextVar[str | None] = ContextVar("picoflow_turn", default=None)
+# The caller's Idempotency-Key for this turn (H5), set by `FlowEngine.run`/`stream`.
+IDEMPOTENCY: ContextVar[str | None] = ContextVar("picoflow_idempotency_key", default=None)
 _KEY: ContextVar[str | None] = ContextVar("picoflow_tool_call_key", default=None)
 
 

@@ -14,6 +14,8 @@ keeps the rest of the document and they are easy to query in MongoDB:
   `note`, `result`, and `reply` once the model has answered). A `running` record whose tool
   never reported back (the process died) becomes `interrupted`; its tool is never run again.
 - `operator`: the handoff in progress (`since`, `note`, `step`, `messages`), or None.
+- `turns`: the replies of the last turns run with an idempotency key (K5), by key, so a retry
+  of one of them, in any process, replays its reply instead of running it again.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def load_people(session: SessionRuntime, doc: dict[str, Any]) -> None:
         "approvals": copy.deepcopy(doc.get("approvals") or []),
         "operator": copy.deepcopy(doc.get("operator")),
         "owner": doc.get("owner"),
+        "turns": copy.deepcopy(doc.get("turns") or {}),
     }
 
 
@@ -61,6 +64,9 @@ def dump_people(session: SessionRuntime, out: dict[str, Any]) -> None:
     operator = people.get("operator")
     if operator is not None or "operator" in out:
         out["operator"] = copy.deepcopy(operator)
+    turns = people.get("turns")
+    if turns or "turns" in out:
+        out["turns"] = copy.deepcopy(turns or {})
 
 
 def _trimmed(approvals: list[dict[str, Any]]) -> list[dict[str, Any]]:

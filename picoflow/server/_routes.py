@@ -190,6 +190,7 @@ async def run_turn(
         session_id,
         body.config,
         owner=principal,
+        idempotency_key=key,  # K5: also recorded with the session, for retries elsewhere
     )
     replayed = False
     if key is None:
@@ -266,7 +267,9 @@ def _stream_events(
     if first is not None:
         return replayed_events(first, request, flow)
     claim = settings.idempotency.begin(slot, request_print)
-    events = settings.engine.stream(flow, body.message, session_id, body.config, owner=principal)
+    events = settings.engine.stream(
+        flow, body.message, session_id, body.config, owner=principal, idempotency_key=key
+    )
     return idempotent_events(events, request, flow, claim)
 
 
