@@ -71,8 +71,7 @@ def create_app(
         cors_origins: Browser origins allowed to call the API from other sites (e.g.
             `["https://chat.example.com"]`, or `["*"]`); none by default, so only the chat
             page served by this app can call it from a browser.
-        allow_self_approval: Let a principal resolve an approval its own session asked for
-            (K7); by default another approver must.
+        allow_self_approval: Let a principal decide an approval its own session asked for (K7).
 
     Raises:
         ValueError: a limit is not a positive integer.
@@ -87,9 +86,7 @@ def create_app(
         **docs,
     )
     people = PeopleSettings(allow_self_approval=allow_self_approval)
-    app.state.picoflow = ServerSettings(
-        engine=engine, limits=limits, authorize=authorize, people=people
-    )
+    app.state.picoflow = ServerSettings(engine, limits, authorize, people=people)
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(people_router)
