@@ -35,6 +35,7 @@ __all__ = [
     "find_approval",
     "new_approval",
     "operator_of",
+    "PEOPLE_KEYS",
     "PENDING",
     "RUNNING",
     "RESOLVED",
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 PENDING, RUNNING, RESOLVED, INTERRUPTED = "pending", "running", "resolved", "interrupted"
+PEOPLE_KEYS = frozenset({"approvals", "operator", "turns"})  # top-level, only when used
 MAX_SETTLED = 50  # settled approvals kept per session; pending and running ones always stay
 
 
