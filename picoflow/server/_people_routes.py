@@ -6,26 +6,28 @@ owner may not approve its own request unless `create_app(allow_self_approval=Tru
 `authorize` hook every caller is trusted, as on the turn routes.
 
 The user's side hears about it on `GET /ai/events` (Server-Sent Events of one session):
-`approval_resolved` with the reply the model gave, and `operator_message`. The turn stream
+`approval_resolved` with the reply the model gave, `operator_message`, `operator_returned`,
+and `idle` when nobody is expected there any more (the stream then ends). The turn stream
 (`POST /ai/stream`) carries `approval_requested` when a turn stops at a call.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..engine import TurnResult
 from ._auth import caller_of, principal_of
 from ._errors import ApiError, turn_error, validation_problem
-from ._headers import REQUEST_ID_HEADER, SESSION_HEADER, request_id_for
+from ._headers import REQUEST_ID_HEADER, SESSION_HEADER, SESSION_HEADER_ALT, request_id_for
 from ._limits import read_json_body
 from ._schemas import ErrorEnvelope, envelope_of
 from ._stream import STREAM_HEADERS, sse_frame
@@ -33,7 +35,9 @@ from ._stream import STREAM_HEADERS, sse_frame
 __all__ = ["people_router", "PeopleSettings", "EventHub"]
 
 APPROVER, OPERATOR = "approver", "operator"
+STATIC = Path(__file__).parent / "static"
 KEEPALIVE_SECONDS = 15.0
+STREAM_SECONDS = 300.0  # GET /ai/events ends after this; the chat page opens it again
 
 # TurnResult.error of an approval or operator action -> (status, code)
 _FAILURES = {
@@ -128,6 +132,7 @@ async def _caller(request: Request, settings: Annotated[Any, Depends(_settings)]
 
 Caller = Annotated[str | None, Depends(_caller)]
 Settings = Annotated[Any, Depends(_settings)]
+SessionQuery = Annotated[str | None, Query(description="The session (or the session header).")]
 
 
 def _require(request: Request, settings: Any, role: str) -> None:
@@ -145,7 +150,8 @@ def _require(request: Request, settings: Any, role: str) -> None:
 
 
 def _session(request: Request, session: str | None) -> str:
-    session_id = session or request.headers.get(SESSION_HEADER) or ""
+    headers = request.headers
+    session_id = session or headers.get(SESSION_HEADER) or headers.get(SESSION_HEADER_ALT) or ""
     if not session_id:
         raise ApiError(
             400,
@@ -206,7 +212,7 @@ async def resolve(
     caller: Caller,
     request: Request,
     settings: Settings,
-    session: Annotated[str | None, Query()] = None,
+    session: SessionQuery = None,
 ) -> JSONResponse:
     """Approve, edit or reject; the reply is the model's answer after the decision."""
     _require(request, settings, APPROVER)
@@ -257,7 +263,7 @@ async def operator_reply(
     caller: Caller,
     request: Request,
     settings: Settings,
-    session: Annotated[str | None, Query()] = None,
+    session: SessionQuery = None,
 ) -> JSONResponse:
     """The text goes to the user (`operator_message` on GET /ai/events) and into the history."""
     _require(request, settings, OPERATOR)
@@ -278,14 +284,22 @@ async def return_to_flow(
     caller: Caller,
     request: Request,
     settings: Settings,
-    session: Annotated[str | None, Query()] = None,
+    session: SessionQuery = None,
 ) -> JSONResponse:
     """The flow's model answers the next user message, having read the operator's."""
     _require(request, settings, OPERATOR)
     session_id = _session(request, session)
     body = await _body(request, settings, ReturnRequest)
     result = await settings.engine.return_to_flow(session_id, body.step, body.note, by=caller)
-    return _answer(result, request)
+    response = _answer(result, request)
+    settings.people.hub.publish(session_id, "operator_returned", {"step": result.step})
+    return response
+
+
+@people_router.get("/operator", include_in_schema=False)
+async def operator_page() -> FileResponse:
+    """The operator page: what waits for a person, with buttons to act on it."""
+    return FileResponse(STATIC / "operator.html", media_type="text/html")
 
 
 @people_router.get(
@@ -295,27 +309,55 @@ async def session_events(
     caller: Caller,
     request: Request,
     settings: Settings,
-    session: Annotated[str | None, Query()] = None,
+    session: SessionQuery = None,
 ) -> StreamingResponse:
-    """Server-Sent Events for the session's owner: approval_resolved, operator_message."""
+    """Server-Sent Events for the session's owner: approval_resolved, operator_message.
+
+    While nobody is expected in the session (no pending approval, no operator), or once that
+    is over, the stream sends `idle` and ends: open it again after the next turn.
+    """
     session_id = _session(request, session)
-    if await settings.engine.get_session(session_id, owner=caller) is None:
+    engine = settings.engine
+
+    async def waits() -> bool | None:
+        doc = await engine.get_session(session_id, owner=caller)
+        if doc is None:
+            return None
+        pending = any(a.get("status") == "pending" for a in doc.get("approvals") or [])
+        return pending or doc.get("operator") is not None
+
+    if await waits() is None:
         raise ApiError(
             404, f"There is no session '{session_id}' of yours.", code="session_not_found"
         )
     headers = {**STREAM_HEADERS, REQUEST_ID_HEADER: request_id_for(request)}
     return StreamingResponse(
-        _events(settings.people.hub, session_id), media_type="text/event-stream", headers=headers
+        _events(settings.people.hub, session_id, waits),
+        media_type="text/event-stream",
+        headers=headers,
     )
 
 
-async def _events(hub: EventHub, session_id: str) -> AsyncIterator[str]:
+async def _events(
+    hub: EventHub, session_id: str, waits: Callable[[], Awaitable[bool | None]]
+) -> AsyncIterator[str]:
+    """The session's events until nobody is expected there; also ends after a while.
+
+    Subscribed before the first check, so nothing published in between is missed. Ending
+    after `STREAM_SECONDS` bounds what a forgotten tab holds; the page opens it again.
+    """
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + STREAM_SECONDS
     with hub.subscribe(session_id) as queue:
         yield ": listening\n\n"
-        while True:
+        while await waits() and (left := ends - loop.time()) > 0:
             try:
-                kind, data = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                kind, data = await asyncio.wait_for(queue.get(), min(KEEPALIVE_SECONDS, left))
             except TimeoutError:
                 yield ": keepalive\n\n"  # proxies close connections that stay silent
                 continue
             yield sse_frame(kind, data)
+            while not queue.empty():
+                yield sse_frame(*queue.get_nowait())
+        else:
+            yield sse_frame("idle", {})

@@ -165,11 +165,33 @@ async def test_k7_an_operator_answers_and_hands_back() -> None:
 
 async def test_k7_session_events_deliver_what_the_people_routes_publish() -> None:
     hub = EventHub()
-    events = _events(hub, "s1")
+    answers = iter([True, False])  # checked before waiting: someone is expected, then nobody
+
+    async def waits() -> bool:
+        return next(answers)
+
+    events = _events(hub, "s1", waits)
     assert await anext(events) == ": listening\n\n"
     hub.publish("s1", "operator_message", {"message": "Hi", "by": "sam"})
     hub.publish("s2", "operator_message", {"message": "not yours"})
     assert await anext(events) == (
         'event: operator_message\ndata: {"message": "Hi", "by": "sam"}\n\n'
     )
-    await events.aclose()
+    hub.publish("s1", "approval_resolved", {"message": "Booked."})
+    assert await anext(events) == 'event: approval_resolved\ndata: {"message": "Booked."}\n\n'
+    assert await anext(events) == "event: idle\ndata: {}\n\n"
+    with pytest.raises(StopAsyncIteration):
+        await anext(events)
+
+
+async def test_k7_session_events_of_a_session_that_waits_for_nobody_end_at_once() -> None:
+    _, app = api(booking_flow(), authorize=by_header)
+    async with client_for(app) as client:
+        first = await client.post(
+            "/ai/run", json={"flowName": "BookingFlow", "message": "hi"}, headers=as_user("ann")
+        )
+        session = first.json()["session"]
+        idle = await client.get(f"/ai/events?session={session}", headers=as_user("ann"))
+        other = await client.get(f"/ai/events?session={session}", headers=as_user("boss"))
+    assert idle.text == ": listening\n\nevent: idle\ndata: {}\n\n"
+    assert (other.status_code, other.json()["code"]) == (404, "session_not_found")
