@@ -22,6 +22,7 @@ __all__ = ["run_or_hold", "turn_label", "pending_approvals"]
 
 
 MAX_TURNS = 20  # idempotency keys of recent turns kept per session (K5)
+MAX_HELD = 20  # messages kept per waiting approval; the model reads them once it is resolved
 
 
 def turn_label(doc: dict[str, Any]) -> str:
@@ -61,7 +62,9 @@ async def _hold_for_approval(flow: Flow, message: str, pending: list[dict[str, A
     answer = await flow._call_hook(step.on_message_while_pending, message, pending)
     reply = answer if isinstance(answer, str) and answer else _still_waiting(pending)
     live = next(a for a in approvals_of(flow._session) if a["id"] == pending[0]["id"])
-    live.setdefault("held", []).append({"text": message, "reply": reply, "at": now_iso()})
+    held = live.setdefault("held", [])
+    held.append({"text": message, "reply": reply, "at": now_iso()})
+    del held[:-MAX_HELD]  # a guest who keeps writing cannot grow the session without bound
     return reply
 
 
