@@ -389,3 +389,49 @@ async def test_k5_a_retried_turn_replays_its_reply_in_any_engine(run_log: Path) 
         ("human", "book Inn 90")
     ]
     assert doc["turns"]["k-1"]["reply"] == done.message
+
+
+async def test_k1_a_nested_run_cannot_pause_for_approval(run_log: Path) -> None:
+    class ParentStep(Step):
+        @tool
+        async def delegate(self) -> str:
+            """Let the booking step do it."""
+            return str(await self.run_step(BookStep, "book Ritz 900"))
+
+    model = ScriptedChatModel(
+        script={
+            "ParentStep": [tool_calls(("delegate", {}))],
+            "BookStep": [tool_calls(("book", {"hotel": "Ritz", "total": 900}))],
+        }
+    )
+
+    class NestingFlow(Flow):
+        def config_model(self) -> Any:
+            return model
+
+        def define_steps(self) -> list[Step]:
+            return [ParentStep(self), BookStep(self)]
+
+    engine = FlowEngine(flows=[NestingFlow], store=MemoryStore())
+    result = await engine.run("NestingFlow", "go")
+
+    assert (result.success, result.error) == (False, "FlowDefinitionError")
+    assert result.message == (
+        "BookStep called tool 'book', which needs approval, while running nested inside "
+        "ParentStep (run_step/run_steps); a nested run cannot pause for a person. Give the tool "
+        "to ParentStep instead, so the turn can stop at the call."
+    )
+    assert runs(run_log) == []
+
+
+async def test_k7_a_store_without_waiting_says_so() -> None:
+    class PlainStore(MemoryStore):
+        waiting = None  # type: ignore[assignment]
+
+    engine = booking_engine(PlainStore())
+    with pytest.raises(TypeError) as raised:
+        await engine.waiting()
+    assert str(raised.value) == (
+        "PlainStore cannot list the sessions that wait for a person; give it a waiting(limit) "
+        "method (MemoryStore, SQLiteStore and MongoStore have one)."
+    )

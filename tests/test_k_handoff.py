@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from approval_flows import booking_engine, booking_policy
+from approval_flows import BookStep, booking_engine, booking_policy
 from flows import transcript
 from langchain_core.messages import AIMessage
 
-from picoflow import handoff
+from picoflow import Flow, FlowEngine, Step, handoff
+from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel
 
 ACK = "Thank you, your message was passed on. A person will answer you here."
@@ -97,3 +100,36 @@ def test_k6_handoff_takes_text() -> None:
     with pytest.raises(TypeError) as raised:
         handoff(3)  # type: ignore[arg-type]
     assert str(raised.value) == "handoff(note=...) takes a str or None, got int."
+
+
+async def test_k6_return_to_another_step_brings_the_operator_exchange_along() -> None:
+    class AfterStep(Step):
+        def get_prompt(self) -> str:
+            return "Follow up."
+
+    model = ScriptedChatModel(policy=booking_policy)
+
+    class TwoStepFlow(Flow):
+        def config_model(self) -> Any:
+            return model
+
+        def define_steps(self) -> list[Step]:
+            return [BookStep(self), AfterStep(self)]
+
+    engine = FlowEngine(flows=[TwoStepFlow], store=MemoryStore())
+    first = await engine.run("TwoStepFlow", "a person please")
+    session_id = first.session_id or ""
+    await engine.run("TwoStepFlow", "my room is cold", session_id)
+    await engine.operator_reply(session_id, "Fixed.", by="sam")
+
+    back = await engine.return_to_flow(session_id, step="AfterStep", note="Heating on.", by="sam")
+
+    assert (back.success, back.step) == (True, "AfterStep")
+    doc = await engine.get_session(session_id)
+    assert doc is not None
+    assert transcript(doc, "AfterStep") == [
+        ("human", "my room is cold"),
+        ("ai", "Fixed."),
+        ("ai", "Heating on."),
+    ]
+    assert doc["sequence"] == ["BookStep", "AfterStep"]
