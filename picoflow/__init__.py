@@ -25,7 +25,7 @@ from .models import ModelLike, ModelSpec
 from .policies import reset, sliding_window, summarise, token_window, turn_window
 from .step import EndStep, Step
 from .tools import ToolCall, tool, tool_group
-from .transitions import ToolResult, direct, finish, go, stay
+from .transitions import ToolResult, direct, finish, go, handoff, stay
 
 __version__ = "0.1.0"
 
@@ -43,6 +43,7 @@ __all__ = [
     "stay",
     "direct",
     "finish",
+    "handoff",
     "ToolResult",
     # engine.py
     "FlowEngine",

@@ -15,6 +15,7 @@ from langchain_core.messages import HumanMessage
 
 from ._groups import answer_calls
 from ._logic import LogicStep, check_logic_result
+from ._people.gate import gate_calls
 from ._policy import ModelCallError
 from ._respond import Reply, is_plain, recover, respond, take_final
 from ._turn import (
@@ -91,6 +92,9 @@ async def _model_round(
         if final is not None:
             return final
     run.scratch.clear()  # the model acted on the feedback; the exchange is stored from here on
+    waiting = await gate_calls(flow, step, tools, reply, ctx, run, malformed)  # K1
+    if waiting is not None:
+        return step, Reply(waiting, waiting)
     outcomes = await answer_calls(step, tools, reply, ctx, malformed)
     destination, text = await apply(flow, step, reply, outcomes, run)
     if ctx.emit is not None and destination is not step:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from ._people.records import PEOPLE_KEYS
 from .errors import FlowDefinitionError
 from .flow import Flow
 from .memory import Namespace
@@ -18,7 +19,7 @@ from .session import SessionDocument, check_schema
 __all__ = ["migrate"]
 
 _KEPT = frozenset({"id", "revision", "flow", "owner"})  # put back as stored, whatever it returns
-_KEYS = frozenset(SessionDocument.__annotations__) - _KEPT
+_KEYS = frozenset(SessionDocument.__annotations__) - _KEPT - PEOPLE_KEYS  # those are optional
 
 
 async def migrate(

@@ -30,7 +30,7 @@ from .errors import FlowDefinitionError
 
 __all__ = ["Move", "MoveKind", "Reading", "read_moves", "MOVES_ATTRIBUTE", "NESTED_ATTRIBUTE"]
 
-MoveKind = Literal["go", "finish", "nested"]
+MoveKind = Literal["go", "finish", "nested", "handoff"]
 
 MOVES_ATTRIBUTE = "moves_to"
 NESTED_ATTRIBUTE = "nested_steps"
@@ -127,6 +127,8 @@ class _Reader:
                 self._add(None, via, "finish")
             elif target is not None:
                 self._target(target, scope, (method, via), "go")
+        elif callee == "handoff" and not on_self:  # K6: a person takes the conversation
+            self._add(None, via, "handoff")
         elif callee == "complete" and _is_self_flow(node.func):
             self._add(None, via, "finish")
         elif on_self and callee in ("run_step", "run_steps"):
@@ -206,7 +208,7 @@ def _callee(func: ast.expr, scope: _Scope) -> tuple[str | None, bool]:
             return func.attr, True
     value = scope.lookup(func)
     name = getattr(value, "__name__", None) if value is not _UNKNOWN else None
-    if isinstance(name, str) and name in ("go", "finish"):
+    if isinstance(name, str) and name in ("go", "finish", "handoff"):
         return name, False
     if isinstance(func, ast.Name):
         return func.id, False

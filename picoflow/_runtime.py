@@ -35,6 +35,8 @@ class SessionRuntime:
         warnings: this turn's warnings; the save appends them to the document's.
         exits: steps with `distil_on_exit` left this turn, with their namespace as it was when
             they were left; the housekeeping before the save distils them.
+        people: people in the loop (K1-K6): `approvals` (the document's list) and `operator`
+            (the handoff in progress, or None); see `picoflow._people`.
     """
 
     session_id: str | None = None
@@ -46,6 +48,7 @@ class SessionRuntime:
     content_type: str = "text/plain"
     warnings: list[str] = field(default_factory=list)
     exits: list[tuple[str, list[BaseMessage]]] = field(default_factory=list)
+    people: dict[str, Any] = field(default_factory=dict)
 
     def state_of(self, step_name: str) -> dict[str, Any]:
         """The step's live state dict, created empty on first use."""

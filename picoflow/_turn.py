@@ -36,6 +36,8 @@ from ._invoke import invoke
 from ._logic import LogicStep
 from ._ops import BudgetUsage, CallRecord, Telemetry
 from ._ops._budgets import tokens_of
+from ._people.handoff import begin_handoff
+from ._people.keys import call_key, key_scope
 from ._policy import call_with_retries, inherit, model_name, policy_of
 from ._redact import redact
 from ._structured import final_tool
@@ -422,14 +424,15 @@ async def run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnCont
     else:  # bound here: a tool argument may be called `name` or `step`
         bound = functools.partial(handler, **kwargs)
     telemetry = ctx.telemetry
-    if telemetry is None or not telemetry.active:
-        result, failed = await run_handler(step, name, bound)
-        return failed if failed is not None else interpret(name, result, extra)
-    with telemetry.operation("tool", tool=name, step=step.name) as record:
-        result, failed = await run_handler(step, name, bound)
-        outcome = failed if failed is not None else interpret(name, result, extra)
-        record.outcome = "ok" if outcome.status == "success" else outcome.status
-        return outcome
+    with key_scope(call_key(step.flow.get_session_id(), str(call.get("id")))):  # K5
+        if telemetry is None or not telemetry.active:
+            result, failed = await run_handler(step, name, bound)
+            return failed if failed is not None else interpret(name, result, extra)
+        with telemetry.operation("tool", tool=name, step=step.name) as record:
+            result, failed = await run_handler(step, name, bound)
+            outcome = failed if failed is not None else interpret(name, result, extra)
+            record.outcome = "ok" if outcome.status == "success" else outcome.status
+            return outcome
 
 
 async def run_handler(step: Step, name: str, call: Callable[[], Any]) -> tuple[Any, Outcome | None]:
@@ -508,7 +511,7 @@ async def apply_transition(
 
     `incoming` is what a logic step received: a `go` without a message of its own forwards it.
     """
-    if run.depth and transition.kind in ("go", "finish"):  # a nested run never moves (V2)
+    if run.depth and transition.kind in ("go", "finish", "handoff"):  # nested: no moves (V2)
         raise fail_turn(FlowDefinitionError(_nested_move(source, transition, run)))
     if transition.kind == "stay":
         extend(source, exchange)
@@ -520,6 +523,9 @@ async def apply_transition(
             return source, None
     if transition.kind in ("direct", "finish"):
         return source, _direct(flow, source, exchange, transition)
+    if transition.kind == "handoff":  # K6: the exchange is kept; a person answers from here
+        extend(source, exchange)
+        return source, begin_handoff(flow, source, transition)
     destination = flow.get_step(transition.target)  # type: ignore[arg-type]
     moved = await flow.goto(type(destination))
     if transition.prompt is not None:
@@ -534,7 +540,7 @@ async def apply_transition(
 
 
 def _nested_move(source: Step, transition: ToolResult, run: RunFrame) -> str:
-    what = "finish()" if transition.kind == "finish" else f"go({_target_name(transition)})"
+    what = f"go({_target_name(transition)})" if transition.target else f"{transition.kind}()"
     return (
         f"{source.name} returned {what} while running nested inside {run.parent} "
         "(run_step/run_steps), but a nested step cannot move the cursor or end the session. "

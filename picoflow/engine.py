@@ -21,12 +21,14 @@ from ._bank import MemoryBank, bank_tools, require_bank
 from ._engine_checks import check_flow, turn_input_problem
 from ._housekeeping.on_demand import compact_now, compactable
 from ._housekeeping.scheduler import Housekeeping
-from ._loop import run_turn
 from ._mcp import MCPConnections
 from ._migration import migrate
 from ._nested import NestedRuns
 from ._ops import Budgets, BudgetUsage, CallRecord, Telemetry
 from ._ops._budgets import today, tokens_of
+from ._people.api import PeopleInTheLoop
+from ._people.hold import pending_approvals, run_or_hold
+from ._people.keys import IDEMPOTENCY
 from ._preview import Preview, preview_of
 from ._recall import recall_tools
 from ._sessions import Sessions
@@ -88,6 +90,7 @@ class TurnResult:
     name of the error class (e.g. "SessionConflictError", "ToolLoopError", or "KeyError" for an
     exception that escaped flow code), or "TurnTimeout" for a turn stopped at the engine's
     `turn_timeout` (nothing was saved; the same message may be sent again).
+    `pending_approvals` lists the tool calls that wait for a person after this turn (K1).
     """
 
     session_id: str | None
@@ -99,6 +102,7 @@ class TurnResult:
     warnings: list[str] = field(default_factory=list)
     usage: dict[str, dict[str, int]] = field(default_factory=empty_usage)
     error: str | None = None
+    pending_approvals: list[dict[str, Any]] = field(default_factory=list)  # K1
 
 
 @dataclass(frozen=True)
@@ -118,8 +122,14 @@ class StreamEvent:
     result: TurnResult | None = None
 
 
-class FlowEngine:
-    """Runs flows; holds the store, the model providers and the per-session locks."""
+class FlowEngine(PeopleInTheLoop):
+    """Runs flows; holds the store, the model providers and the per-session locks.
+
+    Approvals and handoff (K3-K6) come from `PeopleInTheLoop`: `resolve_approval`,
+    `pending_approvals`, `operator_reply`, `return_to_flow`.
+    """
+
+    _result_type = TurnResult
 
     def __init__(
         self,
@@ -189,14 +199,21 @@ class FlowEngine:
         config: dict[str, Any] | None = None,
         *,
         owner: str | None = None,
+        idempotency_key: str | None = None,
     ) -> TurnResult:
         """Run one turn; never raises for run failures (they come back as success=False).
 
         `owner` (H4) names who runs the turn: a new session records it, and a session recorded
         with another owner (or none) is treated as unknown, so a new session starts (P5).
-        Without `owner` the caller is trusted with any session id.
+        Without `owner` the caller is trusted with any session id. `idempotency_key` (H5, K5):
+        a turn of this session already run with the same key is not run again, in any process;
+        its recorded reply is returned.
         """
-        return await self._run(flow_name, message, session_id, config, None, owner=owner)
+        token = IDEMPOTENCY.set(idempotency_key)
+        try:
+            return await self._run(flow_name, message, session_id, config, None, owner=owner)
+        finally:
+            IDEMPOTENCY.reset(token)
 
     async def stream(
         self,
@@ -206,6 +223,7 @@ class FlowEngine:
         config: dict[str, Any] | None = None,
         *,
         owner: str | None = None,
+        idempotency_key: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Run one turn, yielding its events as they happen; the last one is "done".
 
@@ -217,9 +235,11 @@ class FlowEngine:
         def emit(kind: str, data: dict[str, Any]) -> None:
             queue.put_nowait(StreamEvent(kind, data))
 
+        token = IDEMPOTENCY.set(idempotency_key)  # the task copies the context now (K5)
         task = asyncio.ensure_future(
             self._run(flow_name, message, session_id, config, emit, owner=owner)
         )
+        IDEMPOTENCY.reset(token)
         try:
             while not (task.done() and queue.empty()):
                 getter = asyncio.ensure_future(queue.get())
@@ -481,7 +501,7 @@ class FlowEngine:
             await flow._call_hook(flow.current_step.on_restore)
         record.set("picoflow.step_before", flow._session.current)
         try:
-            reply = await run_turn(flow, message, context)
+            reply = await run_or_hold(flow, message, context, doc)  # K2, K6: a person may hold it
             saved = await self._save(flow, doc, context, fresh, deadline)
         finally:
             if context.budget is not None and context.budget.owner is not None:
@@ -497,6 +517,7 @@ class FlowEngine:
             content_type=flow._session.content_type,
             warnings=list(flow._session.warnings),
             usage=context.usage,
+            pending_approvals=pending_approvals(flow),
         )
 
     def _context_for(self, flow: Flow) -> TurnContext:

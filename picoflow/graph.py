@@ -8,8 +8,10 @@ the `go(...)` targets of each step's tools and hooks, `finish()`, and the steps 
 `run_steps` run nested, plus what a step declares in `moves_to` / `nested_steps`. The initial
 step hangs off a `start` node; `EndStep`s and steps that can finish lead to an `end` node.
 Logic steps are hexagons, steps run nested have a dashed border and are reached by dotted
-arrows. With a session, the path it took is drawn over the flow: visited steps and taken moves
-in green, numbered in order, and a move the code does not show as a red dotted arrow.
+arrows. Tools that need a person's approval (K1) and `handoff()` moves (K6) are dotted arrows
+to a `person` node. With a session, the path it took is drawn over the flow: visited steps and
+taken moves in green, numbered in order, and a move the code does not show as a red dotted
+arrow.
 
 Markdown viewers (GitHub, GitLab, VS Code, MkDocs with a plugin) render a ```mermaid block.
 """
@@ -29,19 +31,21 @@ from typing import TYPE_CHECKING, Any
 from ._moves import Move, read_moves
 from .errors import FlowDefinitionError
 from .step import EndStep
+from .tools import collect_tools
 
 if TYPE_CHECKING:
     from .flow import Flow
 
 __all__ = ["FlowGraph", "Move", "flow_graph", "draw", "main"]
 
-START, END = "__start__", "__end__"
+START, END, PERSON = "__start__", "__end__", "__person__"
 SOLID, DOTTED = "-->", "-.->"
 TERMINAL = "    classDef terminal fill:#f1f3f5,stroke:#868e96"
 LOGIC = "    classDef logic fill:#fff3bf,stroke:#e67700"
 NESTED = "    classDef nested stroke-dasharray:5 3"
 VISITED = "    classDef visited fill:#d3f9d8,stroke:#2b8a3e,stroke-width:2px"
 CURRENT = "    classDef current fill:#d3f9d8,stroke:#2b8a3e,stroke-width:4px"
+PEOPLE = "    classDef person fill:#e7f5ff,stroke:#1971c2"
 TAKEN, UNSEEN = "stroke:#2b8a3e,stroke-width:3px", "stroke:#c92a2a,stroke-width:3px"
 
 
@@ -60,11 +64,13 @@ class FlowGraph:
     end_steps: frozenset[str]
     moves: tuple[Move, ...]
     notes: tuple[str, ...]
+    approvals: tuple[tuple[str, str], ...] = ()  # K1: (step, tool) of tools needing approval
 
     def edges(self) -> set[tuple[str, str]]:
-        """(from, to) of every drawn arrow, with `__start__` and `__end__` for the ends."""
+        """(from, to) of every drawn arrow: `__start__`, `__end__`, `__person__` for the ends."""
         drawn = {(START, self.initial)} | {(name, END) for name in self.end_steps}
-        return drawn | {(m.source, m.target or END) for m in self.moves}
+        drawn |= {(step, PERSON) for step, _ in self.approvals}
+        return drawn | {(m.source, _target(m)) for m in self.moves}
 
 
 def flow_graph(flow: Flow) -> FlowGraph:
@@ -93,7 +99,20 @@ def flow_graph(flow: Flow) -> FlowGraph:
         end_steps=frozenset(n for n, s in steps.items() if isinstance(s, EndStep)),
         moves=tuple(m for m in moves if m.target is None or m.target in steps),
         notes=tuple(notes),
+        approvals=tuple(
+            (name, spec.name)
+            for name, step in steps.items()
+            for spec in collect_tools(type(step))
+            if spec.requires_approval
+        ),
     )
+
+
+def _target(move: Move) -> str:
+    """Where a move's arrow points: a step, the end, or a person (K6 handoff)."""
+    if move.kind == "handoff":
+        return PERSON
+    return move.target or END
 
 
 def draw(flow: Flow, *, session: Mapping[str, Any] | None = None) -> str:
@@ -162,8 +181,12 @@ def _edges(graph: FlowGraph) -> list[_Edge]:
     add(START, graph.initial, SOLID, None)
     for name in graph.steps:
         for move in (m for m in graph.moves if m.source == name):
-            arrow = DOTTED if move.kind == "nested" else SOLID
-            add(name, move.target or END, arrow, move.via)
+            arrow = DOTTED if move.kind in ("nested", "handoff") else SOLID
+            label = f"{move.via}: handoff" if move.kind == "handoff" else move.via
+            add(name, _target(move), arrow, label)
+        for step, tool in graph.approvals:
+            if step == name:  # K1: the call waits for a person before it runs
+                add(name, PERSON, DOTTED, f"{tool}: approval")
         if name in graph.end_steps:
             add(name, END, SOLID, None)
     return list(edges.values())
@@ -180,6 +203,8 @@ def _nodes(graph: FlowGraph, edges: list[_Edge]) -> list[str]:
             lines.append(f"    {name}[{name}]")
     if any(edge.target == END for edge in edges):
         lines.append(f"    {END}((end))")
+    if any(edge.target == PERSON for edge in edges):
+        lines.append(f"    {PERSON}((person))")
     return lines
 
 
@@ -190,6 +215,8 @@ def _classes(graph: FlowGraph, *, ends: bool) -> list[str]:
         lines += [LOGIC, f"    class {','.join(sorted(graph.logic_steps))} logic"]
     if nested:
         lines += [NESTED, f"    class {','.join(nested)} nested"]
+    if graph.approvals or any(m.kind == "handoff" for m in graph.moves):
+        lines += [PEOPLE, f"    class {PERSON} person"]
     return lines
 
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
 from ._live_history import LiveHistory, unchanged_since_sync
+from ._people.records import dump_people, load_people
 from ._state import is_session_id, now_iso
 from .errors import StoreError
 from .flow import Flow
@@ -63,6 +64,9 @@ class SessionDocument(TypedDict):
     usage: dict[str, dict[str, int]]
     warnings: list[dict[str, str]]
     owner: NotRequired[str]  # H4: only in sessions created with an owner
+    approvals: NotRequired[list[dict[str, Any]]]  # K1: only once a tool asked for approval
+    operator: NotRequired[dict[str, Any] | None]  # K6: only once a step handed off
+    turns: NotRequired[dict[str, Any]]  # K5: only once a turn ran with an idempotency key
 
 
 def new_session_id() -> str:
@@ -172,6 +176,7 @@ def load_flow(flow: Flow, doc: dict[str, Any], spaces: dict[str, Namespace] | No
     for name, entry in doc["steps"].items():
         state = entry.get("state") or {}
         session.states[name] = _copy_json(state) if spaces else state
+    load_people(session, doc)
     target = flow.get_memory().namespaces()
     if spaces:
         for namespace, record in spaces.items():
@@ -233,6 +238,7 @@ def dump_flow(
     out["context"] = session.context
     out["current_step"] = session.current
     out["sequence"] = list(session.sequence)
+    dump_people(session, out)
     out["steps"] = {name: _dump_step(flow, name) for name in flow.steps}
     out["memory"] = {
         name: _dump_namespace(record) for name, record in flow.get_memory().namespaces().items()

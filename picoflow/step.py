@@ -354,6 +354,32 @@ class Step:
         """Empty this namespace (for every step sharing it) and its summary (T4)."""
         self._flow.get_memory().erase(self._namespace)
 
+    @property
+    def tool_call_key(self) -> str:
+        """The stable key of the tool call being answered, the same across resumes (K5).
+
+        Pass it to an external system as its idempotency key, so an effect happens once.
+        """
+        from ._people.keys import current_key
+
+        return current_key(self.name)
+
+    def on_approval_requested(self, approval: dict[str, Any]) -> Any:
+        """A tool call of this step waits for a person's approval (K1); return the reply.
+
+        `approval` is the record (`id`, `tool`, `args`, ...). Return None for the default
+        reply naming what waits. Sync or async.
+        """
+        return None
+
+    def on_message_while_pending(self, message: str, pending: list[dict[str, Any]]) -> Any:
+        """The user wrote while an approval waits (K2); return the reply, None for the default.
+
+        The tool is never called from here; the message is kept and shown to the model once
+        the approval is resolved.
+        """
+        return None
+
     def gen_message_id(self) -> str:
         """`<StepName>|<UTC ISO time>|<random>`: the first segment attributes the message."""
         return new_message_id(self.name)

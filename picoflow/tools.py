@@ -67,6 +67,8 @@ class ToolSpec:
     args_schema: type[BaseModel] | None
     pass_model: bool  # the handler takes the validated model itself as its only argument
     schema: dict[str, Any]  # the OpenAI-format definition that `bind_tools` receives
+    # K1: True, or a predicate (args, step) -> bool, when a person must approve a call first
+    requires_approval: bool | Callable[[dict[str, Any], Any], bool] = False
 
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
         """Validate the model's arguments; return the keyword arguments for the handler."""
@@ -82,17 +84,32 @@ class ToolSpec:
 def tool(func: F, /) -> F: ...
 @overload
 def tool(
-    name: str | None = None, /, *, args_schema: type[BaseModel] | None = None
+    name: str | None = None,
+    /,
+    *,
+    args_schema: type[BaseModel] | None = None,
+    requires_approval: bool | Callable[[dict[str, Any], Any], bool] = False,
 ) -> Callable[[F], F]: ...
 
 
-def tool(func_or_name: Any = None, /, *, args_schema: type[BaseModel] | None = None) -> Any:
+def tool(
+    func_or_name: Any = None,
+    /,
+    *,
+    args_schema: type[BaseModel] | None = None,
+    requires_approval: bool | Callable[[dict[str, Any], Any], bool] = False,
+) -> Any:
     """Expose a Step method to the model: `@tool`, `@tool("alias")`, `@tool(args_schema=M)`.
+
+    `requires_approval` (K1): True, or a function `(args, step) -> bool` of the validated
+    arguments, when a person must approve a call before it runs (docs/people-in-the-loop.md).
 
     Raises:
         FlowDefinitionError: the method has no docstring (the model reads it to decide when to
-            call the tool), an alias is blank, or the type hints cannot form a schema.
+            call the tool), an alias is blank, the type hints cannot form a schema, or
+            `requires_approval` is neither a bool nor a callable.
     """
+    _check_approval(requires_approval)
     if callable(func_or_name) and not isinstance(func_or_name, str):
         return _mark(func_or_name, None, args_schema)
     alias = func_or_name
@@ -103,12 +120,26 @@ def tool(func_or_name: Any = None, /, *, args_schema: type[BaseModel] | None = N
         )
 
     def decorate(func: F) -> F:
-        return _mark(func, alias, args_schema)
+        return _mark(func, alias, args_schema, requires_approval)
 
     return decorate
 
 
-def _mark(func: F, alias: str | None, args_schema: type[BaseModel] | None) -> F:
+def _check_approval(requires_approval: Any) -> None:
+    if isinstance(requires_approval, bool) or callable(requires_approval):
+        return
+    raise FlowDefinitionError(
+        f"@tool(requires_approval={requires_approval!r}): pass True, False, or a function "
+        "(args, step) -> bool that says whether this call needs a person's approval."
+    )
+
+
+def _mark(
+    func: F,
+    alias: str | None,
+    args_schema: type[BaseModel] | None,
+    requires_approval: bool | Callable[[dict[str, Any], Any], bool] = False,
+) -> F:
     name = alias.strip() if alias else func.__name__
     description = inspect.getdoc(func)
     if not description:
@@ -121,7 +152,9 @@ def _mark(func: F, alias: str | None, args_schema: type[BaseModel] | None) -> F:
     definition = convert_to_openai_tool(model or _empty_model(name))
     definition["function"]["name"] = name
     definition["function"]["description"] = description
-    spec = ToolSpec(name, func.__name__, description, model, pass_model, definition)
+    spec = ToolSpec(
+        name, func.__name__, description, model, pass_model, definition, requires_approval
+    )
     setattr(func, _MARK, spec)
     return func
 

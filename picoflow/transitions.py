@@ -15,9 +15,9 @@ from langchain_core.messages import BaseMessage
 if TYPE_CHECKING:
     from .step import Step
 
-__all__ = ["ToolResult", "go", "stay", "direct", "finish"]
+__all__ = ["ToolResult", "go", "stay", "direct", "finish", "handoff"]
 
-TransitionKind = Literal["stay", "go", "direct", "finish"]
+TransitionKind = Literal["stay", "go", "direct", "finish", "handoff"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +35,7 @@ class ToolResult:
     message: BaseMessage | str | None = None
     content_type: str | None = None
     text: str | None = None
+    note: str | None = None  # K6: what a `handoff` tells the operator
 
     def with_state(self, state: dict[str, Any]) -> ToolResult:
         """Save `state` on the destination (S2 rules) after it is entered."""
@@ -91,3 +92,17 @@ def finish(text: str | None = None) -> ToolResult:
             f"finish() takes the closing reply as a str (or nothing), got {type(text).__name__}."
         )
     return ToolResult("finish", text=text)
+
+
+def handoff(note: str | None = None, *, reply: str | None = None) -> ToolResult:
+    """Hand the conversation to a person (K6): no model answers until it is given back.
+
+    `note` tells the operator why (shown where they pick up waiting sessions); `reply` is what
+    the user reads now (default: that a person will answer here). The user's next messages are
+    stored and acknowledged without a model call, until `engine.return_to_flow(...)`.
+    """
+    for label, value in (("note", note), ("reply", reply)):
+        if value is not None and not isinstance(value, str):
+            shown = type(value).__name__
+            raise TypeError(f"handoff({label}=...) takes a str or None, got {shown}.")
+    return ToolResult("handoff", note=note, text=reply)

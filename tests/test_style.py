@@ -42,6 +42,7 @@ PUBLIC = {
     "StreamEvent",  # FlowEngine.stream's event type (docs/server.md)
     "LogicStep",  # SPEC V1
     "finish",  # SPEC V7
+    "handoff",  # SPEC K6
     "tool_group",  # SPEC V6
     "ToolCall",  # SPEC V6: what a tool_group handler receives
     "__version__",

@@ -17,6 +17,7 @@ decide where the conversation goes next.
 from __future__ import annotations
 
 from datetime import date
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -48,6 +49,13 @@ from picoflow import EndStep, Step, ToolResult, direct, go, stay, tool
 SortKey = Literal["price", "airport", "downtown"]
 
 COMPARISON_FOLLOW_UP = "Compare on another feature, or tell me which hotel you would like to book."
+
+
+def needs_approval(args: dict[str, Any], step: Step) -> bool:
+    """K1: a booking whose total is over `config.approval_limit` waits for an operator."""
+    limit = step.get_context("config.approval_limit")
+    offer = pick_offer(step.offers(), args["hotel"]) if isinstance(step, HotelStep) else None
+    return limit is not None and offer is not None and offer.total > Decimal(str(limit))
 
 
 class HotelStep(Step):
@@ -155,7 +163,7 @@ class PresentStep(HotelStep):
         """The page of the list the guest is looking at (from 1)."""
         return int(self.get_state("page") or 1)
 
-    @tool
+    @tool(requires_approval=needs_approval)
     def chosen_hotel(
         self,
         hotel: Annotated[str, Field(description="The chosen hotel's name exactly as listed.")],
@@ -258,7 +266,7 @@ class CompareStep(HotelStep):
         reply = f"{table}\n\n{COMPARISON_FOLLOW_UP}"
         return direct(reply).with_content_type("text/markdown")
 
-    @tool
+    @tool(requires_approval=needs_approval)
     def chosen_hotel(
         self,
         hotel: Annotated[str, Field(description="The chosen hotel's name exactly as listed.")],

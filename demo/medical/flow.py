@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step, go, stay, tool
+from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step, go, handoff, stay, tool
 
 OFFLINE_MODEL = ModelSpec("offline", "medical")
 
@@ -54,6 +54,11 @@ class SymptomsStep(Step):
             )
         self.save_state({"symptoms": symptoms, "urgency": urgency})
         return go(BookingStep).with_state({"doctors": DOCTORS, "symptoms": symptoms})
+
+    @tool
+    def ask_for_a_person(self, reason: str) -> Any:
+        """Hand the conversation to the clinic's staff when the patient asks for a person."""
+        return handoff(f"The patient asked for a person: {reason}")
 
 
 class BookingStep(Step):

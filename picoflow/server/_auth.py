@@ -12,14 +12,28 @@ from __future__ import annotations
 import hashlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 
 from fastapi import Request
 
 from ._errors import ApiError
 
-__all__ = ["Authorize", "api_key_auth", "principal_of"]
+__all__ = ["Authorize", "Principal", "api_key_auth", "principal_of", "caller_of"]
 
-Authorize = Callable[[Request], "str | None | Awaitable[str | None]"]
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling, and what they may do beyond their own sessions (K7).
+
+    `authorize` may return one instead of a plain name. Roles: "approver" may list and resolve
+    approvals, "operator" may list handed-off sessions, answer in them and hand them back.
+    """
+
+    name: str
+    roles: frozenset[str] = frozenset()
+
+
+Authorize = Callable[[Request], "str | Principal | None | Awaitable[str | Principal | None]"]
 
 MIN_KEY_CHARS = 16
 _BEARER = "bearer "
@@ -92,9 +106,18 @@ async def principal_of(request: Request, authorize: Authorize | None) -> str | N
             "key as `Authorization: Bearer <key>` (or `X-API-Key: <key>`).",
             code="unauthorized",
         )
-    if not isinstance(outcome, str) or not outcome:
+    caller = outcome if isinstance(outcome, Principal) else None
+    name = outcome.name if isinstance(outcome, Principal) else outcome
+    if not isinstance(name, str) or not name:
         raise TypeError(
-            f"authorize() must return a principal name (a non-empty string) or None, got "
-            f"{outcome!r}."
+            f"authorize() must return a principal name (a non-empty string), a Principal or "
+            f"None, got {outcome!r}."
         )
-    return outcome
+    request.state.picoflow_caller = caller or Principal(name)
+    return name
+
+
+def caller_of(request: Request) -> Principal | None:
+    """The principal `principal_of` found for this request, with its roles (None: no auth)."""
+    caller: Principal | None = getattr(request.state, "picoflow_caller", None)
+    return caller

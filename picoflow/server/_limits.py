@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from ._errors import ApiError, validation_problem
 from ._schemas import RunRequest
 
-__all__ = ["Limits", "read_run_request"]
+__all__ = ["Limits", "read_run_request", "read_json_body"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INT64 = range(-(2**63), 2**63)
@@ -60,6 +60,11 @@ async def read_run_request(request: Request, limits: Limits) -> RunRequest:
         ) from None
     _check_sizes(run, limits)
     return run
+
+
+async def read_json_body(request: Request, limits: Limits) -> Any:
+    """Any JSON body, read within the body-size and depth limits (the people routes, K7)."""
+    return _parse(await _read_body(request, limits.max_body_bytes), limits.max_json_depth)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:

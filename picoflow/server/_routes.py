@@ -32,6 +32,7 @@ from ._headers import (
 )
 from ._idempotency import IDEMPOTENCY_HEADER, IdempotencyCache, check_key, fingerprint
 from ._limits import Limits, read_run_request
+from ._people_routes import PeopleSettings
 from ._schemas import EndEnvelope, ErrorEnvelope, Health, RunEnvelope, RunRequest, envelope_of
 from ._stream import STREAM_HEADERS, idempotent_events, replayed_events, sse_events
 
@@ -69,6 +70,7 @@ class ServerSettings:
     limits: Limits
     authorize: Authorize | None = None
     idempotency: IdempotencyCache = field(default_factory=IdempotencyCache)
+    people: PeopleSettings = field(default_factory=PeopleSettings)  # K7
 
 
 async def _settings(request: Request) -> ServerSettings:
@@ -188,6 +190,7 @@ async def run_turn(
         session_id,
         body.config,
         owner=principal,
+        idempotency_key=key,  # K5: also recorded with the session, for retries elsewhere
     )
     replayed = False
     if key is None:
@@ -264,7 +267,9 @@ def _stream_events(
     if first is not None:
         return replayed_events(first, request, flow)
     claim = settings.idempotency.begin(slot, request_print)
-    events = settings.engine.stream(flow, body.message, session_id, body.config, owner=principal)
+    events = settings.engine.stream(
+        flow, body.message, session_id, body.config, owner=principal, idempotency_key=key
+    )
     return idempotent_events(events, request, flow, claim)
 
 

@@ -64,6 +64,11 @@ class RunEnvelope(_WireModel):
     session: str = Field(description="The session id to send with the next turn ('' if none).")
     content_type: str = Field("text/plain", alias="contentType")
     step: str | None = Field(None, description="The step the session is in after the turn.")
+    pending_approvals: list[dict[str, Any]] | None = Field(
+        None,
+        alias="pendingApprovals",
+        description="Tool calls that wait for a person's approval (K1); absent when none.",
+    )
 
 
 class ErrorEnvelope(RunEnvelope):
@@ -112,4 +117,5 @@ def envelope_of(result: TurnResult) -> RunEnvelope:
         session=result.session_id or "",
         content_type=result.content_type,
         step=result.step,
+        pending_approvals=result.pending_approvals or None,
     )

@@ -19,6 +19,7 @@ from ._heap import settle_heap
 from ._idempotency import IDEMPOTENCY_HEADER
 from ._limits import Limits
 from ._observe import install_observability
+from ._people_routes import PeopleSettings, people_router
 from ._routes import STATIC_DIR, ServerSettings, router
 from ._schemas import RunRequest
 
@@ -46,6 +47,7 @@ def create_app(
     expose_docs: bool = True,
     cors_origins: Iterable[str] = (),
     metrics: bool = False,
+    allow_self_approval: bool = False,
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
@@ -74,6 +76,7 @@ def create_app(
         metrics: True serves Prometheus metrics at `/metrics` (O2; needs the
             `prometheus-client` package, the `metrics` extra). Under several worker processes,
             set `PROMETHEUS_MULTIPROC_DIR` and every worker's counts are served together.
+        allow_self_approval: Let a principal decide an approval its own session asked for (K7).
 
     Raises:
         ValueError: a limit is not a positive integer.
@@ -87,9 +90,11 @@ def create_app(
         lifespan=_closing(engine),
         **docs,
     )
-    app.state.picoflow = ServerSettings(engine=engine, limits=limits, authorize=authorize)
+    people = PeopleSettings(allow_self_approval=allow_self_approval)
+    app.state.picoflow = ServerSettings(engine, limits, authorize, people=people)
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(people_router)
     _describe_run_body(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _allow_cross_site(app, list(cors_origins))

@@ -13,6 +13,7 @@ from picoflow.stores import _bank, _checks
 from picoflow.stores._bank import BankEntry
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
+from picoflow.stores._waiting import check_limit, summary
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["MemoryStore"]
@@ -101,6 +102,15 @@ class MemoryStore:
             raise SessionConflictError(session_id, expected_revision, stored[0])
         self._docs[session_id] = (revision, text)
         return revision
+
+    async def waiting(self, limit: int = 100) -> list[JSONDict]:
+        """Sessions with a pending approval or an operator, newest first (K7)."""
+        _checks.check_open(self, self._closed)
+        limit = check_limit(limit)
+        found = [summary(_checks.decode(encoded[0])) for _, encoded in self._docs.values()]
+        listed = [item for item in found if item is not None]
+        listed.sort(key=lambda item: str(item["updated_at"]), reverse=True)
+        return listed[:limit]
 
     async def delete(self, session_id: str) -> bool:
         """Remove the session and its whole archive; True if a session document existed."""

@@ -41,6 +41,7 @@ from picoflow.stores._mongo_docs import (
     session_from_stored,
 )
 from picoflow.stores._mongo_errors import describe_failure
+from picoflow.stores._waiting import check_limit, summary
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["MongoStore"]
@@ -149,6 +150,17 @@ class MongoStore:
         action = f"read the revision of session '{session_id}'"
         async with self._collections(action) as (sessions, _):
             return await _revision_in(sessions, session_id)
+
+    async def waiting(self, limit: int = 100) -> list[JSONDict]:
+        """Sessions with a pending approval or an operator, newest first (K7)."""
+        _checks.check_open(self, self._closed)
+        limit = check_limit(limit)
+        query = {"$or": [{"approvals.status": "pending"}, {"operator": {"$ne": None}}]}
+        async with self._collections("list the sessions that wait for a person") as (sessions, _):
+            cursor = sessions.find(query, {"memory": 0}).sort("updated_at", -1).limit(limit)
+            stored = [doc async for doc in cursor]
+        found = [summary({**session_from_stored(doc), "id": doc["_id"]}) for doc in stored]
+        return [item for item in found if item is not None]
 
     async def save(self, doc: JSONDict, expected_revision: int) -> int:
         """Replace the session if its revision is still `expected_revision`; return the new one.

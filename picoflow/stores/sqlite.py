@@ -46,6 +46,7 @@ from picoflow.stores._limits import DocumentChecker
 from picoflow.stores._sqlite_loop import LoopConnection
 from picoflow.stores._sqlite_rows import MESSAGES_SCHEMA, Plan, RowMemory, apply, fill
 from picoflow.stores._sqlite_worker import Gate, ReaderPool, Worker, WouldWait
+from picoflow.stores._waiting import check_limit, summary
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["SQLiteStore"]
@@ -57,6 +58,13 @@ _READERS = 2
 _WOULD_WAIT = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _SYNCHRONOUS = ("NORMAL", "FULL")
 _T = TypeVar("_T")
+
+_WAITING = (  # K7: a pending approval, or an operator record that is not null
+    "SELECT doc FROM sessions WHERE json_extract(doc, '$.operator') IS NOT NULL OR EXISTS "
+    "(SELECT 1 FROM json_each(sessions.doc, '$.approvals') AS a "
+    "WHERE json_extract(a.value, '$.status') = 'pending') "
+    "ORDER BY json_extract(doc, '$.updated_at') DESC LIMIT ?"
+)
 
 _SCHEMA = (
     """
@@ -226,6 +234,19 @@ class SQLiteStore:
         if actual == _MISSING:
             raise SessionNotFoundError(session_id)
         raise SessionConflictError(session_id, expected_revision, actual)
+
+    async def waiting(self, limit: int = 100) -> list[JSONDict]:
+        """Sessions with a pending approval or an operator, newest first (K7).
+
+        A scan of the sessions table (JSON1 functions); the messages are not read.
+        """
+        limit = check_limit(limit)
+        rows = await self._read(
+            "list the sessions that wait for a person",
+            lambda db: db.execute(_WAITING, (limit,)).fetchall(),
+        )
+        found = [summary(_checks.decode(row[0])) for row in rows]
+        return [item for item in found if item is not None]
 
     async def delete(self, session_id: str) -> bool:
         """Remove the session and its whole archive; True if a session document existed."""

@@ -229,6 +229,7 @@ async def test_openapi_describes_the_wire_names() -> None:
         "session",
         "contentType",
         "step",
+        "pendingApprovals",  # K1: absent from a reply when nothing waits
     ]
     assert "requestId" in components["ErrorEnvelope"]["properties"]
     run = schema["paths"]["/ai/run"]["post"]
@@ -244,7 +245,22 @@ async def test_openapi_describes_the_wire_names() -> None:
         content = run["responses"][status]["content"]["application/json"]["schema"]
         assert content == {"$ref": "#/components/schemas/ErrorEnvelope"}
     assert "HTTPValidationError" not in components
-    assert set(schema["paths"]) == {"/ai/run", "/ai/stream", "/ai/end", "/ai/flows", "/healthcheck"}
+    people = {  # K7
+        "/ai/approvals",
+        "/ai/approvals/{approval_id}",
+        "/ai/handoffs",
+        "/ai/operator/reply",
+        "/ai/operator/return",
+        "/ai/events",
+    }
+    assert set(schema["paths"]) == {
+        "/ai/run",
+        "/ai/stream",
+        "/ai/end",
+        "/ai/flows",
+        "/healthcheck",
+        *people,
+    }
 
 
 async def test_cors_allows_and_exposes_the_session_header() -> None:

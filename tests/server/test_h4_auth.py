@@ -152,8 +152,9 @@ async def test_h4_a_hook_returning_a_non_string_is_a_logged_bug(
     async with client_for(app, raise_app_exceptions=False) as client:
         reply = await client.post("/ai/run", json=HELLO)
     assert reply.status_code == 500 and reply.json()["code"] == "internal_error"
-    assert "authorize() must return a principal name (a non-empty string) or None, got 42." in (
-        caplog.text
+    assert (
+        "authorize() must return a principal name (a non-empty string), a Principal or None, "
+        "got 42." in caplog.text
     )
     assert any(r.levelno == logging.ERROR for r in caplog.records)
 

@@ -297,6 +297,8 @@
             showStep(event.data.to);
           } else if (event.kind === "tool_call") {
             ui.status.textContent = "Running " + event.data.name + "…";
+          } else if (event.kind === "approval_requested") {
+            addNote("Waiting for a person to approve " + event.data.tool + ".");
           } else if (event.kind === "done") {
             reply = event.data;
           }
@@ -308,7 +310,51 @@
     finishTurn(bubble, reply || { success: false, message: "The reply ended early; send again." });
     saveChat();
     setBusy(false);
+    listen();
     ui.input.focus();
+  }
+
+  // -- people in the loop: an approver's decision and an operator's replies arrive here -----
+
+  let listening = null; // the session whose GET ai/events stream is open
+
+  function heard(event) {
+    if (event.kind === "approval_resolved") {
+      chat.messages.push({ role: "assistant", text: event.data.message });
+      addBubble("assistant", event.data.message);
+    } else if (event.kind === "operator_message") {
+      chat.messages.push({ role: "operator", text: event.data.message });
+      addBubble("operator", event.data.message);
+    } else {
+      return;
+    }
+    saveChat();
+  }
+
+  async function listen() {
+    const session = chat.session;
+    if (!session || listening === session) return;
+    listening = session;
+    // Open while someone is expected (an approval, an operator); the server sends "idle" then.
+    let idle = false;
+    while (!idle && listening === session && chat.session === session) {
+      let ok = false;
+      try {
+        const response = await api("ai/events?session=" + encodeURIComponent(session));
+        ok = response.ok;
+        idle = !ok; // an unknown session: nothing to wait for
+        if (ok) {
+          await readEvents(response, (event) => {
+            if (event.kind === "idle") idle = true;
+            else if (chat.session === session) heard(event);
+          });
+        }
+      } catch (error) {
+        ok = false; // the server or the network went away: try again in a moment
+      }
+      if (!ok && !idle) await new Promise((resolve) => setTimeout(resolve, 5000));
+    }
+    if (listening === session) listening = null;
   }
 
   async function newConversation() {
@@ -353,6 +399,7 @@
     }
     ui.flow.value = names.includes(wanted) ? wanted : names[0];
     switchFlow(ui.flow.value);
+    listen();
   }
 
   ui.composer.addEventListener("submit", (event) => {

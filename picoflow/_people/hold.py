@@ -1,0 +1,81 @@
+"""A user's turn while a person has the floor: an approval waits (K2) or an operator answers (K6).
+
+Neither calls the model, so nothing can call the waiting tool a second time. While an approval
+waits, the message is kept on the approval record (the step's history ends at the waiting call,
+whose result must come first) and goes into the history, after that result, when the approval
+is resolved. In operator mode it is stored in the step's namespace at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._loop import run_turn
+from .._state import now_iso
+from .._turn import TurnContext
+from ..flow import Flow
+from .handoff import hold_for_operator
+from .keys import IDEMPOTENCY, TURN
+from .records import approvals_of, operator_of, pending_of
+
+__all__ = ["run_or_hold", "turn_label", "pending_approvals"]
+
+
+MAX_TURNS = 20  # idempotency keys of recent turns kept per session (K5)
+MAX_HELD = 20  # messages kept per waiting approval; the model reads them once it is resolved
+
+
+def turn_label(doc: dict[str, Any]) -> str:
+    """The turn part of `tool_call_key`: the caller's idempotency key, else the revision."""
+    return IDEMPOTENCY.get() or str(int(doc.get("revision", 0)) + 1)
+
+
+async def run_or_hold(flow: Flow, message: str, ctx: TurnContext, doc: dict[str, Any]) -> str:
+    """Run the turn, unless it ran already (K5) or a person has the floor; return the reply."""
+    key = IDEMPOTENCY.get()
+    turns: dict[str, Any] = flow._session.people.setdefault("turns", {})
+    if key is not None and key in turns:
+        return str(turns[key]["reply"])  # K5: a retry replays the turn; nothing runs again
+    reply = await _run_or_hold(flow, message, ctx, doc)
+    if key is not None:
+        turns[key] = {"reply": reply, "at": now_iso()}
+        for old in list(turns)[:-MAX_TURNS]:
+            del turns[old]
+    return reply
+
+
+async def _run_or_hold(flow: Flow, message: str, ctx: TurnContext, doc: dict[str, Any]) -> str:
+    if message and operator_of(flow._session) is not None:
+        return hold_for_operator(flow, message)
+    pending = pending_of(flow._session)
+    if message and pending:
+        return await _hold_for_approval(flow, message, pending)
+    token = TURN.set(turn_label(doc))
+    try:
+        return await run_turn(flow, message, ctx)
+    finally:
+        TURN.reset(token)
+
+
+async def _hold_for_approval(flow: Flow, message: str, pending: list[dict[str, Any]]) -> str:
+    step = flow.current_step
+    answer = await flow._call_hook(step.on_message_while_pending, message, pending)
+    reply = answer if isinstance(answer, str) and answer else _still_waiting(pending)
+    live = next(a for a in approvals_of(flow._session) if a["id"] == pending[0]["id"])
+    held = live.setdefault("held", [])
+    held.append({"text": message, "reply": reply, "at": now_iso()})
+    del held[:-MAX_HELD]  # a guest who keeps writing cannot grow the session without bound
+    return reply
+
+
+def _still_waiting(pending: list[dict[str, Any]]) -> str:
+    tools = ", ".join(sorted({a["tool"] for a in pending}))
+    return (
+        f"I'm still waiting for a person to approve {tools}. I'll continue as soon as it is "
+        "decided; what you wrote is noted."
+    )
+
+
+def pending_approvals(flow: Flow) -> list[dict[str, Any]]:
+    """What `TurnResult.pending_approvals` lists after a turn (K1, K4)."""
+    return pending_of(flow._session)
