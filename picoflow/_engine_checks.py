@@ -7,6 +7,7 @@ live conversation is found here, with a message that says what to change.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from pydantic.errors import PydanticUserError
@@ -176,3 +177,33 @@ def turn_input_problem(
     if config is not None and not isinstance(config, dict):
         return f"config must be a JSON object (dict), got {type(config).__name__}."
     return None
+
+
+def as_ttl(ttl: timedelta | float | None) -> timedelta | None:
+    """`session_ttl` as a timedelta (or None), checked at engine start."""
+    if ttl is None or isinstance(ttl, timedelta):
+        return ttl
+    if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
+        return timedelta(seconds=ttl)
+    raise ValueError(f"session_ttl must be a timedelta or a number of seconds > 0, got {ttl!r}.")
+
+
+def as_turn_timeout(seconds: float | None) -> float | None:
+    """`turn_timeout` in seconds (or None), checked at engine start (H6)."""
+    if seconds is None:
+        return None
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0:
+        return float(seconds)
+    raise ValueError(
+        f"turn_timeout must be a number of seconds > 0 or None (no deadline), got {seconds!r}."
+    )
+
+
+def warn_if_config_changed(flow: Flow, doc: dict[str, Any], config: dict[str, Any] | None) -> None:
+    """F7: a restored session keeps its context; say so when a turn sent another config."""
+    stored = doc["context"].get("config")
+    if config is not None and config != stored:
+        flow.add_warning(
+            "The config sent with this turn was ignored: a session's context is fixed when it "
+            "is created. Start a new session to use a different config."
+        )

@@ -34,8 +34,9 @@ from ._abort import fail_turn, fails_turn
 from ._bank.tools import bank_block
 from ._invoke import invoke
 from ._logic import LogicStep
-from ._ops import BudgetUsage, CallRecord, Telemetry
+from ._ops import BudgetUsage, Telemetry
 from ._ops._budgets import tokens_of
+from ._ops._telemetry import describe_reply
 from ._people.handoff import begin_handoff
 from ._people.keys import call_key, key_scope
 from ._policy import call_with_retries, inherit, model_name, policy_of
@@ -252,21 +253,8 @@ async def _call_once(
             describe=lambda: (model_name(spec), f"{step.flow.name}.{step.name}"),
             deadline=ctx.ends,
         )
-        _describe_reply(record, result)
+        describe_reply(record, result)
         return result
-
-
-def _describe_reply(record: CallRecord, result: BaseMessage) -> None:
-    """The GenAI attributes of a reply: tokens, finish reason, the model that answered."""
-    meta = getattr(result, "usage_metadata", None) or {}
-    record.input_tokens = int(meta.get("input_tokens", 0) or 0)
-    record.output_tokens = int(meta.get("output_tokens", 0) or 0)
-    response = getattr(result, "response_metadata", None) or {}
-    reason = response.get("finish_reason") or response.get("stop_reason")
-    if reason is not None:
-        record.set("gen_ai.response.finish_reasons", [str(reason)])
-    if response.get("model_name"):
-        record.set("gen_ai.response.model", str(response["model_name"]))
 
 
 def _is_empty(result: BaseMessage) -> bool:

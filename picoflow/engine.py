@@ -9,27 +9,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from langchain_core.messages import HumanMessage
-
-from ._bank import MemoryBank, bank_tools, require_bank
-from ._engine_checks import check_flow, turn_input_problem
-from ._housekeeping.on_demand import compact_now, compactable
+from ._bank import bank_tools, require_bank
+from ._engine_checks import (
+    as_ttl,
+    as_turn_timeout,
+    check_flow,
+    turn_input_problem,
+    warn_if_config_changed,
+)
 from ._housekeeping.scheduler import Housekeeping
 from ._mcp import MCPConnections
+from ._memory_api import MemoryOperations
 from ._migration import migrate
 from ._nested import NestedRuns
-from ._ops import Budgets, BudgetUsage, CallRecord, Telemetry
-from ._ops._budgets import today, tokens_of
+from ._ops import Budgets, CallRecord, Telemetry
+from ._ops._engine_budgets import SpendingLimits, check_ledger
 from ._people.api import PeopleInTheLoop
 from ._people.hold import pending_approvals, run_or_hold
 from ._people.keys import IDEMPOTENCY
-from ._preview import Preview, preview_of
 from ._recall import recall_tools
 from ._sessions import Sessions
 from ._state import now_iso
@@ -55,6 +57,7 @@ from .session import (
     new_session_id,
 )
 from .stores import Store
+from .stores._url import store_from_environment
 from .stores.base import JSONDict
 from .tools import collect_groups
 
@@ -122,7 +125,7 @@ class StreamEvent:
     result: TurnResult | None = None
 
 
-class FlowEngine(PeopleInTheLoop):
+class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
     """Runs flows; holds the store, the model providers and the per-session locks.
 
     Approvals and handoff (K3-K6) come from `PeopleInTheLoop`: `resolve_approval`,
@@ -153,7 +156,7 @@ class FlowEngine(PeopleInTheLoop):
         """
         self._sleep = sleep
         self._registry = ProviderRegistry(providers)
-        self._turn_timeout = _as_turn_timeout(turn_timeout)
+        self._turn_timeout = as_turn_timeout(turn_timeout)
         self._budgets = Budgets.parse(budgets)
         self._telemetry = Telemetry()  # O1/O2: traces and metrics, a no-op until wanted
         self._flows: dict[str, type[Flow]] = {}
@@ -165,17 +168,17 @@ class FlowEngine(PeopleInTheLoop):
             for step in flow.steps.values():
                 check_tool_names(step)
         self._mcp = MCPConnections(mcp_servers_of(built))
-        self._store: Store = store if store is not None else _store_from_environment()
+        self._store: Store = store if store is not None else store_from_environment()
         if any(step._long_term for flow in built for step in flow.steps.values()):
             try:
                 require_bank(self._store)  # L1: the bank lives in the session store
             except ValueError as exc:
                 raise FlowDefinitionError(f"A step uses long-term memory, but {exc}") from None
-        self._sessions = Sessions(self._store, _as_ttl(session_ttl))
+        self._sessions = Sessions(self._store, as_ttl(session_ttl))
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
         self._housekeeping.telemetry = self._telemetry
         if self._budgets is not None and self._budgets.counts_owners:
-            _check_ledger(self._store)
+            check_ledger(self._store)
 
     def flow_names(self) -> list[str]:
         """The registered flow names."""
@@ -350,73 +353,6 @@ class FlowEngine(PeopleInTheLoop):
         """
         await self._housekeeping.drain()
 
-    def memory_bank(self, owner: str) -> MemoryBank:
-        """One owner's long-term memory (L5): list, search, add, edit, delete, forget.
-
-        Raises:
-            ValueError: `owner` is empty, or the store keeps no memory banks.
-        """
-        return MemoryBank(self._store, owner)
-
-    async def compact(
-        self, session_id: str, namespace: str | None = None, *, owner: str | None = None
-    ) -> dict[str, Any]:
-        """Compact a session's memory now, to what each policy keeps (M13).
-
-        Without `namespace`, every namespace with a policy. Returns the hosted memory API's
-        shapes: `{"compacted": True, "summary_message_id", "compacted_count", "to_sequence"}`
-        (`summary_message_id` is None when only windows evicted), or
-        `{"ok": True, "compacted": False, "message": "Nothing to compact"}`. It takes the
-        session's lock and saves with the revision check, like a turn (P3, P4).
-
-        Raises:
-            SessionNotFoundError: no such session (or another owner's, H4).
-            ValueError: `namespace` has no memory policy.
-            SessionConflictError: another writer saved the session meanwhile; nothing changed.
-        """
-        if await self.get_session(session_id, owner=owner) is None:
-            raise SessionNotFoundError(session_id)
-        async with self._sessions.lock(session_id):
-            doc, spaces = await self._sessions.load(session_id)
-            flow_class = self._flows.get(doc["flow"]) if doc is not None else None
-            if doc is None or flow_class is None:
-                raise SessionNotFoundError(session_id)
-            flow = flow_class()
-            load_flow(flow, doc, spaces)
-            names = compactable(flow, namespace)
-            usage = empty_usage()
-            model = self._housekeeping.summary_model(flow)
-            result = await compact_now(flow, doc["memory"], names, self._store, model, usage)
-            if result["compacted"]:
-                await self._sessions.commit(flow, doc, usage)
-            return result
-
-    async def preview(
-        self, session_id: str, *, message: str | None = None
-    ) -> Preview | None:
-        """Exactly the messages the session's next model call would receive, or None.
-
-        Nothing is written. The current step's `on_restore` and `get_prompt()` run as in a
-        turn; the namespace's summary is the memory block (M7); `message`, if given, is the
-        user message of that next turn. None if a turn would not continue this id (P5).
-        The list also carries `message_count`, `truncated`, `compacted` and `warnings` (M15).
-        """
-        doc = await self.get_session(session_id)
-        flow_class = self._flows.get(doc["flow"]) if doc is not None else None
-        if doc is None or flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":
-            return None
-        flow = flow_class()
-        migrated, _ = await migrate(flow, doc, None)  # V10: loaded as a turn would load it
-        if migrated is None:
-            return None
-        load_flow(flow, migrated)
-        await flow.init()
-        await flow._call_hook(flow.current_step.on_restore)
-        messages = flow.preview()
-        if message:
-            messages = [*messages, HumanMessage(message)]
-        return preview_of(flow, flow.current_step, messages)  # M15: with counts and flags
-
     # -- one turn -----------------------------------------------------------------------------
 
     async def _turn(
@@ -495,7 +431,7 @@ class FlowEngine(PeopleInTheLoop):
             await self._start(flow, message)
         else:
             load_flow(flow, doc, spaces)
-            _warn_if_config_changed(flow, doc, config)
+            warn_if_config_changed(flow, doc, config)
             if _overrides(flow, "init"):
                 await flow.init()
             await flow._call_hook(flow.current_step.on_restore)
@@ -534,25 +470,6 @@ class FlowEngine(PeopleInTheLoop):
         flow._nested = NestedRuns(context)  # steps may run other steps in this turn (V2, V3)
         flow._store = self._store  # L5: flow.memory_bank()
         return context
-
-    async def _budget_for(self, doc: JSONDict | None, owner: str | None) -> BudgetUsage:
-        """What the session and its owner had used when this turn began (O3)."""
-        assert self._budgets is not None
-        usage = BudgetUsage(self._budgets, tokens_of(doc["usage"]) if doc is not None else 0)
-        if self._budgets.counts_owners and owner is not None:
-            usage.owner = owner
-            usage.owner_before = await self._store.owner_tokens(owner, today())  # type: ignore[attr-defined]
-        return usage
-
-    async def _count_owner(self, owner: str, usage: dict[str, dict[str, int]]) -> None:
-        """Add a turn's tokens to its owner's day, saved or not: they were spent (O3)."""
-        tokens = tokens_of(usage)
-        if not tokens:
-            return
-        try:
-            await self._store.add_owner_tokens(owner, today(), tokens)  # type: ignore[attr-defined]
-        except StoreError as exc:  # the turn's own outcome stands; the ledger misses one turn
-            logger.warning("could not count the tokens of owner %r: %s", owner, exc)
 
     async def _connect_tools(self, flow: Flow) -> list[str]:
         """Connect MCP servers not yet connected and check the names of their tools."""
@@ -670,53 +587,3 @@ def _failure(session_id: str | None, message: str, error: str) -> TurnResult:
         step=None,
         error=error,
     )
-
-
-def _warn_if_config_changed(flow: Flow, doc: JSONDict, config: dict[str, Any] | None) -> None:
-    stored = doc["context"].get("config")
-    if config is not None and config != stored:
-        flow.add_warning(
-            "The config sent with this turn was ignored: a session's context is fixed when it "
-            "is created. Start a new session to use a different config."
-        )
-
-
-def _as_ttl(ttl: timedelta | float | None) -> timedelta | None:
-    if ttl is None or isinstance(ttl, timedelta):
-        return ttl
-    if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
-        return timedelta(seconds=ttl)
-    raise ValueError(f"session_ttl must be a timedelta or a number of seconds > 0, got {ttl!r}.")
-
-
-def _as_turn_timeout(seconds: float | None) -> float | None:
-    if seconds is None:
-        return None
-    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0:
-        return float(seconds)
-    raise ValueError(
-        f"turn_timeout must be a number of seconds > 0 or None (no deadline), got {seconds!r}."
-    )
-
-
-def _check_ledger(store: Store) -> None:
-    """O3: an owner's daily limit needs a store that counts tokens per owner and day."""
-    if not (hasattr(store, "add_owner_tokens") and hasattr(store, "owner_tokens")):
-        raise ValueError(
-            f"budgets={{'owner_tokens_per_day': ...}} needs a store that counts tokens per owner; "
-            f"{type(store).__name__} has no add_owner_tokens()/owner_tokens(). Use MemoryStore, "
-            "SQLiteStore or MongoStore, or add those two methods to your store."
-        )
-
-
-def _store_from_environment() -> Store:
-    from .stores import MemoryStore, from_url
-
-    url = os.environ.get("PICOFLOW_STORE")
-    if url:
-        return from_url(url)
-    logger.warning(
-        "No store given and PICOFLOW_STORE is not set: using an in-process MemoryStore, so "
-        "sessions will not survive a restart."
-    )
-    return MemoryStore()

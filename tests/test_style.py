@@ -45,6 +45,13 @@ PUBLIC = {
     "handoff",  # SPEC K6
     "tool_group",  # SPEC V6
     "ToolCall",  # SPEC V6: what a tool_group handler receives
+    "BudgetExceeded",  # SPEC O3: the error of a turn over a budget
+    "summarise",  # SPEC M11: the memory policy builders
+    "sliding_window",
+    "turn_window",
+    "token_window",
+    "reset",
+    "MemoryBank",  # SPEC L5: what engine.memory_bank(owner) returns
     "__version__",
 }
 

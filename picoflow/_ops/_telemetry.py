@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ._metrics import PrometheusMetrics
     from ._otel import OtelTracer
 
-__all__ = ["CallRecord", "NULL_RECORD", "Telemetry"]
+__all__ = ["CallRecord", "NULL_RECORD", "Telemetry", "describe_reply"]
 
 
 class CallRecord:
@@ -181,3 +181,16 @@ def _outcome_of(exc: BaseException) -> str:
     if isinstance(exc, StoreError):
         return "store_error"
     return "error"
+
+
+def describe_reply(record: CallRecord, result: Any) -> None:
+    """The GenAI attributes of a reply: tokens, finish reason, the model that answered."""
+    meta = getattr(result, "usage_metadata", None) or {}
+    record.input_tokens = int(meta.get("input_tokens", 0) or 0)
+    record.output_tokens = int(meta.get("output_tokens", 0) or 0)
+    response = getattr(result, "response_metadata", None) or {}
+    reason = response.get("finish_reason") or response.get("stop_reason")
+    if reason is not None:
+        record.set("gen_ai.response.finish_reasons", [str(reason)])
+    if response.get("model_name"):
+        record.set("gen_ai.response.model", str(response["model_name"]))

@@ -14,9 +14,11 @@ written before the index existed is indexed once when it is opened.
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 __all__ = [
     "ARCHIVE_INDEX_SCHEMA",
+    "search_rows",
     "ensure_archive_index",
     "few_matches",
     "match_expression",
@@ -70,3 +72,60 @@ def match_expression(words: list[str]) -> str | None:
     if not long:
         return None
     return " AND ".join('"' + word.replace('"', '""') + '"' for word in long)
+
+
+def search_rows(
+    db: sqlite3.Connection,
+    session_id: str,
+    namespace: str,
+    words: list[str],
+    page: int,
+    page_size: int,
+) -> list[Any]:
+    """(position, message) rows of one page: every word matched, newest first (M9, L4).
+
+    A common query finds its page among the newest rows (a bounded scan); a selective one,
+    which the scan would read the whole archive for, comes from the trigram index; only a
+    query that is neither scans it all.
+    """
+    patterns = [_like_pattern(word) for word in words]
+    scan = (
+        "SELECT position, message FROM archive WHERE session_id = ? AND namespace = ?"
+        + " AND text LIKE ? ESCAPE '\\'" * len(words)
+        + " ORDER BY position DESC LIMIT ? OFFSET ?"
+    )
+    params: list[Any] = [session_id, namespace, *patterns, page_size, (page - 1) * page_size]
+    newest = db.execute(
+        "SELECT MAX(position) FROM archive WHERE session_id = ? AND namespace = ?",
+        (session_id, namespace),
+    ).fetchone()[0]
+    if newest is None:
+        return []
+    need = page * page_size
+    recent = db.execute(
+        scan.replace(" ORDER BY", " AND position > ? ORDER BY"),
+        [*params[:-2], newest - RECENT_ROWS, need, 0],
+    ).fetchall()
+    if len(recent) >= need:
+        return recent[need - page_size :]
+    match = match_expression(words)
+    found = few_matches(db, match) if match else None
+    if found is None:
+        return db.execute(scan, params).fetchall()
+    if not found:
+        return []
+    marks = ",".join("?" * len(found))
+    return db.execute(
+        scan.replace(" ORDER BY", f" AND rowid IN ({marks}) ORDER BY"),
+        [*params[:-2], *found, *params[-2:]],
+    ).fetchall()
+
+
+def _like_pattern(word: str) -> str:
+    r"""A `LIKE ... ESCAPE '\'` pattern matching `word` anywhere, taken literally.
+
+    Example: `_like_pattern("50%_off")` is `%50\%\_off%`, so a `%` or `_` the user typed
+    matches itself instead of acting as a wildcard.
+    """
+    escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"

@@ -7,6 +7,8 @@ MongoStore needs the optional `pymongo` dependency, so nothing here imports it u
 from __future__ import annotations
 
 import importlib
+import logging
+import os
 import re
 from typing import Any
 from urllib.parse import parse_qs
@@ -15,7 +17,9 @@ from picoflow.stores.base import Store
 from picoflow.stores.memory import MemoryStore
 from picoflow.stores.sqlite import SQLiteStore
 
-__all__ = ["from_url", "load_mongo_store"]
+__all__ = ["from_url", "load_mongo_store", "store_from_environment"]
+
+logger = logging.getLogger("picoflow.engine")
 
 _MONGO_MODULE = "picoflow.stores.mongo"
 _ACCEPTED = (
@@ -88,3 +92,15 @@ def load_mongo_store() -> Any:
             ) from exc
         raise
     return module.MongoStore
+
+
+def store_from_environment() -> Store:
+    """The engine's store when none is given: `PICOFLOW_STORE`'s URL, else a MemoryStore."""
+    url = os.environ.get("PICOFLOW_STORE")
+    if url:
+        return from_url(url)
+    logger.warning(
+        "No store given and PICOFLOW_STORE is not set: using an in-process MemoryStore, so "
+        "sessions will not survive a restart."
+    )
+    return MemoryStore()

@@ -31,22 +31,19 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
-from picoflow.stores import _bank, _bank_sqlite, _checks
+from picoflow.stores import _checks
 from picoflow.stores._archive_index import (
     ARCHIVE_INDEX_SCHEMA,
-    RECENT_ROWS,
     ensure_archive_index,
-    few_matches,
-    match_expression,
+    search_rows,
 )
-from picoflow.stores._bank import BankEntry
 from picoflow.stores._bank_sqlite import BANK_SCHEMA
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
+from picoflow.stores._sqlite_extras import LEDGER_SCHEMA, SQLiteExtras
 from picoflow.stores._sqlite_loop import LoopConnection
 from picoflow.stores._sqlite_rows import MESSAGES_SCHEMA, Plan, RowMemory, apply, fill
 from picoflow.stores._sqlite_worker import Gate, ReaderPool, Worker, WouldWait
-from picoflow.stores._waiting import check_limit, summary
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["SQLiteStore"]
@@ -59,12 +56,6 @@ _WOULD_WAIT = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _SYNCHRONOUS = ("NORMAL", "FULL")
 _T = TypeVar("_T")
 
-_WAITING = (  # K7: a pending approval, or an operator record that is not null
-    "SELECT doc FROM sessions WHERE json_extract(doc, '$.operator') IS NOT NULL OR EXISTS "
-    "(SELECT 1 FROM json_each(sessions.doc, '$.approvals') AS a "
-    "WHERE json_extract(a.value, '$.status') = 'pending') "
-    "ORDER BY json_extract(doc, '$.updated_at') DESC LIMIT ?"
-)
 
 _SCHEMA = (
     """
@@ -82,23 +73,16 @@ CREATE TABLE IF NOT EXISTS archive (
     text TEXT NOT NULL,
     PRIMARY KEY (session_id, namespace, position)
 );
-CREATE TABLE IF NOT EXISTS owner_usage (
-    owner TEXT NOT NULL,
-    day TEXT NOT NULL,
-    tokens INTEGER NOT NULL,
-    PRIMARY KEY (owner, day)
-);
 """
     + MESSAGES_SCHEMA
     + BANK_SCHEMA
+    + LEDGER_SCHEMA
     + ARCHIVE_INDEX_SCHEMA
 )
 
-# `\` escapes `%` and `_` in the LIKE patterns built by _like_pattern.
-_LIKE_CLAUSE = " AND text LIKE ? ESCAPE '\\'"
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteExtras):
     """Keeps sessions in one SQLite file; `":memory:"` keeps them in RAM.
 
     The constructor only records the path: the engine may be built outside an event loop, so
@@ -235,18 +219,6 @@ class SQLiteStore:
             raise SessionNotFoundError(session_id)
         raise SessionConflictError(session_id, expected_revision, actual)
 
-    async def waiting(self, limit: int = 100) -> list[JSONDict]:
-        """Sessions with a pending approval or an operator, newest first (K7).
-
-        A scan of the sessions table (JSON1 functions); the messages are not read.
-        """
-        limit = check_limit(limit)
-        rows = await self._read(
-            "list the sessions that wait for a person",
-            lambda db: db.execute(_WAITING, (limit,)).fetchall(),
-        )
-        found = [summary(_checks.decode(row[0])) for row in rows]
-        return [item for item in found if item is not None]
 
     async def delete(self, session_id: str) -> bool:
         """Remove the session and its whole archive; True if a session document existed."""
@@ -303,155 +275,27 @@ class SQLiteStore:
         """Entries containing every word of `query` (any case), newest first, one page.
 
         One `LIKE` per word over the lowercased `text` column; `%` and `_` in the query are
-        taken literally.
+        taken literally. A trigram index finds the rows of rare words (`_archive_index`).
         """
         _checks.check_page(page, page_size)
         words = _checks.search_words(query)
-        match = match_expression(words)
-        scan = (
-            "SELECT position, message FROM archive WHERE session_id = ? AND namespace = ?"
-            + _LIKE_CLAUSE * len(words)
-            + " ORDER BY position DESC LIMIT ? OFFSET ?"
-        )
-        params: list[Any] = [session_id, namespace, *map(_like_pattern, words)]
-        params += [page_size, (page - 1) * page_size]
 
         def search(db: sqlite3.Connection) -> list[Any]:
-            # L4: a common query finds its page among the newest rows (a bounded scan); a
-            # selective one, which the scan would read the whole archive for, comes from the
-            # trigram index; only a query that is neither scans it all.
-            newest = db.execute(
-                "SELECT MAX(position) FROM archive WHERE session_id = ? AND namespace = ?",
-                (session_id, namespace),
-            ).fetchone()[0]
-            if newest is None:
-                return []
-            need = page * page_size
-            recent = db.execute(
-                scan.replace(" ORDER BY", " AND position > ? ORDER BY"),
-                [*params[:-2], newest - RECENT_ROWS, need, 0],
-            ).fetchall()
-            if len(recent) >= need:
-                return recent[need - page_size :]
-            found = few_matches(db, match) if match else None
-            if found is None:
-                return db.execute(scan, params).fetchall()
-            if not found:
-                return []
-            marks = ",".join("?" * len(found))
-            return db.execute(
-                scan.replace(" ORDER BY", f" AND rowid IN ({marks}) ORDER BY"),
-                [*params[:-2], *found, *params[-2:]],
-            ).fetchall()
+            return search_rows(db, session_id, namespace, words, page, page_size)
 
         rows = await self._read(f"search the archive of session '{session_id}'", search)
         return [{"position": row[0], "message": _checks.decode(row[1])} for row in rows]
 
-    async def add_owner_tokens(self, owner: str, day: str, tokens: int) -> int:
-        """Add to an owner's tokens of one day and return the new total (O3's ledger).
+    def _transaction(
+        self, work: Callable[[sqlite3.Connection], _T]
+    ) -> Callable[[sqlite3.Connection, Gate], _T]:
+        """A `_write` job running `work` in one IMMEDIATE transaction (for `SQLiteExtras`)."""
 
-        Rows of days before yesterday are removed on the way: the ledger only serves the daily
-        limit, so it stays a few rows per owner.
-        """
-
-        def add(db: sqlite3.Connection, gate: Gate) -> int:
+        def job(db: sqlite3.Connection, gate: Gate) -> _T:
             with _immediate(db, gate):
-                db.execute(
-                    "INSERT INTO owner_usage (owner, day, tokens) VALUES (?, ?, ?) "
-                    "ON CONFLICT (owner, day) DO UPDATE SET tokens = tokens + excluded.tokens",
-                    (owner, day, tokens),
-                )
-                db.execute("DELETE FROM owner_usage WHERE owner = ? AND day < ?", (owner, day))
-                row = db.execute(
-                    "SELECT tokens FROM owner_usage WHERE owner = ? AND day = ?", (owner, day)
-                ).fetchone()
-            return int(row[0])
+                return work(db)
 
-        return await self._write(f"count the tokens of owner '{owner}'", add)
-
-    async def owner_tokens(self, owner: str, day: str) -> int:
-        """An owner's tokens of one day (O3)."""
-        row = await self._read(
-            f"read the tokens of owner '{owner}'",
-            lambda db: db.execute(
-                "SELECT tokens FROM owner_usage WHERE owner = ? AND day = ?", (owner, day)
-            ).fetchone(),
-        )
-        return int(row[0]) if row else 0
-    # -- the long-term memory bank (L1, L4, L5) -----------------------------------------------
-
-    async def bank_add(self, entry: BankEntry) -> BankEntry:
-        """Keep a new entry (built with `stores._bank.new_entry`); indexed for search at once."""
-        checked = _bank.checked_entry(entry)
-
-        def add(db: sqlite3.Connection, gate: Gate) -> None:
-            with _immediate(db, gate):
-                _bank_sqlite.add(db, checked)
-
-        await self._write(f"remember for owner '{checked['owner']}'", add)
-        return checked
-
-    async def bank_list(
-        self, owner: str, *, page: int = 1, page_size: int = 50
-    ) -> list[BankEntry]:
-        """An owner's entries, the most recently written first, one page."""
-        _bank.check_owner(owner)
-        _bank.check_page(page, page_size)
-        offset = (page - 1) * page_size
-        return await self._read(
-            f"list the memory of owner '{owner}'",
-            lambda db: _bank_sqlite.list_entries(db, owner, page_size, offset),
-        )
-
-    async def bank_search(
-        self, owner: str, query: str, *, page: int = 1, page_size: int = 10
-    ) -> list[BankEntry]:
-        """An owner's entries matching any word of `query`, ranked by FTS5's bm25."""
-        _bank.check_owner(owner)
-        _bank.check_page(page, page_size)
-        words = _bank.query_words(query)
-        if not words:
-            return []
-        offset = (page - 1) * page_size
-        return await self._read(
-            f"search the memory of owner '{owner}'",
-            lambda db: _bank_sqlite.search(db, owner, words, page_size, offset),
-        )
-
-    async def bank_update(
-        self, owner: str, entry_id: str, *, text: str | None = None, kind: str | None = None
-    ) -> BankEntry | None:
-        """Change an entry's text or kind; None if the owner has no entry with that id."""
-        _bank.check_owner(owner)
-        text = _bank.check_text(text) if text is not None else None
-        kind = _bank.check_kind(kind) if kind is not None else None
-        at = _bank.stamp()
-
-        def update(db: sqlite3.Connection, gate: Gate) -> BankEntry | None:
-            with _immediate(db, gate):
-                return _bank_sqlite.update(db, owner, entry_id, text, kind, at)
-
-        return await self._write(f"edit the memory of owner '{owner}'", update)
-
-    async def bank_delete(self, owner: str, entry_id: str) -> bool:
-        """Delete one entry of the owner; False if there was none."""
-        _bank.check_owner(owner)
-
-        def delete(db: sqlite3.Connection, gate: Gate) -> bool:
-            with _immediate(db, gate):
-                return _bank_sqlite.delete(db, owner, entry_id)
-
-        return await self._write(f"delete from the memory of owner '{owner}'", delete)
-
-    async def bank_forget(self, owner: str) -> int:
-        """Delete every entry of the owner (a right-to-be-forgotten request); how many."""
-        _bank.check_owner(owner)
-
-        def forget(db: sqlite3.Connection, gate: Gate) -> int:
-            with _immediate(db, gate):
-                return _bank_sqlite.forget(db, owner)
-
-        return await self._write(f"forget the memory of owner '{owner}'", forget)
+        return job
 
     async def aclose(self) -> None:
         """Close the connections; the store refuses further calls with StoreError."""
@@ -738,13 +582,3 @@ def _expires_at(doc: JSONDict) -> str | None:
     # A column of its own so expired sessions can be found without parsing every document.
     value = doc.get("expires_at")
     return value if isinstance(value, str) else None
-
-
-def _like_pattern(word: str) -> str:
-    r"""A `LIKE ... ESCAPE '\'` pattern matching `word` anywhere, taken literally.
-
-    Example: `_like_pattern("50%_off")` is `%50\%\_off%`, so a `%` or `_` the user typed
-    matches itself instead of acting as a wildcard.
-    """
-    escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"

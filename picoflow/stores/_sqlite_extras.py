@@ -1,0 +1,173 @@
+"""SQLiteStore's waiting list (K7), owner ledger (O3) and memory bank (L1, L4, L5).
+
+A mixin of `SQLiteStore`: the methods run on its reader and writer connections through
+`_read`, `_write` and `_transaction`, so they share its locking, cancellation and errors.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from picoflow.stores import _bank, _bank_sqlite, _checks
+from picoflow.stores._bank import BankEntry
+from picoflow.stores._waiting import check_limit, summary
+from picoflow.stores.base import JSONDict
+
+if TYPE_CHECKING:
+    from picoflow.stores._sqlite_worker import Gate
+
+__all__ = ["LEDGER_SCHEMA", "SQLiteExtras"]
+
+_T = TypeVar("_T")
+
+LEDGER_SCHEMA = """
+CREATE TABLE IF NOT EXISTS owner_usage (
+    owner TEXT NOT NULL,
+    day TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    PRIMARY KEY (owner, day)
+);
+"""
+
+_WAITING = (  # K7: a pending approval, or an operator record that is not null
+    "SELECT doc FROM sessions WHERE json_extract(doc, '$.operator') IS NOT NULL OR EXISTS "
+    "(SELECT 1 FROM json_each(sessions.doc, '$.approvals') AS a "
+    "WHERE json_extract(a.value, '$.status') = 'pending') "
+    "ORDER BY json_extract(doc, '$.updated_at') DESC LIMIT ?"
+)
+
+
+class SQLiteExtras:
+    """The ledger and bank methods of `SQLiteStore`."""
+
+    if TYPE_CHECKING:
+
+        async def _read(self, action: str, job: Callable[[sqlite3.Connection], _T]) -> _T: ...
+
+        async def _write(
+            self, action: str, job: Callable[[sqlite3.Connection, Gate], _T]
+        ) -> _T: ...
+
+        def _transaction(
+            self, work: Callable[[sqlite3.Connection], _T]
+        ) -> Callable[[sqlite3.Connection, Gate], _T]: ...
+
+    async def waiting(self, limit: int = 100) -> list[JSONDict]:
+        """Sessions with a pending approval or an operator, newest first (K7).
+
+        A scan of the sessions table (JSON1 functions); the messages are not read.
+        """
+        limit = check_limit(limit)
+        rows = await self._read(
+            "list the sessions that wait for a person",
+            lambda db: db.execute(_WAITING, (limit,)).fetchall(),
+        )
+        found = [summary(_checks.decode(row[0])) for row in rows]
+        return [item for item in found if item is not None]
+
+    async def add_owner_tokens(self, owner: str, day: str, tokens: int) -> int:
+        """Add to an owner's tokens of one day and return the new total (O3's ledger).
+
+        Rows of days before yesterday are removed on the way: the ledger only serves the daily
+        limit, so it stays a few rows per owner.
+        """
+
+        def add(db: sqlite3.Connection) -> int:
+            db.execute(
+                "INSERT INTO owner_usage (owner, day, tokens) VALUES (?, ?, ?) "
+                "ON CONFLICT (owner, day) DO UPDATE SET tokens = tokens + excluded.tokens",
+                (owner, day, tokens),
+            )
+            db.execute("DELETE FROM owner_usage WHERE owner = ? AND day < ?", (owner, day))
+            row = db.execute(
+                "SELECT tokens FROM owner_usage WHERE owner = ? AND day = ?", (owner, day)
+            ).fetchone()
+            return int(row[0])
+
+        return await self._write(f"count the tokens of owner '{owner}'", self._transaction(add))
+
+    async def owner_tokens(self, owner: str, day: str) -> int:
+        """An owner's tokens of one day (O3)."""
+        row = await self._read(
+            f"read the tokens of owner '{owner}'",
+            lambda db: db.execute(
+                "SELECT tokens FROM owner_usage WHERE owner = ? AND day = ?", (owner, day)
+            ).fetchone(),
+        )
+        return int(row[0]) if row else 0
+
+    # -- the long-term memory bank (L1, L4, L5) -----------------------------------------------
+
+    async def bank_add(self, entry: BankEntry) -> BankEntry:
+        """Keep a new entry (built with `stores._bank.new_entry`); indexed for search at once."""
+        checked = _bank.checked_entry(entry)
+
+        def add(db: sqlite3.Connection) -> None:
+            _bank_sqlite.add(db, checked)
+
+        await self._write(f"remember for owner '{checked['owner']}'", self._transaction(add))
+        return checked
+
+    async def bank_list(
+        self, owner: str, *, page: int = 1, page_size: int = 50
+    ) -> list[BankEntry]:
+        """An owner's entries, the most recently written first, one page."""
+        _bank.check_owner(owner)
+        _bank.check_page(page, page_size)
+        offset = (page - 1) * page_size
+        return await self._read(
+            f"list the memory of owner '{owner}'",
+            lambda db: _bank_sqlite.list_entries(db, owner, page_size, offset),
+        )
+
+    async def bank_search(
+        self, owner: str, query: str, *, page: int = 1, page_size: int = 10
+    ) -> list[BankEntry]:
+        """An owner's entries matching any word of `query`, ranked by FTS5's bm25."""
+        _bank.check_owner(owner)
+        _bank.check_page(page, page_size)
+        words = _bank.query_words(query)
+        if not words:
+            return []
+        offset = (page - 1) * page_size
+        return await self._read(
+            f"search the memory of owner '{owner}'",
+            lambda db: _bank_sqlite.search(db, owner, words, page_size, offset),
+        )
+
+    async def bank_update(
+        self, owner: str, entry_id: str, *, text: str | None = None, kind: str | None = None
+    ) -> BankEntry | None:
+        """Change an entry's text or kind; None if the owner has no entry with that id."""
+        _bank.check_owner(owner)
+        text = _bank.check_text(text) if text is not None else None
+        kind = _bank.check_kind(kind) if kind is not None else None
+        at = _bank.stamp()
+
+        def update(db: sqlite3.Connection) -> BankEntry | None:
+            return _bank_sqlite.update(db, owner, entry_id, text, kind, at)
+
+        action = f"edit the memory of owner '{owner}'"
+        return await self._write(action, self._transaction(update))
+
+    async def bank_delete(self, owner: str, entry_id: str) -> bool:
+        """Delete one entry of the owner; False if there was none."""
+        _bank.check_owner(owner)
+
+        def delete(db: sqlite3.Connection) -> bool:
+            return _bank_sqlite.delete(db, owner, entry_id)
+
+        action = f"delete from the memory of owner '{owner}'"
+        return await self._write(action, self._transaction(delete))
+
+    async def bank_forget(self, owner: str) -> int:
+        """Delete every entry of the owner (a right-to-be-forgotten request); how many."""
+        _bank.check_owner(owner)
+
+        def forget(db: sqlite3.Connection) -> int:
+            return _bank_sqlite.forget(db, owner)
+
+        action = f"forget the memory of owner '{owner}'"
+        return await self._write(action, self._transaction(forget))
