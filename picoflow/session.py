@@ -63,6 +63,7 @@ class SessionDocument(TypedDict):
     usage: dict[str, dict[str, int]]
     warnings: list[dict[str, str]]
     owner: NotRequired[str]  # H4: only in sessions created with an owner
+    sequence_levels: NotRequired[list[int]]  # V2: only once a nested run is in `sequence`
 
 
 def new_session_id() -> str:
@@ -167,6 +168,7 @@ def load_flow(flow: Flow, doc: dict[str, Any], spaces: dict[str, Namespace] | No
     session.session_id = doc["id"]
     session.current = doc["current_step"]
     session.sequence = list(doc["sequence"])
+    session.levels = _levels(doc)
     session.completed = doc["run_status"] == "completed"
     session.context = _copy_json(doc["context"]) if spaces else doc["context"]
     for name, entry in doc["steps"].items():
@@ -179,6 +181,13 @@ def load_flow(flow: Flow, doc: dict[str, Any], spaces: dict[str, Namespace] | No
         return
     for namespace, entry in doc["memory"].items():
         target[namespace] = _load_namespace(entry)
+
+
+def _levels(doc: dict[str, Any]) -> dict[int, int]:
+    """The nesting levels above 1 of `sequence`, by position (absent: all entries level 1)."""
+    stored = doc.get("sequence_levels") or []
+    count = len(doc["sequence"])
+    return {i: level for i, level in enumerate(stored[:count]) if level != 1}
 
 
 def _copy_json(value: Any) -> Any:
@@ -231,6 +240,10 @@ def dump_flow(
     out["context"] = session.context
     out["current_step"] = session.current
     out["sequence"] = list(session.sequence)
+    out.pop("sequence_levels", None)
+    if session.levels:
+        levels = session.levels
+        out["sequence_levels"] = [levels.get(i, 1) for i in range(len(session.sequence))]
     out["steps"] = {name: _dump_step(flow, name) for name in flow.steps}
     out["memory"] = {
         name: _dump_namespace(record) for name, record in flow.get_memory().namespaces().items()
