@@ -21,6 +21,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from demo.travel.data import ACTIVITIES, DEPARTURE_FLIGHTS, HOTELS, RETURN_FLIGHTS
+from demo.travel.offline import offline_provider
 from demo.travel.types import TravelPackage, TravelPlan
 from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step, direct, go, stay, tool
 
@@ -204,6 +205,8 @@ class TravelFlow(Flow):
 
     chat_model: ClassVar[ModelLike | None] = None
     reasoning_model: ClassVar[ModelLike | None] = None
+    # the providers the flow's models need ("offline:travel"), for engines built without them
+    providers: ClassVar[dict[str, Any]] = {"offline": offline_provider}
 
     @classmethod
     def using(cls, model: ModelLike, reasoning: ModelLike | None = None) -> type[TravelFlow]:

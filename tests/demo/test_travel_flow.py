@@ -8,7 +8,9 @@ model, in travellers' own words.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +22,7 @@ from picoflow import FlowEngine
 from picoflow.stores import MemoryStore, SQLiteStore
 from picoflow.testing import ScriptedChatModel
 
+SCENARIOS = Path(__file__).resolve().parents[2] / "demo" / "travel" / "scenarios"
 TRIP = "from London to Lisbon on 2025-06-10 for 3 nights, 2 adults"
 REASONING = {"provider": "offline", "name": "travel", "params": {"reasoning_effort": "low"}}
 
@@ -262,6 +265,30 @@ async def test_travel_children_are_traced_under_the_planner() -> None:
         "ActivityStep": "PlannerStep",
         "SynthesizerStep": None,
     }
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.json")), ids=lambda p: p.name)
+async def test_x1_travel_scenarios_replay_to_their_steps_tools_and_completed_flags(
+    path: Path,
+) -> None:
+    """The scenario files (SPEC X1) hold what this port does: steps, tools, completed."""
+    scenario = json.loads(path.read_text(encoding="utf-8"))
+    assert scenario["flowName"] == "TravelFlow"
+    engine = FlowEngine([TravelFlow], store=MemoryStore(), providers={"offline": offline_provider})
+    session_id = None
+    for turn in scenario["turns"]:
+        tools, result = [], None
+        async for event in engine.stream("TravelFlow", turn["input"], session_id):
+            if event.kind == "tool_call":
+                tools.append(event.data["name"])
+            if event.kind == "done":
+                result = event.result
+        assert result is not None and result.success, turn["label"]
+        session_id = result.session_id
+        expect = turn.get("expect", {})
+        assert result.completed == turn["completed"], turn["label"]
+        assert expect.get("step", result.step) == result.step, turn["label"]
+        assert expect.get("tools", tools) == tools, turn["label"]
 
 
 def test_travel_offline_provider_names_its_one_model() -> None:
