@@ -18,9 +18,10 @@ import pytest
 from demo.travel.data import ACTIVITIES, DEPARTURE_FLIGHTS, HOTELS, RETURN_FLIGHTS
 from demo.travel.flow import CLOSING_PROMPT, TravelFlow
 from demo.travel.offline import offline_provider, respond
+from demo.travel.types import TravelPlan
 from picoflow import FlowEngine
 from picoflow.stores import MemoryStore, SQLiteStore
-from picoflow.testing import ScriptedChatModel
+from picoflow.testing import ScriptedChatModel, text, tool_call
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "demo" / "travel" / "scenarios"
 TRIP = "from London to Lisbon on 2025-06-10 for 3 nights, 2 adults"
@@ -289,6 +290,43 @@ async def test_x1_travel_scenarios_replay_to_their_steps_tools_and_completed_fla
         assert result.completed == turn["completed"], turn["label"]
         assert expect.get("step", result.step) == result.step, turn["label"]
         assert expect.get("tools", tools) == tools, turn["label"]
+
+
+async def test_r6_a_bad_plan_is_a_tool_result_the_planner_model_reads() -> None:
+    """R1/R6: an unknown intent or an unreadable date is refused with what was wrong."""
+    bad = {
+        "user_intent": "weekend_only", "origin": "London", "destination": "Rome",
+        "departure_date": "sometime in June", "return_date": "06/20/2025", "duration_days": 5,
+    }  # fmt: skip
+    model = ScriptedChatModel(
+        script={"PlannerStep": [tool_call("submit_plan", bad), text("Which day do you leave?")]}
+    )
+    engine = FlowEngine([TravelFlow.using(model)], store=MemoryStore())
+    result = await engine.run("TravelFlow", "Rome in June")
+    assert (result.step, result.message) == ("PlannerStep", "Which day do you leave?")
+    feedback = model.requests[1].messages[-1].content
+    assert feedback.startswith(
+        "Error: invalid arguments for tool 'submit_plan': 2 validation errors for TravelPlan\n"
+        "user_intent\n  Input should be 'full_plan', 'flights_only', 'hotels_only' or "
+        "'activities_only'"
+    )
+    assert "departure_date\n  Input should be a valid date" in feedback  # 06/20/2025 was fine
+    assert feedback.endswith("Call it again with corrected arguments.")
+    doc = await engine.get_session(result.session_id)
+    assert "travelPlan" not in doc["steps"]["PlannerStep"]["state"]
+
+
+def test_travel_plan_dates_take_iso_date_times_and_us_dates() -> None:
+    sent = {
+        "user_intent": "full_plan", "origin": None, "destination": "Rome",
+        "departure_date": "2025-06-12T00:00:00", "return_date": "6/19/2025", "duration_days": 7,
+    }  # fmt: skip
+    plan = TravelPlan.model_validate(sent)
+    assert plan.model_dump(mode="json") == {
+        "user_intent": "full_plan", "origin": None, "destination": "Rome",
+        "departure_date": "2025-06-12", "return_date": "2025-06-19", "duration_days": 7,
+        "adults": 1, "travel_class": "ECONOMY", "budget": None,
+    }  # fmt: skip
 
 
 def test_travel_offline_provider_names_its_one_model() -> None:
