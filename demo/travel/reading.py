@@ -54,7 +54,7 @@ NOT_PLACES = {
 }  # fmt: skip
 _CONNECTORS = {"de", "del", "da", "do", "la", "le", "los", "las", "san", "santa", "st."}
 _WORD = r"[A-Za-z][A-Za-z.'’-]*"
-_PLACE = rf"({_WORD}(?:\s+(?:{_WORD}))*)"
+_PLACE = rf"({_WORD}(?:\s+(?:{_WORD})){{0,3}})"  # a few words: the next pattern may follow
 
 
 @dataclass
@@ -209,7 +209,7 @@ _FROM_TO = re.compile(rf"\bfrom\s+{_PLACE}\s+to\s+{_PLACE}", re.I)
 _PAIR = re.compile(rf"(?:^|[\s,:;!(])({_WORD}(?:\s+[A-Z][A-Za-z.'-]*)*)\s+to\s+{_PLACE}")
 _ORIGIN = re.compile(
     rf"\b(?:from|out of|leaving from|departing from|flying out of|starting from|based in|"
-    rf"live in|living in|leaving|departing)\s+{_PLACE}",
+    rf"live in|living in|i'm in|i am in|leaving|departing)\s+{_PLACE}",
     re.I,
 )
 _DESTINATION = re.compile(
@@ -301,7 +301,7 @@ def _month_days(text: str, today: date) -> list[tuple[int, int, list[date]]]:
     """Spans of the text holding dates, each with its dates in order."""
     found: list[tuple[int, int, list[date]]] = []
     patterns: list[tuple[str, Any]] = [
-        (rf"\b(\d{{1,2}}){_ORD}\s*(?:-|–|to|until|till)\s*(\d{{1,2}}){_ORD}\s+(?:of\s+)?"
+        (rf"\b(\d{{1,2}}){_ORD}\s*(?:-|–|to|until|till)\s*(?:the\s+)?(\d{{1,2}}){_ORD}\s+(?:of\s+)?"
          rf"({_MONTH})\b\.?{_YEAR}", lambda m: [(m[3], m[1], m[4]), (m[3], m[2], m[4])]),
         (rf"\b({_MONTH})\.?\s+(\d{{1,2}}){_ORD}\s*(?:-|–|to|until|till)\s*(\d{{1,2}}){_ORD}\b"
          rf"(?!\s*(?:nights|days|adults|people|:))(?!/){_YEAR}",
@@ -336,9 +336,14 @@ _RELATIVE = re.compile(
 )
 
 
+_DATE_FOLLOWS = re.compile(rf",?\s*(?:the\s+)?\d|,?\s*(?:{_MONTH})\b", re.I)
+
+
 def _relative(text: str, today: date) -> list[tuple[int, int, list[date]]]:
     found = []
     for m in _RELATIVE.finditer(text):
+        if m[8] and _DATE_FOLLOWS.match(text[m.end() :]):
+            continue  # "Friday the 16th of May": the date says it
         if m[1]:
             day = today + timedelta(days=2)
         elif m[2]:

@@ -2,8 +2,9 @@
 
 The held-out corpus was written before the flow was changed and run once on the port as it
 stood (8/27, docs/demo.md); the tuning corpus was written next and the rules fitted to it
-(41/45 before). Each floor is the figure the flow reaches now, so a change that loses a line
-fails here. Run with ``-v`` to see the tables per category and the failures.
+(41/45 before; 6 lines tried by hand later were added after their fixes). Each floor is the
+figure the flow reaches now, so a change that loses a line fails here. Run with ``-v`` to see
+the tables per category and the failures.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from travel_corpus import HELD_OUT, TUNING, read_corpus, report, run_corpus
 
 # (corpus, lines, floor): the floor is the figure reached now; before any fix the held-out
 # lines scored 8/27 on the first port, the tuning lines 41/45 on the second before tuning
-CORPORA = [("held-out", HELD_OUT, 27, 27), ("tuning", TUNING, 45, 45)]
+CORPORA = [("held-out", HELD_OUT, 27, 27), ("tuning", TUNING, 51, 51)]
 
 
 @pytest.mark.parametrize(("name", "path", "lines", "floor"), CORPORA, ids=[c[0] for c in CORPORA])
