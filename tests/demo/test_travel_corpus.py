@@ -30,7 +30,7 @@ async def test_travel_corpus_stays_at_or_above_its_floor(
 ) -> None:
     outcomes = await run_corpus(path)
     text = report(outcomes)
-    if request.config.getoption("verbose") > 0:
+    if request.config.getoption("verbose") >= 0:  # -v over the project's default -q
         with capsys.disabled():
             print(f"\n{name}\n{text}")
     assert len(outcomes) == lines
