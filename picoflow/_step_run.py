@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._abort import fail_turn
 
 if TYPE_CHECKING:
     from .step import Step
 
-__all__ = ["run_part", "default_run", "overrides_run"]
+__all__ = ["run_part", "default_run", "overrides_run", "marks_default_run"]
 
 Body = Callable[[str | None], Awaitable[Any]]
 
@@ -37,11 +37,19 @@ class _Pending:
 _PENDING: ContextVar[_Pending | None] = ContextVar("picoflow_pending_run", default=None)
 
 
+_DEFAULT = "__picoflow_default_run__"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def marks_default_run(method: F) -> F:
+    """Mark `Step.run` itself, so an override is told apart without importing Step here."""
+    setattr(method, _DEFAULT, True)
+    return method
+
+
 def overrides_run(step: Step) -> bool:
     """Whether the step's class (or a base between it and Step) defines its own run()."""
-    from .step import Step
-
-    return type(step).run is not Step.run
+    return not getattr(type(step).run, _DEFAULT, False)
 
 
 async def run_part(step: Step, message: str | None, body: Body) -> Any:

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from ._abort import fail_turn
 from ._state import get_path, merge_state, new_message_id, now_iso
-from ._step_run import default_run
+from ._step_run import default_run, marks_default_run
 from .errors import FlowDefinitionError
 from .memory import validate_namespace
 from .models import ModelLike, ModelSpec, parse_model
@@ -209,6 +209,7 @@ class Step:
         """
         return None
 
+    @marks_default_run
     async def run(self, message: str | None = None) -> Any:
         """This step's part of a turn; override it to do work before or after it (U3).
 
