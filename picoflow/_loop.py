@@ -10,6 +10,7 @@ it must not move the cursor (`RunFrame.depth > 0`).
 from __future__ import annotations
 
 from contextvars import ContextVar
+from functools import partial
 
 from langchain_core.messages import HumanMessage
 
@@ -18,6 +19,7 @@ from ._logic import LogicStep, check_logic_result
 from ._people.gate import gate_calls
 from ._policy import ModelCallError
 from ._respond import Reply, is_plain, recover, respond, take_final
+from ._step_run import overrides_run, run_part
 from ._turn import (
     RunFrame,
     TurnContext,
@@ -39,9 +41,13 @@ __all__ = ["FRAME", "run_turn", "run_loop"]
 FRAME: ContextVar[RunFrame | None] = ContextVar("picoflow_run_frame", default=None)
 
 
-async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
+async def run_turn(
+    flow: Flow, message: str | None, ctx: TurnContext, *, wrapped: bool = False
+) -> str:
     """Run the current step until it replies; return the reply text (R3-R7, V1-V9)."""
     step = flow.current_step
+    if not wrapped and overrides_run(step):  # U3: the step's run() wraps its part of the turn
+        return str(await run_part(step, message, partial(run_turn, flow, ctx=ctx, wrapped=True)))
     if message:
         human = HumanMessage(message, id=step.gen_message_id())
         if isinstance(step, LogicStep):

@@ -19,7 +19,8 @@ from .session import SessionDocument, check_schema
 __all__ = ["migrate"]
 
 _KEPT = frozenset({"id", "revision", "flow", "owner"})  # put back as stored, whatever it returns
-_KEYS = frozenset(SessionDocument.__annotations__) - _KEPT - PEOPLE_KEYS  # those are optional
+_OPTIONAL = frozenset({"sequence_levels"})  # V2: present only once a nested run is recorded
+_KEYS = frozenset(SessionDocument.__annotations__) - _KEPT - PEOPLE_KEYS - _OPTIONAL
 
 
 async def migrate(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import HumanMessage
@@ -22,8 +23,10 @@ from langchain_core.messages import HumanMessage
 from ._abort import fail_turn
 from ._logic import LogicStep
 from ._loop import FRAME, run_loop
+from ._step_run import run_part
 from ._turn import RunFrame, TurnContext, append_message
 from .errors import FlowDefinitionError
+from .flow import Flow
 from .step import Step
 
 __all__ = ["NestedRuns"]
@@ -145,20 +148,20 @@ def _share_history(parent: Step, steps: list[Step]) -> bool:
     return len(set(namespaces)) < len(namespaces) or parent.namespace in namespaces
 
 
-async def _run_child(parent: Step, frame: RunFrame, message: str | None, ctx: TurnContext) -> Any:
+async def _run_child(
+    parent: Step, frame: RunFrame, message: str | None, ctx: TurnContext, *, record: bool = True
+) -> Any:
     """Enter, run and leave one child; any failure fails the turn (P3)."""
     flow, step = parent.flow, frame.step
+    if record:
+        _record(parent, frame)
     token = FRAME.set(frame)
     if ctx.emit is not None:
         ctx.emit("nested_start", {"step": step.name, "parent": parent.name, "depth": frame.depth})
     try:
         await flow._call_hook(step.on_enter)
         try:
-            if message and isinstance(step, LogicStep):
-                step.incoming_message = HumanMessage(message)
-            elif message:
-                append_message(step, HumanMessage(message, id=step.gen_message_id()))
-            reply = await run_loop(flow, step, ctx, frame)
+            value = await run_part(step, message, partial(_child_body, flow, frame, ctx))
         finally:
             await flow._call_hook(step.on_exit)
     except BaseException as exc:
@@ -166,9 +169,28 @@ async def _run_child(parent: Step, frame: RunFrame, message: str | None, ctx: Tu
         raise
     finally:
         FRAME.reset(token)
+    if record:
+        flow._session.record_step(parent.name, frame.depth)
     if ctx.emit is not None:
         ctx.emit("nested_end", {"step": step.name, "parent": parent.name, "depth": frame.depth})
-    return reply.value
+    return value
+
+
+async def _child_body(flow: Flow, frame: RunFrame, ctx: TurnContext, message: str | None) -> Any:
+    """The runner's part of a nested run: the message, then the child's own loop (V2)."""
+    step = frame.step
+    if message and isinstance(step, LogicStep):
+        step.incoming_message = HumanMessage(message)
+    elif message:
+        append_message(step, HumanMessage(message, id=step.gen_message_id()))
+    return (await run_loop(flow, step, ctx, frame)).value
+
+
+def _record(parent: Step, frame: RunFrame, *, returned: bool = False) -> None:
+    """V2: a nested run is the child in `sequence` at its level, then the parent again."""
+    parent.flow._session.record_step(frame.step.name, frame.depth + 1)
+    if returned:
+        parent.flow._session.record_step(parent.name, frame.depth)
 
 
 async def _concurrently(
@@ -176,7 +198,7 @@ async def _concurrently(
 ) -> list[Any]:
     """Run children as tasks; the first failure cancels the others and is raised (V3)."""
     tasks = [
-        asyncio.ensure_future(_run_child(parent, frame, message, ctx))
+        asyncio.ensure_future(_run_child(parent, frame, message, ctx, record=False))
         for frame, message, ctx in runs
     ]
     try:
@@ -189,4 +211,6 @@ async def _concurrently(
     failed = [task for task in tasks if not task.cancelled() and task.exception() is not None]
     if failed:
         raise failed[0].exception()  # type: ignore[misc]
+    for frame, _, _ in runs:  # in the order given, whichever finished first
+        _record(parent, frame, returned=True)
     return [task.result() for task in tasks]

@@ -27,7 +27,10 @@ class SessionRuntime:
     Attributes:
         session_id: the stored session's id (None until a document is loaded).
         current: the step the cursor is on (`current_step` in the document).
-        sequence: step names, one per real move (F8).
+        sequence: step names, one per real move (F8), and for each nested run the child and
+            then the parent again (V2), as PicoFlow records them.
+        levels: the nesting level of each `sequence` entry above 1, by position (the initial
+            run is level 1, its children 2, theirs 3); saved as `sequence_levels`.
         completed: the session reached `EndStep` (R8).
         context: the session context (F7).
         states: each step's durable state, transient part included until the save (S1-S4).
@@ -42,6 +45,7 @@ class SessionRuntime:
     session_id: str | None = None
     current: str | None = None
     sequence: list[str] = field(default_factory=list)
+    levels: dict[int, int] = field(default_factory=dict)
     completed: bool = False
     context: dict[str, Any] = field(default_factory=_blank_context)
     states: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -49,6 +53,12 @@ class SessionRuntime:
     warnings: list[str] = field(default_factory=list)
     exits: list[tuple[str, list[BaseMessage]]] = field(default_factory=list)
     people: dict[str, Any] = field(default_factory=dict)
+
+    def record_step(self, step_name: str, level: int) -> None:
+        """Add a `sequence` entry for a step that runs at `level` (1: the cursor's own)."""
+        if level != 1:
+            self.levels[len(self.sequence)] = level
+        self.sequence.append(step_name)
 
     def state_of(self, step_name: str) -> dict[str, Any]:
         """The step's live state dict, created empty on first use."""

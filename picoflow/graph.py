@@ -227,7 +227,7 @@ def _overlay(graph: FlowGraph, edges: list[_Edge], session: Mapping[str, Any]) -
             f"Session {session.get('id')!r} belongs to flow {session.get('flow')!r}, not "
             f"{graph.flow!r}; draw it over the flow it ran."
         )
-    sequence = [str(name) for name in session.get("sequence") or []]
+    sequence = _moves(session)
     if session.get("run_status") == "completed" and sequence:
         sequence.append(END)
     hops = list(zip([START, *sequence], sequence, strict=False))
@@ -239,6 +239,21 @@ def _overlay(graph: FlowGraph, edges: list[_Edge], session: Mapping[str, Any]) -
         if source != START and target != END:
             edge.taken.append(number)
     return _path_styles(graph, edges, sequence, session)
+
+
+def _moves(session: Mapping[str, Any]) -> list[str]:
+    """The cursor's moves in `sequence`: nested runs (V2) and the parent's return left out.
+
+    >>> _moves({"sequence": ["A", "C", "A", "B"], "sequence_levels": [1, 2, 1, 1]})
+    ['A', 'B']
+    """
+    names = [str(name) for name in session.get("sequence") or []]
+    levels = list(session.get("sequence_levels") or []) + [1] * len(names)
+    moves: list[str] = []
+    for name, level in zip(names, levels, strict=False):
+        if level == 1 and (not moves or moves[-1] != name):
+            moves.append(name)
+    return moves
 
 
 def _path_styles(

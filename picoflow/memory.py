@@ -250,6 +250,19 @@ def count_call(counters: dict[str, int], reply: BaseMessage) -> None:
     meta = getattr(reply, "usage_metadata", None) or {}
     for key in ("input_tokens", "output_tokens", "total_tokens"):
         counters[key] = counters.get(key, 0) + int(meta.get(key, 0) or 0)
+    for side, detail, key in _DETAIL_COUNTERS:  # only the counters the provider reports
+        reported = (meta.get(side) or {}).get(detail)
+        if reported is not None:
+            counters[key] = counters.get(key, 0) + int(reported)
+
+
+# LangChain's usage_metadata details -> our counters: reasoning tokens are part of the output
+# tokens, cached (cache-read) and cache-creation tokens part of the input tokens.
+_DETAIL_COUNTERS = (
+    ("output_token_details", "reasoning", "reasoning_tokens"),
+    ("input_token_details", "cache_read", "cached_input_tokens"),
+    ("input_token_details", "cache_creation", "cache_creation_input_tokens"),
+)
 
 
 def request_messages(record: Namespace, system: SystemMessage) -> list[BaseMessage]:

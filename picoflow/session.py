@@ -67,6 +67,7 @@ class SessionDocument(TypedDict):
     approvals: NotRequired[list[dict[str, Any]]]  # K1: only once a tool asked for approval
     operator: NotRequired[dict[str, Any] | None]  # K6: only once a step handed off
     turns: NotRequired[dict[str, Any]]  # K5: only once a turn ran with an idempotency key
+    sequence_levels: NotRequired[list[int]]  # V2: only once a nested run is in `sequence`
 
 
 def new_session_id() -> str:
@@ -171,6 +172,7 @@ def load_flow(flow: Flow, doc: dict[str, Any], spaces: dict[str, Namespace] | No
     session.session_id = doc["id"]
     session.current = doc["current_step"]
     session.sequence = list(doc["sequence"])
+    session.levels = _levels(doc)
     session.completed = doc["run_status"] == "completed"
     session.context = _copy_json(doc["context"]) if spaces else doc["context"]
     for name, entry in doc["steps"].items():
@@ -184,6 +186,13 @@ def load_flow(flow: Flow, doc: dict[str, Any], spaces: dict[str, Namespace] | No
         return
     for namespace, entry in doc["memory"].items():
         target[namespace] = _load_namespace(entry)
+
+
+def _levels(doc: dict[str, Any]) -> dict[int, int]:
+    """The nesting levels above 1 of `sequence`, by position (absent: all entries level 1)."""
+    stored = doc.get("sequence_levels") or []
+    count = len(doc["sequence"])
+    return {i: level for i, level in enumerate(stored[:count]) if level != 1}
 
 
 def _copy_json(value: Any) -> Any:
@@ -239,6 +248,10 @@ def dump_flow(
     out["current_step"] = session.current
     out["sequence"] = list(session.sequence)
     dump_people(session, out)
+    out.pop("sequence_levels", None)
+    if session.levels:
+        levels = session.levels
+        out["sequence_levels"] = [levels.get(i, 1) for i in range(len(session.sequence))]
     out["steps"] = {name: _dump_step(flow, name) for name in flow.steps}
     out["memory"] = {
         name: _dump_namespace(record) for name, record in flow.get_memory().namespaces().items()

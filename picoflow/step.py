@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from ._abort import fail_turn
 from ._state import get_path, merge_state, new_message_id, now_iso
+from ._step_run import default_run, marks_default_run
 from .errors import FlowDefinitionError
 from .memory import validate_namespace
 from .models import ModelLike, ModelSpec, parse_model
@@ -228,6 +229,18 @@ class Step:
         a str to send as the reply, or `go(Step)`/`direct(text)`/`finish(text)`.
         """
         return None
+
+    @marks_default_run
+    async def run(self, message: str | None = None) -> Any:
+        """This step's part of a turn; override it to do work before or after it (U3).
+
+        The engine calls it for the step that takes the user's message and for each nested
+        run of the step (`run_step`), with the message it hears (None: none). An override
+        calls ``await super().run(message)`` (once; it may change the message) and returns
+        what that returns: the reply text, or a nested child's result. A step entered by
+        `go` within a turn carries on the turn's loop without a new `run()`.
+        """
+        return await default_run(self, message)
 
     # -- nested runs (V2, V3) -----------------------------------------------------------------
 

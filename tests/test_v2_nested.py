@@ -126,7 +126,9 @@ async def test_v2_run_step_runs_the_child_in_its_own_namespace_and_returns_its_r
     assert (result.success, result.step, result.message) == (True, "PlannerStep", "Found PF1.")
     assert hooks == ["enter Flight", "exit Flight"]
     doc = await engine.get_session(result.session_id)
-    assert doc["current_step"] == "PlannerStep" and doc["sequence"] == ["PlannerStep"]
+    assert doc["current_step"] == "PlannerStep"
+    assert doc["sequence"] == ["PlannerStep", "FlightStep", "PlannerStep"]  # V2: as PicoFlow
+    assert doc["sequence_levels"] == [1, 2, 1]
     assert doc["steps"]["FlightStep"]["state"]["flights"] == ["PF1 to Rome"]
     assert messages(doc, "FlightStep") == [
         ("human", "Flights to Rome"),

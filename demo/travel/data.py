@@ -1,40 +1,43 @@
-"""TravelFlow's demo data: a few flights, hotels and activities per destination."""
+"""TravelFlow's mock search results, exactly PicoFlow's tables: the same for every destination.
+
+The flight ids look swapped (a departure search returns R1-R3, a return search D1-D3); they
+are kept as in the original.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-FLIGHTS: dict[str, list[dict[str, Any]]] = {
-    "Lisbon": [
-        {"flight": "TP 1351", "departs": "07:05", "price": 189, "cabin": "economy"},
-        {"flight": "BA 500", "departs": "13:40", "price": 245, "cabin": "economy"},
-        {"flight": "TP 1357", "departs": "18:20", "price": 610, "cabin": "business"},
-    ],
-    "Rome": [
-        {"flight": "AZ 201", "departs": "09:15", "price": 210, "cabin": "economy"},
-        {"flight": "FR 8342", "departs": "06:30", "price": 95, "cabin": "economy"},
-    ],
-}
+_FLIGHT = ("id", "airline", "price", "departure_time", "arrival_time")
+_HOTEL = ("id", "name", "price_per_night", "rating", "location")
+_ACTIVITY = ("id", "name", "price", "duration", "description")
 
-HOTELS: dict[str, list[dict[str, Any]]] = {
-    "Lisbon": [
-        {"hotel": "Alfama Rooms", "per_night": 95, "stars": 3},
-        {"hotel": "Tagus Palace", "per_night": 240, "stars": 5},
-        {"hotel": "Chiado Loft", "per_night": 150, "stars": 4},
-    ],
-    "Rome": [
-        {"hotel": "Trastevere Inn", "per_night": 120, "stars": 3},
-        {"hotel": "Palazzo Navona", "per_night": 310, "stars": 5},
-    ],
-}
 
-ACTIVITIES: dict[str, list[dict[str, Any]]] = {
-    "Lisbon": [
-        {"activity": "Tram 28 tour", "price": 25},
-        {"activity": "Sintra day trip", "price": 70},
-    ],
-    "Rome": [
-        {"activity": "Colosseum tour", "price": 55},
-        {"activity": "Vatican museums", "price": 40},
-    ],
-}
+def _table(fields: tuple[str, ...], *rows: tuple[Any, ...]) -> list[dict[str, Any]]:
+    return [dict(zip(fields, row, strict=True)) for row in rows]
+
+
+DEPARTURE_FLIGHTS = _table(
+    _FLIGHT,
+    ("R1", "Air Demo", 550, "11:00", "15:00"),
+    ("R2", "Pico Airways", 400, "07:00", "16:00"),
+    ("R3", "Luxury Jets", 800, "10:00", "17:00"),
+)
+RETURN_FLIGHTS = _table(
+    _FLIGHT,
+    ("D1", "Air Demo", 450, "10:00", "14:00"),
+    ("D2", "Pico Airways", 300, "06:00", "11:00"),
+    ("D3", "Luxury Jets", 900, "12:00", "16:00"),
+)
+HOTELS = _table(
+    _HOTEL,
+    ("H1", "Grand Pico Hotel", 150, 4.5, "City Center"),
+    ("H2", "Budget Inn", 80, 3.0, "Suburbs"),
+    ("H3", "Luxury Palace", 400, 5.0, "Beachfront"),
+)
+ACTIVITIES = _table(
+    _ACTIVITY,
+    ("A1", "City Tour", 50, "4 hours", "Guided tour of the city."),
+    ("A2", "Museum Visit", 25, "2 hours", "Visit the national museum."),
+    ("A3", "Adventure Park", 100, "Full Day", "Theme park access."),
+)

@@ -1,116 +1,141 @@
-"""TravelFlow, ported from PicoFlow's demo: a planner runs the searches as nested steps.
+"""TravelFlow, ported from PicoFlow's demo point by point (research: pico-demo-flows.md §3).
 
-    PlannerStep ──submit_plan──▶ (nested: FlightStep, HotelStep, ActivityStep) ──▶ SynthesizerStep
-    SynthesizerStep ──generate_packages (stay)──▶ presents up to three packages
-    SynthesizerStep ──choose_package──▶ finish()
+    PlannerStep ──submit_plan──▶ nested FlightStep, HotelStep, ActivityStep ──▶ SynthesizerStep
+    SynthesizerStep ──generate_packages (stay)──▶ presents the packages
+    SynthesizerStep ──choose_package──▶ EndStep (with_prompt: the closing line)
 
-`submit_plan(plan: TravelPlan)` runs the children the plan's intent needs, inside the tool:
-`run_steps` when several, `run_step` for one. Each child calls its own search tool over
-``demo.travel.data``, keeps the results in its state, and ends its run with `direct(...)`. All
-steps share the namespace ``travelPlan``, as in the original, so the children run one after
-another there (picoflow never interleaves two runs in one history).
+The planner extracts a `TravelPlan`; `submit_plan` saves it and runs the searches its intent
+needs as nested children, one after another, inside the tool. Each child has one search tool
+over the mock tables of ``demo.travel.data`` (the same results for any destination, as in the
+original), saves what it found and ends its run with ``direct("{}")``. The five working steps
+share the namespace ``travelPlan``; EndStep keeps its own. PlannerStep, FlightStep and
+SynthesizerStep use the reasoning model (PicoFlow's ``gpt-5``), the others the flow's default
+(``gpt-4o``); offline both are ``offline:travel``, the reasoning one with its own params.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+import json
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from demo.travel.data import ACTIVITIES, FLIGHTS, HOTELS
-from picoflow import Flow, ModelLike, ModelSpec, Step, direct, finish, go, stay, tool
+from demo.travel.data import ACTIVITIES, DEPARTURE_FLIGHTS, HOTELS, RETURN_FLIGHTS
+from demo.travel.offline import offline_provider
+from demo.travel.types import TravelPackage, TravelPlan
+from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step, direct, go, stay, tool
 
 OFFLINE_MODEL = ModelSpec("offline", "travel")
+OFFLINE_REASONING_MODEL = ModelSpec("offline", "travel", params={"reasoning_effort": "low"})
 MEMORY = "travelPlan"
+TODAY = "2025-05-01"  # PicoFlow's planner computes relative dates from this day
+CLOSING_PROMPT = (
+    "Thank the user for using the travel planning service and tell them that their chosen "
+    "package is booked."
+)
 
 
-class TravelPlan(BaseModel):
-    """What the traveller asked for."""
-
-    intent: Literal["full_plan", "flights_only", "hotels_only", "activities_only"]
-    origin: str = Field(description="city of departure")
-    destination: str = Field(description="city to visit")
-    depart: str = Field(description="departure date, YYYY-MM-DD")
-    nights: int = Field(ge=1, le=30)
-    adults: int = Field(default=1, ge=1, le=9)
-    cabin: Literal["economy", "business"] = "economy"
-    budget: int | None = Field(default=None, description="total budget in EUR, if any")
+def compact(value: Any) -> str:
+    """JSON.stringify: compact JSON, or ``undefined`` for a value that was never set."""
+    return "undefined" if value is None else json.dumps(value, separators=(",", ":"))
 
 
 class PlannerStep(Step):
+    """Intake: extracts the trip request and runs the searches it needs."""
+
     # submit_plan picks its children from the plan's intent; the graph cannot read that
     nested_steps = ("FlightStep", "HotelStep", "ActivityStep")
 
     def get_prompt(self) -> str:
         return (
-            "You plan trips. Collect origin, destination, departure date, nights and the number "
-            "of adults, then call submit_plan. Say whether the traveller wants everything or "
-            f"only flights, hotels or activities. Destinations: {', '.join(FLIGHTS)}."
+            "You are a world-class travel analyst. Extract structured trip information from "
+            "the user's request as JSON matching the provided schema, and ask the user for all "
+            "three categories of information:\n"
+            "1. User intent: full_plan (any combination of flights, hotels or activities), "
+            "flights_only, hotels_only or activities_only.\n"
+            "2. Core details: origin (may be null), destination (mandatory), departure and "
+            "return dates as absolute YYYY-MM-DD dates, computing relative dates as if today "
+            f"were {TODAY}; duration_days is the number of days between departure and return; "
+            "adults is the number of travellers (default 1).\n"
+            "3. Budget preferences: travel_class from words such as 'business' or 'first "
+            "class' (default ECONOMY), and budget as a number."
         )
 
-    @tool
+    @tool(args_schema=TravelPlan)
     async def submit_plan(self, plan: TravelPlan) -> Any:
-        """Search what the traveller's plan asks for."""
-        if plan.destination not in FLIGHTS:
-            return stay(f"We have no offers for {plan.destination}; we cover {', '.join(FLIGHTS)}.")
-        self.save_state({"plan": plan.model_dump()})
-        children = _CHILDREN[plan.intent]
-        if len(children) == 1:
-            found = [await self.run_step(children[0], f"Search for {plan.destination}.")]
-        else:
-            found = await self.run_steps(children)
-        return go(SynthesizerStep).with_tool_feedback(" ".join(found))
+        """Submit the structured travel plan extracted from the user request."""
+        self.save_state({"travelPlan": plan.model_dump(mode="json")})
+        for child in CHILDREN[plan.user_intent]:
+            await self.run_step(child)  # one after another; their replies are not used
+        return go(SynthesizerStep)
 
 
 class _SearchStep(Step):
-    """A child of PlannerStep: reads the plan, searches, ends its run with a summary."""
+    """A nested child of PlannerStep: its prompt carries the plan as compact JSON."""
 
-    def plan(self) -> TravelPlan:
-        return TravelPlan.model_validate(self.flow.get_step_state(PlannerStep, "plan"))
+    def plan_json(self) -> str:
+        return compact(self.flow.get_step_state(PlannerStep, "travelPlan"))
 
 
 class FlightStep(_SearchStep):
+    """Searches departure and return flights."""
+
     def get_prompt(self) -> str:
-        plan = self.plan()
         return (
-            f"Search {plan.cabin} flights from {plan.origin} to {plan.destination} on "
-            f"{plan.depart}."
+            f"You are a flight search agent. The travel plan is {self.plan_json()}. Search for "
+            "both the departure and the return flights matching the plan: call search_flights "
+            "for each."
         )
 
     @tool
-    def search_flights(self, destination: str, cabin: Literal["economy", "business"]) -> Any:
-        """Search flights to the destination in a cabin class."""
-        found = [f for f in FLIGHTS.get(destination, []) if f["cabin"] == cabin]
-        self.save_state({"flights": found})
-        return direct(f"{len(found)} flights.")
+    def search_flights(
+        self,
+        origin: str,
+        destination: str,
+        date: str,
+        isReturn: Annotated[bool, Field(description="whether the flight is a return flight")],
+    ) -> Any:
+        """Search for flight options."""
+        if isReturn:
+            self.save_state({"returnFlights": RETURN_FLIGHTS})
+        else:
+            self.save_state({"departureFlights": DEPARTURE_FLIGHTS})
+        return direct("{}")
 
 
 class HotelStep(_SearchStep):
+    """Searches hotels in the destination."""
+
     def get_prompt(self) -> str:
-        plan = self.plan()
-        return f"Search hotels in {plan.destination} for {plan.nights} nights."
+        return (
+            f"You are a hotel search agent. The travel plan is {self.plan_json()}. Search for "
+            "hotels in the destination."
+        )
 
     @tool
-    def search_hotels(self, destination: str) -> Any:
-        """Search hotels in the destination."""
-        found = HOTELS.get(destination, [])
-        self.save_state({"hotels": found})
-        return direct(f"{len(found)} hotels.")
+    def search_hotels(self, location: str) -> Any:
+        """Search for hotel options."""
+        self.save_state({"hotels": HOTELS})
+        return direct("{}")
 
 
 class ActivityStep(_SearchStep):
+    """Searches activities in the destination."""
+
     def get_prompt(self) -> str:
-        return f"Search activities in {self.plan().destination}."
+        return (
+            f"You are an activity search agent. The travel plan is {self.plan_json()}. Search "
+            "for activities in the destination."
+        )
 
     @tool
-    def search_activities(self, destination: str) -> Any:
-        """Search activities in the destination."""
-        found = ACTIVITIES.get(destination, [])
-        self.save_state({"activities": found})
-        return direct(f"{len(found)} activities.")
+    def search_activities(self, location: str) -> Any:
+        """Search for activity options."""
+        self.save_state({"activities": ACTIVITIES})
+        return direct("{}")
 
 
-_CHILDREN: dict[str, list[type[Step]]] = {
+CHILDREN: dict[str, list[type[Step]]] = {
     "full_plan": [FlightStep, HotelStep, ActivityStep],
     "flights_only": [FlightStep],
     "hotels_only": [HotelStep],
@@ -119,82 +144,96 @@ _CHILDREN: dict[str, list[type[Step]]] = {
 
 
 class SynthesizerStep(Step):
+    """Builds up to three packages from the plan and the options, and books the chosen one."""
+
+    async def run(self, message: str | None = None) -> Any:
+        # U3, as PicoFlow's override: pre-save context keys (nobody sets them, so this stores
+        # plan None and three empty lists, kept for a faithful final state), then run as usual
+        flow = self.flow
+        self.save_state(
+            {
+                "plan": flow.get_context("travelPlan"),
+                "flights": flow.get_context("flightOptions") or [],
+                "hotels": flow.get_context("hotelOptions") or [],
+                "activities": flow.get_context("activityOptions") or [],
+            }
+        )
+        return await super().run(message)
+
     def get_prompt(self) -> str:
         flow = self.flow
-        found = {
-            "flights": flow.get_step_state(FlightStep, "flights"),
-            "hotels": flow.get_step_state(HotelStep, "hotels"),
-            "activities": flow.get_step_state(ActivityStep, "activities"),
+        options = {
+            "Departure Flights": flow.get_step_state(FlightStep, "departureFlights"),
+            "Return Flights": flow.get_step_state(FlightStep, "returnFlights"),
+            "Hotels": flow.get_step_state(HotelStep, "hotels"),
+            "Activities": flow.get_step_state(ActivityStep, "activities"),
         }
+        listed = "\n".join(f"{name}: {compact(value)}" for name, value in options.items())
         return (
-            f"Search results: {found}. Call generate_packages, present the packages it returns, "
-            "and call choose_package when the traveller picks one."
+            "You are an expert travel consultant. Create up to three travel packages from the "
+            "client's plan and the available options:\n"
+            "1. Check whether the basic trip fits the budget.\n"
+            "2. If the cheapest combination is over budget, create ONE 'Budget' package only; "
+            "otherwise create THREE: Budget, Balanced and Premium.\n"
+            "3. Contents by intent: flights_only: 2 flights (departure and return); "
+            "hotels_only: 1 hotel; activities_only: 1 to 3 activities; full_plan: 2 flights, "
+            "1 hotel and 1 to 3 activities.\n"
+            "4. total_cost = flight + (hotel price_per_night x duration_days) + activities.\n"
+            "5. Write budget_comment from the difference to the total budget.\n"
+            "6. Give every package a creative name.\n"
+            "7. Call generate_packages with the packages.\n"
+            "8. Ask the user to choose a package, and call choose_package with it.\n\n"
+            f"CLIENT'S PLAN:\n{compact(flow.get_step_state(PlannerStep, 'travelPlan'))}\n\n"
+            f"AVAILABLE OPTIONS:\n{listed}"
         )
 
     @tool
-    def generate_packages(self) -> Any:
-        """Build up to three packages from the search results."""
-        packages = build_packages(self.flow)
-        self.save_state({"packages": packages})
-        lines = [f"{i}. {p['summary']} — {p['total']} EUR" for i, p in enumerate(packages, 1)]
-        return stay("Packages:\n" + "\n".join(lines) if lines else "No package fits.")
+    def generate_packages(self, packages: list[TravelPackage]) -> Any:
+        """Submit the generated travel packages."""
+        self.save_state({"packages": [p.model_dump(mode="json") for p in packages]})
+        return stay()  # the model is called again and presents them
 
     @tool
-    def choose_package(self, number: int) -> Any:
-        """Book the package the traveller chose (1, 2 or 3)."""
-        packages = self.get_state("packages") or []
-        if not 1 <= number <= len(packages):
-            return stay(f"There is no package {number}; choose 1 to {len(packages)}.")
-        chosen = packages[number - 1]
-        self.save_state({"chosen": chosen})
-        return finish(f"Booked: {chosen['summary']}, {chosen['total']} EUR in total. Bon voyage!")
-
-
-def build_packages(flow: Flow) -> list[dict[str, Any]]:
-    """Up to three packages, cheapest first: a flight, a hotel for the nights, an activity."""
-    plan = TravelPlan.model_validate(flow.get_step_state(PlannerStep, "plan"))
-    flights = flow.get_step_state(FlightStep, "flights") or [None]
-    hotels = flow.get_step_state(HotelStep, "hotels") or [None]
-    activity = min(
-        flow.get_step_state(ActivityStep, "activities") or [{}],
-        key=lambda a: a.get("price", 0),
-    )
-    packages = []
-    for flight in flights:
-        for hotel in hotels:
-            total = plan.adults * ((flight or {}).get("price", 0) + activity.get("price", 0))
-            total += plan.nights * (hotel or {}).get("per_night", 0)
-            parts = [
-                flight and f"flight {flight['flight']}",
-                hotel and f"{plan.nights} nights at {hotel['hotel']}",
-                activity.get("activity"),
-            ]
-            summary = ", ".join(p for p in parts if p)
-            if plan.budget is None or total <= plan.budget:
-                packages.append({"summary": summary, "total": total})
-    return sorted(packages, key=lambda p: p["total"])[:3]
+    def choose_package(self, chosenPackage: TravelPackage) -> Any:
+        """Choose a package."""
+        self.save_state({"chosenPackage": chosenPackage.model_dump(mode="json")})
+        return go(EndStep).with_prompt(CLOSING_PROMPT)
 
 
 class TravelFlow(Flow):
-    """A trip planner: one planner, three nested searches, packages, a choice."""
+    """A trip planner: one planner, three nested searches, packages, a booking."""
 
     chat_model: ClassVar[ModelLike | None] = None
-    max_tool_rounds = 8
+    reasoning_model: ClassVar[ModelLike | None] = None
+    # the providers the flow's models need ("offline:travel"), for engines built without them
+    providers: ClassVar[dict[str, Any]] = {"offline": offline_provider}
 
     @classmethod
-    def using(cls, model: ModelLike) -> type[TravelFlow]:
-        """This flow bound to ``model``; it keeps the persisted flow name "TravelFlow"."""
-        return type(cls.name, (cls,), {"name": cls.name, "chat_model": model})
+    def using(cls, model: ModelLike, reasoning: ModelLike | None = None) -> type[TravelFlow]:
+        """This flow on ``model`` (``reasoning`` for the gpt-5 steps; default: ``model``).
+
+        It keeps the persisted flow name "TravelFlow".
+        """
+        attrs = {"name": cls.name, "chat_model": model, "reasoning_model": reasoning or model}
+        return type(cls.name, (cls,), attrs)
 
     def config_model(self) -> ModelLike:
         return self.chat_model if self.chat_model is not None else OFFLINE_MODEL
 
+    def reasoning(self) -> ModelLike:
+        """The model of the steps PicoFlow runs on ``gpt-5``."""
+        model = self.reasoning_model
+        return model if model is not None else OFFLINE_REASONING_MODEL
+
+    def initial_step(self) -> type[Step]:
+        return PlannerStep
+
     def define_steps(self) -> list[Step]:
-        steps = [
-            PlannerStep(self),
-            FlightStep(self),
-            HotelStep(self),
-            ActivityStep(self),
-            SynthesizerStep(self),
+        return [
+            PlannerStep(self).use_memory(MEMORY).use_model(self.reasoning()),
+            FlightStep(self).use_memory(MEMORY).use_model(self.reasoning()),
+            HotelStep(self).use_memory(MEMORY),
+            ActivityStep(self).use_memory(MEMORY),
+            SynthesizerStep(self).use_memory(MEMORY).use_model(self.reasoning()),
+            EndStep(self),
         ]
-        return [step.use_memory(MEMORY) for step in steps]

@@ -1,114 +1,245 @@
-"""The offline model of TravelFlow: rules that answer from the messages and bound tools only."""
+"""The offline model of TravelFlow: rules that answer from the messages and bound tools only.
+
+It plays every model of the flow, as an LLM behind an API would, from what each step sends:
+the planner reads the traveller's messages (`demo.travel.reading`) and calls `submit_plan`
+once the trip is complete, asking for what is missing otherwise; the search children read the
+plan from their prompt and call their tool (FlightStep both searches in one response); the
+synthesiser builds packages from the plan and options in its prompt, presents them, and books
+the one the traveller picks by name, number or description (`demo.travel.choosing`).
+"""
 
 from __future__ import annotations
 
+import json
 import re
+from datetime import date
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from demo.basic.offline import relay
+from demo.travel.choosing import answer, choose, describe
+from demo.travel.reading import Trip, read_trip
 from picoflow import ModelSpec
-from picoflow.testing import ScriptedChatModel, tool_call
+from picoflow.testing import ScriptedChatModel, tool_call, tool_calls
 
-_FROM = re.compile(r"\bfrom (?P<origin>[A-Z][a-z]+)")
-_TO = re.compile(r"\b(?:to|in|visit|visiting) (?P<destination>[A-Z][a-z]+)")
-_DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
-_NIGHTS = re.compile(r"(\d+) nights?", re.I)
-_ADULTS = re.compile(r"(\d+) (?:adults?|people|travell?ers)", re.I)
-_BUDGET = re.compile(r"(?:under|budget of|max) (\d+)", re.I)
-_ONLY = re.compile(r"\b(?:only|just) (flights|hotels|activities)\b", re.I)
-_PICK = re.compile(r"\b(?:package|number|option) (\d)\b", re.I)
-_IN = re.compile(r"(?:to|in) (?P<city>[A-Z][a-z]+)(?: on| for|\.)")
-_CABIN = re.compile(r"Search (economy|business) flights")
+_TODAY = re.compile(r"today were (\d{4}-\d{2}-\d{2})")
+FIRST_QUESTION = (
+    "I'd love to help plan your trip! Please tell me:\n"
+    "1. What you need: a full plan, or only flights, hotels or activities.\n"
+    "2. Where you are leaving from and where you are going, your departure and return dates "
+    "(or how many nights), and how many adults are travelling.\n"
+    "3. Your preferred travel class and your total budget, if you have one."
+)
+CLOSING = (
+    "Thank you for using our travel planning service! Your package is booked. Enjoy your trip!"
+)
 
 
 def respond(messages: list[BaseMessage], tools: list[str]) -> AIMessage | str:
     """The reply to `messages` for a step offering `tools`."""
-    last = messages[-1]
     system = str(messages[0].content)
     if "generate_packages" in tools:
-        return _synthesize(messages)
-    if last.type == "tool":
-        return relay(last.text)
-    for name in ("search_flights", "search_hotels", "search_activities"):
-        if name in tools:
-            return _search(name, system)
-    if "submit_plan" in tools:
-        return _plan([str(m.text) for m in messages if m.type == "human"])
-    return "How can I help with your trip?"
-
-
-def _plan(guest: list[str]) -> AIMessage | str:
-    """Plan from everything the guest said so far (the latest value of each part wins), and
-    name what is still missing instead of asking for everything again."""
-
-    def latest(pattern: re.Pattern[str]) -> re.Match[str] | None:
-        return next((found for text in reversed(guest) if (found := pattern.search(text))), None)
-
-    said = " ".join(guest)
-    origin, destination = latest(_FROM), latest(_TO)
-    day, nights = latest(_DATE), latest(_NIGHTS)
-    missing = [
-        what
-        for what, found in (
-            ("where you leave from", origin),
-            ("where you are going", destination),
-            ("the day you leave (YYYY-MM-DD)", day),
-            ("how many nights", nights),
+        return _synthesize(messages, system)
+    if messages[-1].type == "tool":
+        return _relay(messages[-1].text)
+    if "search_flights" in tools:
+        plan = _json_after(system, "The travel plan is ") or {}
+        out = {"origin": plan.get("origin") or "", "destination": plan.get("destination", "")}
+        back = {"origin": out["destination"], "destination": out["origin"]}
+        return tool_calls(
+            ("search_flights", {**out, "date": plan.get("departure_date", ""), "isReturn": False}),
+            ("search_flights", {**back, "date": plan.get("return_date", ""), "isReturn": True}),
         )
-        if found is None
-    ]
-    if missing:
-        if len(missing) == 4:
-            return (
-                "Where from and to, on which date (YYYY-MM-DD), and for how many nights? Tell "
-                "me too if you only want flights, hotels or activities."
-            )
-        need = ", ".join(missing[:-1]) + (" and " if len(missing) > 1 else "") + missing[-1]
-        return f"To plan it I still need {need}."
-    assert origin and destination and day and nights  # all found: `missing` is empty
-    only = _ONLY.search(said)
-    plan: dict[str, Any] = {
-        "intent": f"{only.group(1).lower()}_only" if only else "full_plan",
-        "origin": origin.group("origin"),
-        "destination": destination.group("destination"),
-        "depart": day.group(1),
-        "nights": int(nights.group(1)),
-        "adults": int(adults.group(1)) if (adults := _ADULTS.search(said)) else 1,
-        "cabin": "business" if "business" in said.lower() else "economy",
-    }
-    if budget := _BUDGET.search(said):
-        plan["budget"] = int(budget.group(1))
-    return tool_call("submit_plan", plan=plan)
+    for name in ("search_hotels", "search_activities"):
+        if name in tools:
+            plan = _json_after(system, "The travel plan is ") or {}
+            return tool_call(name, location=plan.get("destination", ""))
+    if "submit_plan" in tools:
+        return _plan(messages, system)
+    return CLOSING if "travel planning service" in system else "Goodbye!"
 
 
-def _search(name: str, system: str) -> AIMessage:
-    city = _IN.search(system)
-    args: dict[str, Any] = {"destination": city.group("city") if city else ""}
-    if name == "search_flights":
-        cabin = _CABIN.search(system)
-        args["cabin"] = cabin.group(1) if cabin else "economy"
-    return tool_call(name, args)
+def _relay(feedback: str) -> str:
+    return f"Sorry, that did not work: {feedback}"
 
 
-def _synthesize(messages: list[BaseMessage]) -> AIMessage | str:
+def _json_after(text: str, marker: str) -> Any:
+    """The JSON value that follows `marker` in `text` (None when absent or `undefined`)."""
+    at = text.find(marker)
+    if at < 0:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, at + len(marker))
+    except json.JSONDecodeError:
+        return None
+    return value
+
+
+def _plan(messages: list[BaseMessage], system: str) -> AIMessage | str:
+    found = _TODAY.search(system)
+    today = date.fromisoformat(found.group(1)) if found else date.today()
+    said = [m.text for m in messages if m.type == "human"]
+    trip = read_trip(said, today)
+    gaps = trip.missing()
+    if not gaps:
+        return tool_call("submit_plan", trip.plan())
+    if len(gaps) >= 4 or not trip.said:
+        opener = _about() if trip.asked else ""
+        return opener + FIRST_QUESTION
+    opener = _about() if trip.asked else ""
+    return f"{opener}{_known(trip)}To plan it I still need {_join(gaps)}."
+
+
+def _about() -> str:
+    return (
+        "I plan trips anywhere: flights, hotels and activities, and I can put together "
+        "packages once I know your trip. "
+    )
+
+
+def _known(trip: Trip) -> str:
+    parts = []
+    if trip.destination:
+        parts.append(f"a trip to {trip.destination}")
+    if trip.origin:
+        parts.append(f"from {trip.origin}")
+    if trip.depart:
+        parts.append(f"leaving {trip.depart.isoformat()}")
+    if trip.back:
+        parts.append(f"back {trip.back.isoformat()}")
+    if trip.adults:
+        parts.append(f"for {trip.adults} adult{'s' if trip.adults > 1 else ''}")
+    return f"Got it: {' '.join(parts)}. " if parts else ""
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# -- the synthesiser ----------------------------------------------------------------------
+
+
+def _synthesize(messages: list[BaseMessage], system: str) -> AIMessage | str:
     last = messages[-1]
     if last.type == "tool":
-        called = getattr(messages[-2], "tool_calls", None) or [{"name": ""}]
-        if called[0]["name"] == "submit_plan":  # the planner's results just arrived
-            return tool_call("generate_packages")
-        if last.text.startswith("Packages:"):
-            return "Here are your options:\n" + last.text.removeprefix("Packages:\n")
-        return relay(last.text)
-    pick = _PICK.search(last.text)
-    if pick:
-        return tool_call("choose_package", number=int(pick.group(1)))
-    return "Which package would you like: 1, 2 or 3?"
+        called = _called(messages, getattr(last, "tool_call_id", ""))
+        if called is not None and called["name"] == "generate_packages":
+            return present(called["args"].get("packages") or [], _plan_of(system))
+        if called is not None and called["name"] in ("choose_package", "generate_packages"):
+            return _relay(last.text)
+        return tool_call("generate_packages", packages=build_packages(system))
+    packages = _offered(messages)
+    if not packages:
+        return tool_call("generate_packages", packages=build_packages(system))
+    picked = choose(last.text, packages)
+    if picked is None:
+        return answer(last.text, packages)
+    return tool_call("choose_package", chosenPackage=picked)
+
+
+def _called(messages: list[BaseMessage], call_id: str) -> dict[str, Any] | None:
+    for message in reversed(messages):
+        for call in getattr(message, "tool_calls", None) or []:
+            if call["id"] == call_id:
+                return dict(call)
+    return None
+
+
+def _offered(messages: list[BaseMessage]) -> list[dict[str, Any]]:
+    for message in reversed(messages):
+        for call in getattr(message, "tool_calls", None) or []:
+            if call["name"] == "generate_packages":
+                return list(call["args"].get("packages") or [])
+    return []
+
+
+def _plan_of(system: str) -> dict[str, Any]:
+    return _json_after(system, "CLIENT'S PLAN:\n") or {}
+
+
+def _options(system: str, name: str) -> list[dict[str, Any]]:
+    return sorted(_json_after(system, f"{name}: ") or [], key=lambda o: _price(o))
+
+
+def _price(option: dict[str, Any]) -> float:
+    return float(option.get("price", option.get("price_per_night", 0)))
+
+
+_TIERS = (("Budget", "Saver", 0, 1), ("Balanced", "Getaway", 1, 2), ("Premium", "Indulgence", 2, 3))
+
+
+def build_packages(system: str) -> list[dict[str, Any]]:
+    """Budget, Balanced and Premium packages (only Budget when even that is over budget)."""
+    plan = _plan_of(system)
+    intent = plan.get("user_intent", "full_plan")
+    out, back = _options(system, "Departure Flights"), _options(system, "Return Flights")
+    hotels, activities = _options(system, "Hotels"), _options(system, "Activities")
+    packages = []
+    for label, noun, tier, count in _TIERS:
+        package: dict[str, Any] = {"name": f"{label} {plan.get('destination', 'Trip')} {noun}"}
+        if intent in ("full_plan", "flights_only") and (out or back):
+            package["flight"] = _fold(_tier(out, tier), _tier(back, tier))
+        if intent in ("full_plan", "hotels_only") and hotels:
+            package["hotel"] = _tier(hotels, tier)
+        if intent in ("full_plan", "activities_only"):
+            package["activities"] = activities[:count]
+        package["total_cost"] = _total(package, plan.get("duration_days") or 1)
+        package["budget_comment"] = _comment(package["total_cost"], plan.get("budget"))
+        packages.append(package)
+    budget = plan.get("budget")
+    if budget is not None and packages[0]["total_cost"] > budget:
+        return packages[:1]
+    return packages
+
+
+def _tier(options: list[dict[str, Any]], tier: int) -> dict[str, Any] | None:
+    if not options:
+        return None
+    return options[min(len(options) - 1, tier * (len(options) - 1) // 2)]
+
+
+def _fold(out: dict[str, Any] | None, back: dict[str, Any] | None) -> dict[str, Any]:
+    """One flight object for the trip there and back, as the recorded model made it."""
+    legs = [leg for leg in (out, back) if leg is not None]
+    airlines = list(dict.fromkeys(leg["airline"] for leg in legs))
+    return {
+        "id": "+".join(leg["id"] for leg in legs),
+        "airline": " / ".join(airlines),
+        "price": sum(leg["price"] for leg in legs),
+        "departure_time": " / ".join(leg["departure_time"] for leg in legs),
+        "arrival_time": " / ".join(leg["arrival_time"] for leg in legs),
+    }
+
+
+def _total(package: dict[str, Any], days: float) -> float:
+    total = (package.get("flight") or {}).get("price", 0)
+    total += (package.get("hotel") or {}).get("price_per_night", 0) * days
+    total += sum(a["price"] for a in package.get("activities") or [])
+    return int(total) if total == int(total) else total
+
+
+def _comment(total: float, budget: float | None) -> str:
+    if budget is None:
+        return "No budget was given."
+    if total <= budget:
+        return f"{budget - total:g} under your budget of {budget:g}."
+    return f"{total - budget:g} over your budget of {budget:g}."
+
+
+def present(packages: list[dict[str, Any]], plan: dict[str, Any]) -> str:
+    """The packages in prose, numbered, with a request to choose."""
+    if not packages:
+        return "I could not put a package together from these options."
+    where = plan.get("destination") or "your trip"
+    lines = [f"Here are your packages for {where}:"]
+    for number, package in enumerate(packages, 1):
+        lines.append(f"{number}. {describe(package, plan.get('duration_days'))}")
+    lines.append("Which package would you like? Tell me its name or number.")
+    return "\n".join(lines)
 
 
 def offline_provider(spec: ModelSpec) -> ScriptedChatModel:
-    """The provider factory behind ``"offline:travel"``."""
+    """The provider factory behind ``"offline:travel"`` (with or without params)."""
     if spec.name != "travel":
         raise ValueError(
             f"The TravelFlow offline provider has one model, 'offline:travel'; got "

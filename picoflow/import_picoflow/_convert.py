@@ -3,9 +3,10 @@
 Field by field (PicoFlow → picoflow): `id` (kept when it is a valid session id, so clients
 holding it continue) → `id`; `runStatus` → `run_status`; `createdOn`/`saveOn` → `created_at`/
 `updated_at`; `flow.name` → `flow`; `flow.context` → `context`; `flow.steps[]` →
-`steps{name: {state, model}}`; `flow.currentStep` → `current_step`; `flow.sequence` (level-1
-entries) → `sequence`; `flow.memory{ns: {messages, summary}}` → `memory`; `tokens` →
-`usage.model`; `warn`/`error` entries → `warnings`. Everything else is named in the report.
+`steps{name: {state, model}}`; `flow.currentStep` → `current_step`; `flow.sequence` →
+`sequence` (and `sequence_levels` when it has nested entries); `flow.memory{ns: {messages,
+summary}}` → `memory`; `tokens` → `usage.model`; `warn`/`error` entries → `warnings`.
+Everything else is named in the report.
 """
 
 from __future__ import annotations
@@ -168,7 +169,9 @@ def _run(
             "a new session)"
         )
         out["run_status"] = "aborted"
-    out["sequence"] = _sequence(flow.get("sequence"), names, report)
+    out["sequence"], levels = _sequence(flow.get("sequence"), names)
+    if any(level != 1 for level in levels):
+        out["sequence_levels"] = levels  # V2: nested runs kept with their levels
     stored = {str(entry.get("name")) for entry in flow.get("steps") or []} | {current}
     renamed = sorted(old for old in names if old in stored)
     for old in renamed:
@@ -226,22 +229,19 @@ def _model(model: Any) -> dict[str, Any] | None:
     }
 
 
-def _sequence(raw: Any, names: dict[str, str], report: ImportReport) -> list[str]:
+def _sequence(raw: Any, names: dict[str, str]) -> tuple[list[str], list[int]]:
+    """Step names and their levels; plain (G2) entries are level 1."""
     sequence: list[str] = []
-    nested = 0
+    levels: list[int] = []
     for entry in raw if isinstance(raw, list) else []:
+        level = 1
         if isinstance(entry, dict):
-            if entry.get("level", 1) != 1:
-                nested += 1
-                continue
+            found = entry.get("level", 1)
+            level = found if isinstance(found, int) and found >= 1 else 1
             entry = entry.get("stepName")
         sequence.append(names.get(str(entry), str(entry)))
-    if nested:
-        report.changed.append(
-            f"{nested} nested-run sequence entries (level > 1) were left out; picoflow's "
-            "sequence lists moves of the cursor only"
-        )
-    return sequence
+        levels.append(level)
+    return sequence, levels
 
 
 def _memory(
@@ -279,6 +279,13 @@ def _memory(
     return memory
 
 
+_DETAILS = (
+    ("reasoning_tokens", "reasoningTokens"),
+    ("cached_input_tokens", "cachedInputTokens"),
+    ("cache_creation_input_tokens", "cacheCreationInputTokens"),
+)
+
+
 def _usage(tokens: Any, report: ImportReport) -> dict[str, dict[str, int]]:
     usage = empty_usage()
     if not isinstance(tokens, dict):
@@ -289,7 +296,10 @@ def _usage(tokens: Any, report: ImportReport) -> dict[str, dict[str, int]]:
     model["total_tokens"] = int(tokens.get("totalTokens") or 0) or (
         model["input_tokens"] + model["output_tokens"]
     )
-    kept = ("inputTokens", "outputTokens", "totalTokens")
+    for ours, theirs in _DETAILS:  # M10: kept where PicoFlow counted them
+        if tokens.get(theirs):
+            model[ours] = int(tokens[theirs])
+    kept = ("inputTokens", "outputTokens", "totalTokens", *(theirs for _, theirs in _DETAILS))
     extra = sorted(key for key, value in tokens.items() if value and key not in kept)
     if extra:
         report.changed.append(

@@ -80,6 +80,8 @@ async def test_basic_flow_from_weather_to_address_ends_the_session(engine: FlowE
         "GooLogicStep",
         "FavoritesStep",
         "NameStep",
+        "InContextStep",  # V2: the nested run, then NameStep again
+        "NameStep",
         "DOBStep",
         "AddressStep",
     ]

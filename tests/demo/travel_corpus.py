@@ -1,0 +1,211 @@
+"""Run TravelFlow corpora (``travel_*.txt``) through the real engine from realistic states.
+
+Each ``== state ==`` section names a session state, reached once by the lines in `STATES` and
+then copied for every utterance, so each utterance is the next thing a traveller types there.
+Each line is ``category | utterance | expected effect``:
+
+* ``plan k=v;k=v`` — the planner submits a plan this turn with those fields (``intent``,
+  ``origin``, ``destination``, ``depart``, ``return``, ``nights``, ``adults``, ``class``,
+  ``budget``; text compared without case, dates as ``YYYY-MM-DD``);
+* ``ask`` — no plan is submitted: the planner answers or asks back;
+* ``book N`` — the traveller books the N-th package presented, and the session completes;
+* ``none`` — nothing is booked: the synthesiser answers.
+
+The judge reads only the stored session, so one corpus measures any port of the flow (the
+plan's field names are mapped to the ones above).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from demo.travel.flow import TravelFlow
+from demo.travel.offline import offline_provider
+from picoflow import FlowEngine
+from picoflow.stores import MemoryStore
+
+HERE = Path(__file__).parent
+HELD_OUT = HERE / "travel_heldout.txt"
+TUNING = HERE / "travel_tuning.txt"
+
+STATES: dict[str, list[str]] = {
+    "start": [],
+    "asked": ["hi, I'd like to plan a trip"],
+    "partial": ["I want to fly from London to Paris"],
+    "packages": ["from London to Lisbon on 2025-06-10 for 3 nights, 2 adults"],
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    state: str
+    category: str
+    utterance: str
+    expected: str
+    line: int
+
+
+@dataclass
+class Outcome:
+    case: Case
+    ok: bool
+    detail: str
+
+
+def read_corpus(path: Path) -> list[Case]:
+    """The cases of a corpus file, in order."""
+    cases, state = [], ""
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("== ") and line.endswith(" =="):
+            state = line[3:-3].strip()
+            continue
+        category, utterance, expected = (part.strip() for part in line.split(" | "))
+        cases.append(Case(state, category, utterance, expected, number))
+    return cases
+
+
+def engine_on(store: MemoryStore) -> FlowEngine:
+    return FlowEngine([TravelFlow], store=store, providers={"offline": offline_provider})
+
+
+class Runner:
+    """Builds each state once, then runs every utterance on a fresh copy of it."""
+
+    def __init__(self) -> None:
+        self.snapshots: dict[str, dict[str, Any] | None] = {}
+
+    async def snapshot(self, state: str) -> dict[str, Any] | None:
+        if state not in self.snapshots:
+            store = MemoryStore()
+            engine, session = engine_on(store), None
+            for text in STATES[state]:
+                result = await engine.run("TravelFlow", text, session)
+                assert result.success, result.message
+                session = result.session_id
+            doc = await store.load(session) if session else None
+            self.snapshots[state] = {**doc, "revision": 0} if doc else None
+        return copy.deepcopy(self.snapshots[state])
+
+    async def run(self, case: Case) -> Outcome:
+        before = await self.snapshot(case.state)
+        store = MemoryStore()
+        if before is not None:
+            await store.create(copy.deepcopy(before))
+        result = await engine_on(store).run(
+            "TravelFlow", case.utterance, before["id"] if before else None
+        )
+        if not result.success:
+            return Outcome(case, False, f"turn failed: {result.message}")
+        after = await store.load(result.session_id)
+        assert after is not None
+        ok, detail = judge(case.expected, before, after)
+        return Outcome(case, ok, f"{detail} reply={result.message!r}")
+
+
+def _state(doc: dict[str, Any] | None, step: str) -> dict[str, Any]:
+    return dict(((doc or {}).get("steps") or {}).get(step, {}).get("state") or {})
+
+
+def submitted_plan(doc: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The plan the planner submitted, in the corpus's field names; None if there is none."""
+    state = _state(doc, "PlannerStep")
+    if "travelPlan" in state:
+        raw = state["travelPlan"]
+        depart = str(raw.get("departure_date") or "")[:10]
+        return {
+            "intent": raw.get("user_intent"),
+            "origin": raw.get("origin"),
+            "destination": raw.get("destination"),
+            "depart": depart,
+            "return": str(raw.get("return_date") or "")[:10],
+            "nights": raw.get("duration_days"),
+            "adults": raw.get("adults", 1),
+            "class": str(raw.get("travel_class") or "ECONOMY").lower(),
+            "budget": raw.get("budget"),
+        }
+    if "plan" in state:  # the first port's shape
+        raw = state["plan"]
+        back = date.fromisoformat(raw["depart"]) + timedelta(days=raw["nights"])
+        return {
+            "intent": raw["intent"],
+            "origin": raw["origin"],
+            "destination": raw["destination"],
+            "depart": raw["depart"],
+            "return": back.isoformat(),
+            "nights": raw["nights"],
+            "adults": raw["adults"],
+            "class": raw["cabin"],
+            "budget": raw.get("budget"),
+        }
+    return None
+
+
+def _same(got: Any, wanted: str) -> bool:
+    if isinstance(got, (int, float)) and not isinstance(got, bool):
+        try:
+            return float(got) == float(wanted)
+        except ValueError:
+            return False
+    return str(got).strip().lower() == wanted.strip().lower()
+
+
+def _packages(doc: dict[str, Any] | None) -> tuple[list[Any], Any]:
+    state = _state(doc, "SynthesizerStep")
+    return list(state.get("packages") or []), state.get("chosenPackage", state.get("chosen"))
+
+
+def judge(expected: str, before: dict[str, Any] | None, after: dict[str, Any]) -> tuple[bool, str]:
+    """Whether the turn from `before` to `after` had the `expected` effect."""
+    kind, _, rest = expected.partition(" ")
+    plan = submitted_plan(after)
+    fresh = plan is not None and plan != submitted_plan(before)
+    done = after.get("run_status") == "completed"
+    if kind == "plan":
+        if not fresh or plan is None:
+            return False, "no plan submitted"
+        wanted = dict(pair.split("=", 1) for pair in rest.split(";"))
+        wrong = {k: plan.get(k) for k, v in wanted.items() if not _same(plan.get(k), v)}
+        return not wrong, f"wrong fields {wrong}" if wrong else "ok"
+    if kind == "ask":
+        return not fresh and not done, f"plan={plan}" if fresh else "ok"
+    packages, chosen = _packages(after)
+    if kind == "book":
+        offered, _ = _packages(before)
+        number = int(rest)
+        ok = done and len(offered) >= number and chosen == offered[number - 1]
+        return ok, f"chose {chosen!r} of {len(offered)}"
+    if kind == "none":
+        return not done and chosen is None, f"chose {chosen!r}"
+    raise ValueError(f"Unknown expected effect {expected!r}; use plan, ask, book or none.")
+
+
+def report(outcomes: list[Outcome]) -> str:
+    """Accuracy per category, then the failures."""
+    total, good = Counter[str](), Counter[str]()
+    for outcome in outcomes:
+        total[outcome.case.category] += 1
+        good[outcome.case.category] += outcome.ok
+    lines = [f"{'category':<12} {'ok':>4} {'all':>4} {'accuracy':>9}"]
+    for category in sorted(total):
+        share = good[category] / total[category]
+        lines.append(f"{category:<12} {good[category]:>4} {total[category]:>4} {share:>9.1%}")
+    ok, count = sum(good.values()), sum(total.values())
+    lines.append(f"{'overall':<12} {ok:>4} {count:>4} {ok / max(1, count):>9.1%}")
+    for outcome in outcomes:
+        if not outcome.ok:
+            case = outcome.case
+            lines.append(f"FAIL {case.line} [{case.state}] {case.utterance!r}: {outcome.detail}")
+    return "\n".join(lines)
+
+
+async def run_corpus(path: Path) -> list[Outcome]:
+    runner = Runner()
+    return [await runner.run(case) for case in read_corpus(path)]
