@@ -23,12 +23,16 @@ class OtelTracer:
     """picoflow's tracer, and the check that a real tracer provider is set."""
 
     def __init__(self) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
         from opentelemetry import trace
 
-        from .. import __version__
-
+        try:
+            release: str | None = version("picoflow")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            release = None
         self._trace = trace
-        self._tracer = trace.get_tracer("picoflow", __version__)
+        self._tracer = trace.get_tracer("picoflow", release)
         self._inactive = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 
     def active(self) -> bool:
