@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from ._engine_checks import check_flow, turn_input_problem
+from ._flow_providers import merged_providers
 from ._housekeeping.scheduler import Housekeeping
 from ._loop import run_turn
 from ._mcp import MCPConnections
@@ -128,7 +129,8 @@ class FlowEngine:
         at once, so backoff is tested without waiting.
         """
         self._sleep = sleep
-        self._registry = ProviderRegistry(providers)
+        flows = list(flows)
+        self._registry = ProviderRegistry(merged_providers(flows, providers))
         self._turn_timeout = _as_turn_timeout(turn_timeout)
         self._flows: dict[str, type[Flow]] = {}
         for flow_class in flows:

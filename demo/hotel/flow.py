@@ -9,8 +9,8 @@
 
 The model is chosen once, at start-up: ``HotelFlow.using(model)`` returns the flow class bound
 to it (the CLI does this with ``--model``); plain ``HotelFlow`` picks the offline demo model when
-``OPENAI_API_KEY`` is unset and ``openai:gpt-4o-mini`` otherwise. Register ``PROVIDERS`` with the
-engine so that ``"offline:hotel"`` resolves.
+``OPENAI_API_KEY`` is unset and ``openai:gpt-4o-mini`` otherwise. The flow declares ``PROVIDERS``
+(``Flow.providers``), so ``"offline:hotel"`` resolves on any engine.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ class HotelFlow(Flow):
 
     chat_model: ClassVar[ModelLike | None] = None
     """The model of every step and of the summariser; None means ``default_model()``."""
+    providers = PROVIDERS  # "offline:hotel" resolves on any engine, no providers= needed
 
     def __init__(self) -> None:
         """Summarise the long criteria conversation with the flow's own model."""
