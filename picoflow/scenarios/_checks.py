@@ -65,9 +65,7 @@ def check_state(checks: Mapping[str, Any], doc: Mapping[str, Any] | None) -> lis
         found, value = read_state(doc, path)
         if not _holds(expected, found, value):
             shown = repr(value) if found else "nothing (the path is absent)"
-            failures.append(
-                f"state {path}: expected {describe_matcher(expected)}, got {shown}"
-            )
+            failures.append(f"state {path}: expected {describe_matcher(expected)}, got {shown}")
     return failures
 
 

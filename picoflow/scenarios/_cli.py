@@ -90,9 +90,7 @@ async def _run_all(
         plan = [(s, run) for s in scenarios for run in range(1, args.repeat + 1)]
         for (source, scenario), run in _progress(plan):
             target = setup.target(scenario.flow_name)
-            report = await play(
-                target, scenario, source=source, judge=judge, user=user, run=run
-            )
+            report = await play(target, scenario, source=source, judge=judge, user=user, run=run)
             suite.runs.append(report)
             if not args.quiet:
                 _print_run(report, args.repeat)

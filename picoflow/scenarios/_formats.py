@@ -25,9 +25,7 @@ def write_report(suite: SuiteReport, path: str | Path) -> None:
     writers = {".md": as_markdown, ".json": _json_text, ".xml": as_junit}
     writer = writers.get(target.suffix)
     if writer is None:
-        raise ValueError(
-            f"Cannot write a report to {str(path)!r}: name a .md, .json or .xml file."
-        )
+        raise ValueError(f"Cannot write a report to {str(path)!r}: name a .md, .json or .xml file.")
     target.write_text(writer(suite), encoding="utf-8")
 
 
@@ -37,9 +35,7 @@ def as_json(suite: SuiteReport) -> dict[str, Any]:
         "passed": suite.passed,
         "scores": suite.scores,
         "pass_rates": suite.pass_rates(),
-        "runs": [
-            {**asdict(run), "passed": run.passed, "scores": run.scores} for run in suite.runs
-        ],
+        "runs": [{**asdict(run), "passed": run.passed, "scores": run.scores} for run in suite.runs],
     }
 
 

@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -75,7 +76,22 @@ def _as_matcher(value: Any) -> Any:
 StateValue = Annotated[
     StateMatcher | Any, Field(union_mode="left_to_right"), BeforeValidator(_as_matcher)
 ]
-Patterns = Annotated[list[str], Field(description="Regular expressions (re.search).")]
+
+
+def _one_or_many(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+Patterns = Annotated[
+    list[str],
+    BeforeValidator(_one_or_many),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+            "description": "A regular expression (re.search), or a list of them.",
+        }
+    ),
+]
 
 
 class Expect(_Strict):
@@ -96,11 +112,6 @@ class Expect(_Strict):
     warnings: Patterns | None = Field(
         None, description="Each pattern must match one of the turn's warnings; [] means none."
     )
-
-    @field_validator("reply", "not_reply", "warnings", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
 
     @field_validator("reply", "not_reply", "warnings")
     @classmethod
@@ -131,9 +142,7 @@ class Turn(_Strict):
     def _one_completed(self) -> Turn:
         inner = self.expect.completed if self.expect is not None else None
         if None not in (self.completed, inner) and self.completed != inner:
-            raise ValueError(
-                "'completed' and 'expect.completed' disagree; give the check once"
-            )
+            raise ValueError("'completed' and 'expect.completed' disagree; give the check once")
         return self
 
     @property

@@ -135,8 +135,9 @@ class Setup:
         flow = _named(self.flows, flow_name)
         if self.model is not None:
             flow = bound_to(flow, self.model)
+        store = self._store()
         try:
-            engine = FlowEngine([flow], store=self._store(), providers=self.providers or None)
+            engine = FlowEngine([flow], store=store, providers=self.providers or None)
         except (FlowDefinitionError, ValueError, ImportError) as exc:
             raise SetupError(f"{flow_name}: {exc}") from exc
         return EngineTarget(engine)
