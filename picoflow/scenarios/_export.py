@@ -4,7 +4,8 @@ The session document has no list of turns, so the export rebuilds them from the 
 every namespace and the archive (compaction moves old messages there, M9), merged into one
 timeline by the time in each message id (T5). A turn starts with a human message that follows
 a reply (an AI message without tool calls), or with the flow's opening when the first thing
-stored is a reply; human messages that follow a tool result are crossings (T3), not the user.
+stored is a reply or the default opener ("Continue.", what a session opened with an empty
+message stores); human messages that follow a tool result are crossings (T3), not the user.
 Each turn records the step the session was in after it (the step that wrote the last reply),
 the tools called in it, whether the session completed, and on the last turn the final state.
 """
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..step import DEFAULT_OPENER
 from ..stores import Store, from_url
 
 __all__ = ["ExportError", "export_session", "export_to_file", "scenario_from_messages"]
@@ -61,7 +63,7 @@ def scenario_from_messages(doc: dict[str, Any], timeline: list[dict[str, Any]]) 
     previous: dict[str, Any] | None = None
     for message in timeline:
         if _starts_turn(message, previous):
-            turns.append({"input": _content(message) if message["type"] == "human" else ""})
+            turns.append({"input": _input_of(message, first=previous is None)})
             turns[-1]["_messages"] = []
         if turns:
             turns[-1]["_messages"].append(message)
@@ -90,6 +92,14 @@ def _starts_turn(message: dict[str, Any], previous: dict[str, Any] | None) -> bo
     if previous is None:
         return kind in ("human", "ai")
     return kind == "human" and _is_reply(previous)
+
+
+def _input_of(message: dict[str, Any], *, first: bool) -> str:
+    """What the user sent; a session opened with no message stored the step's opener (T3)."""
+    if message.get("type") != "human":
+        return ""
+    text = _content(message)
+    return "" if first and text == DEFAULT_OPENER else text
 
 
 def _is_reply(message: dict[str, Any]) -> bool:
