@@ -29,7 +29,14 @@ EXPLORE_MEMORY = "hotel-explore"
 
 
 def offline_provider(spec: ModelSpec) -> BaseChatModel:
-    """The offline demo model, imported on first use: the flow does not depend on it."""
+    """The offline demo model, imported on first use: the flow does not depend on it.
+
+    ``"offline:guest"`` is the scripted guest that plays simulated users in scenarios.
+    """
+    if spec.name == "guest":
+        from demo.hotel.guest import guest_provider
+
+        return guest_provider(spec)
     from demo.hotel.offline.model import offline_provider as provide
 
     return provide(spec)

@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from ..engine import FlowEngine
+from ..models import parse_model
 from ._export import ExportError, export_session
 from ._judge import Judge
 from ._load import ScenarioFileError, load_scenario, parse_scenario
@@ -60,7 +61,8 @@ async def run_scenario(
             a live server).
         scenario: A `Scenario`, the path of a scenario file, or its data as a dict.
         judge: A model that also judges each turn's `expectedResponse` or `label` (X3).
-        user: The model that plays a simulated user's persona (X6).
+        user: The model that plays a simulated user's persona (X6); default: the
+            scenario's `userModel`, built by the engine's providers.
 
     Raises:
         ScenarioFileError: the scenario is malformed; nothing ran.
@@ -71,6 +73,8 @@ async def run_scenario(
     elif not isinstance(scenario, Scenario):
         scenario = parse_scenario(scenario)
     target = EngineTarget(engine) if isinstance(engine, FlowEngine) else engine
+    if user is None and scenario.user_model is not None and isinstance(engine, FlowEngine):
+        user = _user_model(engine, scenario.user_model)
     return await play(
         target,
         scenario,
@@ -78,6 +82,16 @@ async def run_scenario(
         judge=Judge(judge) if judge is not None else None,
         user=user,
     )
+
+
+def _user_model(engine: FlowEngine, spec: str) -> BaseChatModel:
+    """A scenario's `userModel`, built by the engine's providers (its flows' included)."""
+    model = parse_model(spec, "userModel")
+    if isinstance(model, BaseChatModel):  # pragma: no cover - a string never is
+        return model
+    registry = engine._registry  # the providers the engine was given and its flows bring
+    registry.check(model, "userModel")
+    return registry.resolve(model)
 
 
 def scenario_schema() -> dict[str, Any]:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+
 from ._export import ExportError, export_to_file
 from ._formats import REPORT_SUFFIXES, write_report
 from ._judge import Judge
@@ -85,11 +87,11 @@ async def _run_all(
     try:
         setup.check([scenario.flow_name for _, scenario in scenarios])
         judge = Judge(setup.model_for(args.judge, "--judge")) if args.judge else None
-        user = setup.model_for(args.user, "--user") if args.user else None
-        _check_users(scenarios, user is not None)
+        users = _users(scenarios, setup, args.user)
         plan = [(s, run) for s in scenarios for run in range(1, args.repeat + 1)]
         for (source, scenario), run in _progress(plan):
             target = setup.target(scenario.flow_name)
+            user = users.get(source)
             report = await play(target, scenario, source=source, judge=judge, user=user, run=run)
             suite.runs.append(report)
             if not args.quiet:
@@ -99,13 +101,22 @@ async def _run_all(
     return suite
 
 
-def _check_users(scenarios: list[tuple[str, Scenario]], have_user: bool) -> None:
-    simulated = [source for source, scenario in scenarios if scenario.is_simulated]
-    if simulated and not have_user:
-        raise SetupError(
-            f"{simulated[0]} has a simulated user (persona and goal); pass the model that "
-            "plays it with --user provider:model."
-        )
+def _users(
+    scenarios: list[tuple[str, Scenario]], setup: Setup, option: str | None
+) -> dict[str, BaseChatModel]:
+    """The user model of each simulated scenario: --user, else the file's `userModel`."""
+    given = setup.model_for(option, "--user") if option else None
+    users = {}
+    for source, scenario in scenarios:
+        if not scenario.is_simulated:
+            continue
+        if given is None and scenario.user_model is None:
+            raise SetupError(
+                f"{source} has a simulated user (persona and goal) but no userModel; pass "
+                "the model that plays it with --user provider:model."
+            )
+        users[source] = given or setup.model_for(str(scenario.user_model), "userModel")
+    return users
 
 
 def _progress(plan: list[Any]) -> Iterable[Any]:

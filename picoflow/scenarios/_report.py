@@ -50,7 +50,8 @@ class TurnReport:
 
     def line(self) -> str:
         """The PASS/FAIL line the runner prints."""
-        title = f"turn {self.number}" + (f" {self.label!r}" if self.label else "")
+        said = self.input if len(self.input) <= 40 else self.input[:37] + "..."
+        title = f"turn {self.number} " + (repr(self.label) if self.label else f"said {said!r}")
         where = f"({self.step}, {self.latency_ms:.0f} ms)"
         if self.passed:
             verdict = f"; judge: {self.judge.reason}" if self.judge is not None else ""

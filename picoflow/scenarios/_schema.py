@@ -162,6 +162,9 @@ class Scenario(_Strict):
     config: dict[str, Any] | None = Field(None, description="The new session's config (F7).")
     judge_model: str | None = Field(None, alias="judgeModel")
     judge_min_score: float | None = Field(None, alias="judgeMinScore", ge=0, le=1)
+    user_model: str | None = Field(
+        None, alias="userModel", description="provider:model that plays the simulated user."
+    )
     turns: list[Turn] | None = None
     persona: str | None = Field(None, description="Who the simulated user is and what they say.")
     goal: dict[str, StateValue] | None = Field(

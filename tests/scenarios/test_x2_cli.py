@@ -37,7 +37,7 @@ def test_x2_runs_the_demo_scenarios_with_flows_alone(
     assert code == 0, out
     assert "PASS turn 5 'searches and lists hotels' (PresentStep, " in out
     assert f"PASS {HOTEL}/booking.scenario.json: 7/7 turns as expected" in out
-    assert "3/3 scenario runs passed" in out
+    assert "4/4 scenario runs passed" in out
 
 
 def test_x2_a_failing_turn_exits_1_with_its_reason(
@@ -133,8 +133,8 @@ def test_x2_simulated_scenario_needs_a_user_model(
     )
     assert main(["run", str(path), "--flows", CITY_FLOWS]) == 2
     assert capsys.readouterr().err == (
-        f"error: {path} has a simulated user (persona and goal); pass the model that plays "
-        "it with --user provider:model.\n"
+        f"error: {path} has a simulated user (persona and goal) but no userModel; pass the "
+        "model that plays it with --user provider:model.\n"
     )
 
 
