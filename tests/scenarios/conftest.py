@@ -10,6 +10,8 @@ from picoflow import EndStep, Flow, FlowEngine, Step, direct, go, tool
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call
 
+pytest_plugins = ["pytester"]
+
 
 class AskStep(Step):
     def get_prompt(self) -> str:
