@@ -44,6 +44,7 @@ def create_app(
     max_json_depth: int = 32,
     expose_docs: bool = True,
     cors_origins: Iterable[str] = (),
+    scenario_export: bool = False,
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
@@ -69,6 +70,8 @@ def create_app(
         cors_origins: Browser origins allowed to call the API from other sites (e.g.
             `["https://chat.example.com"]`, or `["*"]`); none by default, so only the chat
             page served by this app can call it from a browser.
+        scenario_export: True adds `POST /ai/scenario` and the chat page's "Save as test"
+            link, which download the current session as a scenario file (X5).
 
     Raises:
         ValueError: a limit is not a positive integer.
@@ -82,9 +85,15 @@ def create_app(
         lifespan=_closing(engine),
         **docs,
     )
-    app.state.picoflow = ServerSettings(engine=engine, limits=limits, authorize=authorize)
+    app.state.picoflow = ServerSettings(
+        engine=engine, limits=limits, authorize=authorize, scenario_export=scenario_export
+    )
     install_error_handlers(app)
     app.include_router(router)
+    if scenario_export:
+        from ._scenario_route import scenario_router
+
+        app.include_router(scenario_router)
     _describe_run_body(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _allow_cross_site(app, list(cors_origins))
