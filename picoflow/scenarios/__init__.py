@@ -17,7 +17,9 @@ from langchain_core.language_models import BaseChatModel
 
 from ..engine import FlowEngine
 from ..models import parse_model
+from ._cli import main as run_cli
 from ._export import ExportError, export_session
+from ._formats import write_report
 from ._judge import Judge
 from ._load import ScenarioFileError, load_scenario, parse_scenario
 from ._report import JudgeVerdict, ScenarioReport, SuiteReport, TurnReport
@@ -31,6 +33,8 @@ __all__ = [
     "parse_scenario",
     "scenario_schema",
     "export_session",
+    "write_report",
+    "run_cli",
     "Scenario",
     "Turn",
     "Expect",

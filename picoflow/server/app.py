@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 from fastapi import FastAPI
@@ -85,19 +86,23 @@ def create_app(
         lifespan=_closing(engine),
         **docs,
     )
-    app.state.picoflow = ServerSettings(
-        engine=engine, limits=limits, authorize=authorize, scenario_export=scenario_export
-    )
+    app.state.picoflow = ServerSettings(engine=engine, limits=limits, authorize=authorize)
     install_error_handlers(app)
     app.include_router(router)
     if scenario_export:
-        from ._scenario_route import scenario_router
-
-        app.include_router(scenario_router)
+        _offer_scenario_export(app)
     _describe_run_body(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _allow_cross_site(app, list(cors_origins))
     return app
+
+
+def _offer_scenario_export(app: FastAPI) -> None:
+    """`POST /ai/scenario` and the chat page's "Save as test" link (X5)."""
+    from ._scenario_route import scenario_router
+
+    app.state.picoflow = replace(app.state.picoflow, scenario_export=True)
+    app.include_router(scenario_router)
 
 
 def _closing(engine: FlowEngine) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
