@@ -171,8 +171,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--store", help="store URL (default: memory:); with --url, the server's")
     run.add_argument("--url", help="a live server to run against, e.g. http://127.0.0.1:8000")
     run.add_argument("--model", help="provider:model to run every flow on instead of its own")
-    run.add_argument("--judge", help="provider:model that judges each turn's label (X3)")
-    run.add_argument("--user", help="provider:model that plays simulated users (X6)")
+    run.add_argument("--judge", help="provider:model that judges each turn's label too")
+    run.add_argument("--user", help="provider:model that plays simulated users")
     run.add_argument(
         "--provider", action="append", default=[], help="name=module:factory, another provider"
     )

@@ -133,7 +133,9 @@ class Turn(_Strict):
     label: str | None = Field(None, description="What the reply should do, in words.")
     completed: bool | None = Field(None, description="PicoFlow's check: the session ended.")
     expected_response: str | None = Field(
-        None, alias="expectedResponse", description="PicoFlow's text for the judge (X3)."
+        None,
+        alias="expectedResponse",
+        description="PicoFlow's words for the judge: what the reply should do.",
     )
     min_score: float | None = Field(None, alias="minScore", ge=0, le=1)
     expect: Expect | None = None
@@ -159,7 +161,9 @@ class Scenario(_Strict):
     flow_name: str = Field(alias="flowName", description="The flow to talk to.")
     name: str | None = Field(None, description="A short title for reports.")
     description: str | None = None
-    config: dict[str, Any] | None = Field(None, description="The new session's config (F7).")
+    config: dict[str, Any] | None = Field(
+        None, description="The new session's config (stored once, at creation)."
+    )
     judge_model: str | None = Field(None, alias="judgeModel")
     judge_min_score: float | None = Field(None, alias="judgeMinScore", ge=0, le=1)
     user_model: str | None = Field(
