@@ -24,7 +24,7 @@ from ._judge import Judge
 from ._load import ScenarioFileError, load_scenario, parse_scenario
 from ._report import JudgeVerdict, ScenarioReport, SuiteReport, TurnReport
 from ._runner import play
-from ._schema import Expect, Scenario, StateMatcher, Turn
+from ._schema import Expect, Scenario, StateMatcher, Turn, scenario_schema
 from ._targets import EngineTarget, HttpTarget, Target
 
 __all__ = [
@@ -96,11 +96,3 @@ def _user_model(engine: FlowEngine, spec: str) -> BaseChatModel:
     registry = engine._registry  # the providers the engine was given and its flows bring
     registry.check(model, "userModel")
     return registry.resolve(model)
-
-
-def scenario_schema() -> dict[str, Any]:
-    """The JSON Schema of a scenario file (generated from the pydantic models)."""
-    schema = Scenario.model_json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "picoflow scenario"
-    return schema

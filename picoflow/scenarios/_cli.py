@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ from ._judge import Judge
 from ._load import ScenarioFileError, load_scenario, scenario_paths
 from ._report import SuiteReport
 from ._runner import play
-from ._schema import Scenario
+from ._schema import Scenario, scenario_schema
 from ._setup import Setup, SetupError, flows_from, providers_from
 
 __all__ = ["main"]
@@ -34,6 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "export":
         return _export(args)
+    if args.command == "schema":
+        print(json.dumps(scenario_schema(), indent=2))
+        return 0
     try:
         scenarios = _load_all(args.paths)
         setup = _setup(args)
@@ -179,6 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--report", help="write a report: out.md, out.json or out.xml (JUnit)")
     run.add_argument("--repeat", type=int, default=1, help="run each scenario N times")
     run.add_argument("--quiet", action="store_true", help="print only the summary")
+    commands.add_parser("schema", help="print the JSON Schema of a scenario file")
     export = commands.add_parser("export", help="write a stored session as a scenario")
     export.add_argument("session_id", help="the session to export")
     export.add_argument("--store", required=True, help="the store URL the session is in")

@@ -23,7 +23,15 @@ from pydantic import (
     model_validator,
 )
 
-__all__ = ["Expect", "Scenario", "StateMatcher", "StateValue", "Turn", "MATCHER_KEYS"]
+__all__ = [
+    "Expect",
+    "Scenario",
+    "StateMatcher",
+    "StateValue",
+    "Turn",
+    "MATCHER_KEYS",
+    "scenario_schema",
+]
 
 MATCHER_KEYS = frozenset({"present", "absent", "contains", "matches", "min", "max", "equals"})
 DEFAULT_MAX_TURNS = 12
@@ -205,6 +213,14 @@ class Scenario(_Strict):
     def turn_limit(self) -> int:
         """How many turns a simulated user gets."""
         return self.max_turns if self.max_turns is not None else DEFAULT_MAX_TURNS
+
+
+def scenario_schema() -> dict[str, Any]:
+    """The JSON Schema of a scenario file (generated from these models)."""
+    schema = Scenario.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "picoflow scenario"
+    return schema
 
 
 def _compile(pattern: str) -> re.Pattern[str]:

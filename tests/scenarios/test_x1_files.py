@@ -207,3 +207,31 @@ def test_x1_schema_refuses_what_the_loader_refuses() -> None:
     assert schema["title"] == "picoflow scenario"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"flowName": "X", "turns": [{"input": "a", "expcet": {}}]}, schema)
+
+
+def test_x1_the_runner_prints_the_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    from picoflow.scenarios import run_cli
+
+    assert run_cli(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out) == scenario_schema()
+
+
+def test_x1_yaml_without_pyyaml_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "yaml", None)  # as if PyYAML were not installed
+    path = tmp_path / "city.scenario.yaml"
+    path.write_text("flowName: CityFlow\n")
+    with pytest.raises(ScenarioFileError) as refused:
+        load_scenario(path)
+    assert str(refused.value) == (
+        f"{path}: reading YAML scenarios needs PyYAML: pip install 'picoflow[scenarios]' (or "
+        "write the scenario as .scenario.json)."
+    )
+    (tmp_path / "bad.scenario.yaml").write_text("turns: [\n")
+    monkeypatch.delitem(sys.modules, "yaml")
+    with pytest.raises(ScenarioFileError) as broken:
+        load_scenario(tmp_path / "bad.scenario.yaml")
+    assert str(broken.value).startswith(f"{tmp_path}/bad.scenario.yaml: not valid YAML: ")
