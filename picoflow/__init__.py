@@ -10,6 +10,7 @@ from __future__ import annotations
 from ._logic import LogicStep
 from .engine import FlowEngine, StreamEvent, TurnResult
 from .errors import (
+    BudgetExceeded,
     FlowDefinitionError,
     PicoflowError,
     SessionConflictError,
@@ -56,5 +57,6 @@ __all__ = [
     "SessionNotFoundError",
     "StoreError",
     "ToolLoopError",
+    "BudgetExceeded",
     "__version__",
 ]

@@ -33,6 +33,8 @@ from pydantic import ValidationError
 from ._abort import fail_turn, fails_turn
 from ._invoke import invoke
 from ._logic import LogicStep
+from ._ops import BudgetUsage, CallRecord, Telemetry
+from ._ops._budgets import tokens_of
 from ._policy import call_with_retries, inherit, model_name, policy_of
 from ._redact import redact
 from ._structured import final_tool
@@ -87,6 +89,9 @@ class TurnContext:
     # The turn's deadline in event-loop time (H6), if any: a retry wait that would outlast it
     # is not begun, so the call fails with its cause and `on_llm_error` still gets its say.
     ends: float | None = None
+    # Where model and tool calls report (O1, O2), and the turn's spending limits (O3).
+    telemetry: Telemetry | None = None
+    budget: BudgetUsage | None = None
 
 
 @dataclass(slots=True)
@@ -189,12 +194,16 @@ async def call_model(
     messages = request_messages(record, system)
     if run.scratch:
         messages = [*messages, *run.scratch]
+    if ctx.budget is not None:  # O3: refused before the call, nothing spent
+        ctx.budget.before_call(ctx.model_calls - 1, tokens_of(ctx.usage), messages)
     config = model_config(flow, step, "reply", run.parent)
     emit = ctx.emit if not run.depth else None  # a nested child's text is not the turn's reply
     result = await _call_once(spec, runnable, messages, config, ctx, step, emit)
     if _is_empty(result):  # V9: an empty reply is asked for once more, with a nudge
         messages = [*messages, HumanMessage(EMPTY_REPLY_NUDGE)]  # providers refuse empty AI turns
         result = await _call_once(spec, runnable, messages, config, ctx, step, emit)
+    if ctx.budget is not None:
+        ctx.budget.after_call(tokens_of(ctx.usage))
     return _restamp(step, result)
 
 
@@ -218,14 +227,40 @@ async def _call_once(
         return result
 
     retries, timeout = policy_of(spec)
-    return await call_with_retries(
-        attempt,
-        retries=retries,
-        timeout=timeout,
-        sleep=ctx.sleep,
-        describe=lambda: (model_name(spec), f"{step.flow.name}.{step.name}"),
-        deadline=ctx.ends,
-    )
+    telemetry = ctx.telemetry
+    if telemetry is None or not telemetry.active:
+        return await call_with_retries(
+            attempt,
+            retries=retries,
+            timeout=timeout,
+            sleep=ctx.sleep,
+            describe=lambda: (model_name(spec), f"{step.flow.name}.{step.name}"),
+            deadline=ctx.ends,
+        )
+    with telemetry.model_call(model_name(spec), step.name, "reply") as record:
+        result: AIMessage = await call_with_retries(
+            attempt,
+            retries=retries,
+            timeout=timeout,
+            sleep=ctx.sleep,
+            describe=lambda: (model_name(spec), f"{step.flow.name}.{step.name}"),
+            deadline=ctx.ends,
+        )
+        _describe_reply(record, result)
+        return result
+
+
+def _describe_reply(record: CallRecord, result: BaseMessage) -> None:
+    """The GenAI attributes of a reply: tokens, finish reason, the model that answered."""
+    meta = getattr(result, "usage_metadata", None) or {}
+    record.input_tokens = int(meta.get("input_tokens", 0) or 0)
+    record.output_tokens = int(meta.get("output_tokens", 0) or 0)
+    response = getattr(result, "response_metadata", None) or {}
+    reason = response.get("finish_reason") or response.get("stop_reason")
+    if reason is not None:
+        record.set("gen_ai.response.finish_reasons", [str(reason)])
+    if response.get("model_name"):
+        record.set("gen_ai.response.model", str(response["model_name"]))
 
 
 def _is_empty(result: BaseMessage) -> bool:
@@ -382,8 +417,15 @@ async def run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnCont
         bound = functools.partial(handler, kwargs.pop("__model__"))
     else:  # bound here: a tool argument may be called `name` or `step`
         bound = functools.partial(handler, **kwargs)
-    result, failed = await run_handler(step, name, bound)
-    return failed if failed is not None else interpret(name, result, extra)
+    telemetry = ctx.telemetry
+    if telemetry is None or not telemetry.active:
+        result, failed = await run_handler(step, name, bound)
+        return failed if failed is not None else interpret(name, result, extra)
+    with telemetry.operation("tool", tool=name, step=step.name) as record:
+        result, failed = await run_handler(step, name, bound)
+        outcome = failed if failed is not None else interpret(name, result, extra)
+        record.outcome = "ok" if outcome.status == "success" else outcome.status
+        return outcome
 
 
 async def run_handler(step: Step, name: str, call: Callable[[], Any]) -> tuple[Any, Outcome | None]:

@@ -24,6 +24,8 @@ from ._loop import run_turn
 from ._mcp import MCPConnections
 from ._migration import migrate
 from ._nested import NestedRuns
+from ._ops import Budgets, BudgetUsage, CallRecord, Telemetry
+from ._ops._budgets import today, tokens_of
 from ._recall import recall_tools
 from ._sessions import Sessions
 from ._state import now_iso
@@ -119,6 +121,7 @@ class FlowEngine:
         session_ttl: timedelta | float | None = None,
         *,
         turn_timeout: float | None = None,
+        budgets: Mapping[str, int | None] | Budgets | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
         """Check every flow now, so a mistake fails here rather than at a live turn (F5).
@@ -126,12 +129,16 @@ class FlowEngine:
         `turn_timeout` (seconds) bounds a whole turn before its save: a model or tool that
         hangs fails the turn instead of holding the session's lock forever (H6). `sleep` is
         how model-call retries wait (V9); tests pass one that records the delays and returns
-        at once, so backoff is tested without waiting.
+        at once, so backoff is tested without waiting. `budgets` (O3) limits spending:
+        `{"session_tokens": N, "owner_tokens_per_day": N, "model_calls_per_turn": N}`, any
+        subset; a turn that would pass one fails with `BudgetExceeded` and saves nothing.
         """
         self._sleep = sleep
         flows = list(flows)
         self._registry = ProviderRegistry(merged_providers(flows, providers))
         self._turn_timeout = _as_turn_timeout(turn_timeout)
+        self._budgets = Budgets.parse(budgets)
+        self._telemetry = Telemetry()  # O1/O2: traces and metrics, a no-op until wanted
         self._flows: dict[str, type[Flow]] = {}
         for flow_class in flows:
             check_flow(flow_class, self._registry, self._flows)
@@ -144,6 +151,9 @@ class FlowEngine:
         self._store: Store = store if store is not None else _store_from_environment()
         self._sessions = Sessions(self._store, _as_ttl(session_ttl))
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
+        self._housekeeping.telemetry = self._telemetry
+        if self._budgets is not None and self._budgets.counts_owners:
+            _check_ledger(self._store)
 
     def flow_names(self) -> list[str]:
         """The registered flow names."""
@@ -153,6 +163,11 @@ class FlowEngine:
     def store(self) -> Store:
         """The session store this engine writes to."""
         return self._store
+
+    @property
+    def telemetry(self) -> Telemetry:
+        """Where this engine's turns report (O1, O2); `create_app(metrics=True)` attaches to it."""
+        return self._telemetry
 
     async def run(
         self,
@@ -215,13 +230,35 @@ class FlowEngine:
         *,
         owner: str | None,
     ) -> TurnResult:
+        with self._telemetry.turn(flow_name, session_id) as record:
+            result = await self._run_locked(
+                flow_name, message, session_id, config, emit, owner=owner, record=record
+            )
+            record.outcome = "ok" if result.success else (result.error or "error")
+            record.set("picoflow.step_after", result.step)
+            record.set("picoflow.completed", result.completed)
+            return result
+
+    async def _run_locked(
+        self,
+        flow_name: str,
+        message: str,
+        session_id: str | None,
+        config: dict[str, Any] | None,
+        emit: Callable[[str, dict[str, Any]], None] | None,
+        *,
+        owner: str | None,
+        record: CallRecord,
+    ) -> TurnResult:
         problem = turn_input_problem(self._flows, flow_name, message, session_id, config)
         if problem is not None:
             return _failure(session_id, problem, INVALID_REQUEST)
         async with self._sessions.lock(session_id):
             try:
                 flow_class = self._flows[flow_name]
-                return await self._turn(flow_class, message, session_id, config, emit, owner=owner)
+                return await self._turn(
+                    flow_class, message, session_id, config, emit, owner=owner, record=record
+                )
             except _DeadlinePassed:
                 logger.warning(
                     "turn stopped at its deadline of %ss",
@@ -315,6 +352,7 @@ class FlowEngine:
         emit: Callable[[str, dict[str, Any]], None] | None,
         *,
         owner: str | None,
+        record: CallRecord,
     ) -> TurnResult:
         """One turn under the engine's deadline (H6), which ends where the write begins.
 
@@ -325,7 +363,14 @@ class FlowEngine:
         try:
             async with deadline:
                 return await self._turn_within(
-                    flow_class, message, session_id, config, emit, owner=owner, deadline=deadline
+                    flow_class,
+                    message,
+                    session_id,
+                    config,
+                    emit,
+                    owner=owner,
+                    deadline=deadline,
+                    record=record,
                 )
         except TimeoutError as exc:
             if deadline.expired():
@@ -342,6 +387,7 @@ class FlowEngine:
         *,
         owner: str | None,
         deadline: asyncio.Timeout,
+        record: CallRecord,
     ) -> TurnResult:
         doc, spaces = await self._load_usable(flow_class, session_id, owner)
         flow = flow_class()
@@ -357,6 +403,8 @@ class FlowEngine:
         context = self._context_for(flow)
         context.emit = emit
         context.ends = deadline.when()
+        if self._budgets is not None:
+            context.budget = await self._budget_for(doc, owner)
         fresh = doc is None
         for problem in await self._connect_tools(flow):
             flow.add_warning(problem)
@@ -374,8 +422,15 @@ class FlowEngine:
             if _overrides(flow, "init"):
                 await flow.init()
             await flow._call_hook(flow.current_step.on_restore)
-        reply = await run_turn(flow, message, context)
-        saved = await self._save(flow, doc, context, fresh, deadline)
+        record.set("picoflow.step_before", flow._session.current)
+        try:
+            reply = await run_turn(flow, message, context)
+            saved = await self._save(flow, doc, context, fresh, deadline)
+        finally:
+            if context.budget is not None and context.budget.owner is not None:
+                await self._count_owner(context.budget.owner, context.usage)
+        record.set("picoflow.session_id", saved["id"])
+        record.set("picoflow.revision", saved["revision"])
         return TurnResult(
             session_id=saved["id"],
             message=reply,
@@ -395,9 +450,29 @@ class FlowEngine:
             usage=empty_usage(),
             extra_tools=step_tools(recall_tools(self._store), self._mcp),
             sleep=self._sleep,
+            telemetry=self._telemetry,
         )
         flow._nested = NestedRuns(context)  # steps may run other steps in this turn (V2, V3)
         return context
+
+    async def _budget_for(self, doc: JSONDict | None, owner: str | None) -> BudgetUsage:
+        """What the session and its owner had used when this turn began (O3)."""
+        assert self._budgets is not None
+        usage = BudgetUsage(self._budgets, tokens_of(doc["usage"]) if doc is not None else 0)
+        if self._budgets.counts_owners and owner is not None:
+            usage.owner = owner
+            usage.owner_before = await self._store.owner_tokens(owner, today())  # type: ignore[attr-defined]
+        return usage
+
+    async def _count_owner(self, owner: str, usage: dict[str, dict[str, int]]) -> None:
+        """Add a turn's tokens to its owner's day, saved or not: they were spent (O3)."""
+        tokens = tokens_of(usage)
+        if not tokens:
+            return
+        try:
+            await self._store.add_owner_tokens(owner, today(), tokens)  # type: ignore[attr-defined]
+        except StoreError as exc:  # the turn's own outcome stands; the ledger misses one turn
+            logger.warning("could not count the tokens of owner %r: %s", owner, exc)
 
     async def _connect_tools(self, flow: Flow) -> list[str]:
         """Connect MCP servers not yet connected and check the names of their tools."""
@@ -434,7 +509,8 @@ class FlowEngine:
         """The stored session to continue (and its cached namespaces), or None (P5, H4)."""
         if session_id is None:
             return None, None
-        doc, spaces = await self._sessions.load(session_id)
+        with self._telemetry.operation("store.load", session_id=session_id):
+            doc, spaces = await self._sessions.load(session_id)
         if doc is not None and not _is_owner(doc, owner):
             return None, None  # H4: another principal's session behaves as an unknown id
         status = continuation(doc, datetime.now(UTC))
@@ -487,9 +563,10 @@ class FlowEngine:
         # M4: compaction is the first part of saving (unless it runs in the background).
         ends = deadline.when() if deadline is not None else None  # H6: compaction fits inside
         await self._housekeeping.before_save(flow, doc["memory"], context.usage, context.emit, ends)
-        saved = await self._sessions.commit(
-            flow, doc, context.usage, fresh=fresh, deadline=deadline
-        )
+        with self._telemetry.operation("store.save", session_id=doc["id"]):
+            saved = await self._sessions.commit(
+                flow, doc, context.usage, fresh=fresh, deadline=deadline
+            )
         self._housekeeping.after_save(flow, saved)
         return saved
 
@@ -540,6 +617,16 @@ def _as_turn_timeout(seconds: float | None) -> float | None:
     raise ValueError(
         f"turn_timeout must be a number of seconds > 0 or None (no deadline), got {seconds!r}."
     )
+
+
+def _check_ledger(store: Store) -> None:
+    """O3: an owner's daily limit needs a store that counts tokens per owner and day."""
+    if not (hasattr(store, "add_owner_tokens") and hasattr(store, "owner_tokens")):
+        raise ValueError(
+            f"budgets={{'owner_tokens_per_day': ...}} needs a store that counts tokens per owner; "
+            f"{type(store).__name__} has no add_owner_tokens()/owner_tokens(). Use MemoryStore, "
+            "SQLiteStore or MongoStore, or add those two methods to your store."
+        )
 
 
 def _store_from_environment() -> Store:

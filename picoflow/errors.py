@@ -7,7 +7,8 @@ PicoflowError
  ├── SessionNotFoundError     the session id names no stored session
  ├── StoreError               the store failed (server down, document too large, ...);
  │                            `retryable` says whether sending the turn again can help
- └── ToolLoopError            a turn exceeded max_tool_rounds model calls (R7)
+ ├── ToolLoopError            a turn exceeded max_tool_rounds model calls (R7)
+ └── BudgetExceeded           a turn would pass one of the engine's spending limits (O3)
 ```
 
 Definition mistakes fail early, at `FlowEngine(...)`, `@tool` or `use_memory` (built-in
@@ -25,6 +26,7 @@ __all__ = [
     "SessionNotFoundError",
     "StoreError",
     "ToolLoopError",
+    "BudgetExceeded",
 ]
 
 
@@ -114,3 +116,21 @@ class ToolLoopError(PicoflowError):
 
     def __repr__(self) -> str:
         return f"ToolLoopError(flow={self.flow!r}, step={self.step!r}, rounds={self.rounds!r})"
+
+
+class BudgetExceeded(PicoflowError):
+    """A turn would pass one of `FlowEngine(budgets=...)`'s limits (O3); nothing was saved.
+
+    `budget` names the limit ("session_tokens", "owner_tokens_per_day",
+    "model_calls_per_turn"), `limit` is its value and `used` what the turn would have reached.
+    """
+
+    def __init__(self, budget: str, limit: int, used: int, what: str) -> None:
+        self.budget = budget
+        self.limit = limit
+        self.used = used
+        super().__init__(
+            f"Budget {budget!r} exceeded: this turn would reach {used} {what}, over the limit "
+            f"of {limit}; the session was not changed. Raise the limit, start a new session, "
+            "or wait for the limit's period to pass."
+        )

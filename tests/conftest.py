@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+# `pytester` runs inner pytest sessions: the scenario plugin's tests (tests/scenarios) use it.
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(autouse=True)
 def _no_real_provider(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -20,6 +23,13 @@ def _no_real_provider(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--corpus-report",
+        action="store_true",
+        default=False,
+        help="print the demo utterance corpus's accuracy table (tests/demo/test_corpus.py); "
+        "-v prints it too",
+    )
     parser.addoption(
         "--long",
         action="store_true",

@@ -5,15 +5,17 @@ conversation needs); a ``Booking`` is the confirmed stay. Both are plain JSON on
 the flow keeps them in step state, and both are re-validated when read back.
 
 The demo has no reservation system, so ``confirmation_number`` derives the number from the
-booking itself (hotel, room, nights and the day it was made): the same booking always gets the
-same number, which keeps demo transcripts reproducible. A real app would take the number from
-its booking API instead.
+booking's reference — the session's id and how many bookings that session made before — and
+the booking itself (hotel, room, nights and the day it was made). Two guests booking the same
+room on the same day get different numbers (issue 19), and a session resumed or replayed keeps
+its own. A real app would take the number from its booking API instead.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 from collections.abc import Iterable, Sequence
 from datetime import date
 from decimal import Decimal
@@ -177,11 +179,15 @@ class Booking(BaseModel):
     booked_on: date
 
     @classmethod
-    def confirm(cls, offer: Offer, criteria: StayCriteria, today: date) -> Booking:
-        """Book ``offer`` for the stay in ``criteria``, as of ``today``."""
+    def confirm(cls, offer: Offer, criteria: StayCriteria, today: date, reference: str) -> Booking:
+        """Book ``offer`` for the stay in ``criteria``, as of ``today``.
+
+        ``reference`` is unique to this booking (``booking_reference``); the number derives
+        from it.
+        """
         nights = criteria.nights()
         return cls(
-            confirmation=confirmation_number(offer, nights, today),
+            confirmation=confirmation_number(offer, nights, today, reference),
             hotel_id=offer.hotel_id,
             hotel=offer.name,
             city=offer.city,
@@ -193,8 +199,17 @@ class Booking(BaseModel):
         )
 
 
-def confirmation_number(offer: Offer, nights: Sequence[date], today: date) -> str:
-    """A stable number for this booking, "HF-" and six digits (see the module docstring)."""
-    key = "|".join([offer.hotel_id, offer.room_type, today.isoformat(), *map(str, nights)])
+def booking_reference(session_id: str | None, earlier_bookings: int) -> str:
+    """What makes a booking unique: its session and its place among the session's bookings.
+
+    Without a session (a step run on its own) the reference is random, so still unique.
+    """
+    return f"{session_id or secrets.token_hex(12)}#{earlier_bookings + 1}"
+
+
+def confirmation_number(offer: Offer, nights: Sequence[date], today: date, reference: str) -> str:
+    """The booking's number, "HF-" and six digits (see the module docstring)."""
+    parts = [reference, offer.hotel_id, offer.room_type, today.isoformat(), *map(str, nights)]
+    key = "|".join(parts)
     digest = int(hashlib.sha256(key.encode()).hexdigest(), 16)
     return f"HF-{digest % 900_000 + 100_000}"

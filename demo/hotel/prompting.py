@@ -52,6 +52,7 @@ def explore_prompt(today: date, last_search: StayCriteria | None) -> str:
         role=ROLE,
         today_line=label_line(TODAY, f"{today.isoformat()} ({today:%A})"),
         year=today.year,
+        next_year=today.year + 1,
         room_types=", ".join(f"'{room}'" for room in RoomType),
         amenities=", ".join(str(amenity) for amenity in Amenity),
         last_search=_last_search(last_search),

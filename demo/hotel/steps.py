@@ -23,7 +23,15 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import Field, ValidationError
 
 from demo.hotel import catalog, facts
-from demo.hotel.booking import Booking, Offer, not_in_list, numbered, pick_offer, pick_offers
+from demo.hotel.booking import (
+    Booking,
+    Offer,
+    booking_reference,
+    not_in_list,
+    numbered,
+    pick_offer,
+    pick_offers,
+)
 from demo.hotel.compare import comparison_table, normalize_feature
 from demo.hotel.formats import LIST_OPENER, SORT_KEYS, page_count
 from demo.hotel.listing import render_page
@@ -78,8 +86,12 @@ class HotelStep(Step):
         offer = pick_offer(offers, hotel)
         if offer is None or criteria is None:
             return stay(not_in_list([hotel], offers))
-        booking = Booking.confirm(offer, criteria, self.today())
-        self.flow.save_step_state(PresentStep, {"booking": booking.model_dump(mode="json")})
+        made = int(self.flow.get_step_state(PresentStep, "bookings_made") or 0)
+        reference = booking_reference(self.flow.get_session_id(), made)
+        booking = Booking.confirm(offer, criteria, self.today(), reference)
+        self.flow.save_step_state(
+            PresentStep, {"booking": booking.model_dump(mode="json"), "bookings_made": made + 1}
+        )
         return go(EndStep).with_prompt(booked_prompt(booking))
 
     def answer(self, hotels: list[str], topic: str) -> ToolResult:

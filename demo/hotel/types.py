@@ -135,7 +135,8 @@ class StayCriteria(BaseModel):
             "separate nights or sub-ranges (e.g. 'June 3, June 5 and June 9 to 11') add one entry "
             "per part, a single night on D being {start: D, end: D + 1 day}. Resolve relative "
             "dates ('next Friday') against today's date; when the guest gives no year, use the "
-            "current year. Never invent dates: ask the guest."
+            "next such date to come ('March 14' said in December is next year's). Never invent "
+            "dates: ask the guest."
         )
     )
     budget_min: float | None = Field(
@@ -220,7 +221,7 @@ class StayCriteria(BaseModel):
             if past:
                 problems.append(
                     f"The stay starting {past[0]} is in the past (today is {today}); ask the guest "
-                    "for future dates. When no year is given, the current year is assumed."
+                    "for future dates. A date without a year is the next one to come."
                 )
         count = len(self.nights())
         if count > MAX_NIGHTS:

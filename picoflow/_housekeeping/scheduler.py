@@ -37,12 +37,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from .._ops import NULL_RECORD, CallRecord, Telemetry
 from .._policy import model_name, policy_of
 from .._sessions import Sessions
 from ..errors import PicoflowError
@@ -114,6 +116,7 @@ class Housekeeping:
         self._sleep = sleep  # how a summary call waits between retries (V9), as a turn's do
         self._work: dict[str, _SessionWork] = {}  # by session id
         self._tasks: set[asyncio.Task[None]] = set()  # every task not yet finished
+        self.telemetry: Telemetry | None = None  # set by the engine: compaction spans (O1)
 
     async def before_save(
         self,
@@ -139,10 +142,19 @@ class Housekeeping:
         model = self._model(flow, ends)
         for namespace, cut in due.items():
             _emit(emit, {"namespace": namespace, "outcome": "started"})
-            result = await draft_summary(flow, namespace, cut, model)
-            for reply in result.replies:
-                count_call(usage["summary"], reply)  # M10
-            _emit(emit, await apply_summary(flow, result, self._sessions.store))
+            with self._span(namespace) as record:
+                result = await draft_summary(flow, namespace, cut, model)
+                for reply in result.replies:
+                    count_call(usage["summary"], reply)  # M10
+                applied = await apply_summary(flow, result, self._sessions.store)
+                record.outcome = str(applied.get("outcome", "ok"))
+            _emit(emit, applied)
+
+    def _span(self, namespace: str) -> AbstractContextManager[CallRecord]:
+        telemetry = self.telemetry
+        if telemetry is None:
+            return nullcontext(NULL_RECORD)
+        return telemetry.operation("compaction", namespace=namespace)
 
     async def _distil_before_save(
         self, flow: Flow, stored: JSONDict, usage: dict[str, dict[str, int]], ends: float | None

@@ -13,6 +13,7 @@ the tools called in it, whether the session completed, and on the last turn the 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ __all__ = ["ExportError", "export_session", "export_to_file", "scenario_from_mes
 
 _PAGE = 100
 _SCALARS = (str, int, float, bool, type(None))
+_LONG_NUMBER = re.compile(r"\d{5,}")
 
 
 class ExportError(ValueError):
@@ -121,7 +123,12 @@ def _turn(messages: list[dict[str, Any]], turn: dict[str, Any]) -> dict[str, Any
 
 
 def _state_checks(steps: dict[str, Any]) -> dict[str, Any]:
-    """Final state as checks: scalars compared exactly, lists and timestamps only present."""
+    r"""Final state as checks: scalars compared exactly, lists and timestamps only present.
+
+    A string with a run of five or more digits is checked by its shape instead
+    (`"HF-290642"` becomes `{"matches": "^HF\-\d{6}$"}`): such codes (confirmation numbers,
+    order ids) are often derived from the session id, so a re-run in a new session differs.
+    """
     checks: dict[str, Any] = {}
     for step, record in steps.items():
         _flatten(record.get("state") or {}, step, checks, depth=0)
@@ -135,10 +142,22 @@ def _flatten(state: dict[str, Any], prefix: str, into: dict[str, Any], depth: in
         path = f"{prefix}.{key}"
         if isinstance(value, dict) and value and depth < 2:
             _flatten(value, path, into, depth + 1)
+        elif isinstance(value, str) and _LONG_NUMBER.search(value):
+            into[path] = {"matches": _shape(value)}
         elif isinstance(value, _SCALARS) and not _is_timestamp(value):
             into[path] = value
         else:
             into[path] = {"present": True}
+
+
+def _shape(value: str) -> str:
+    r"""A pattern that holds for `value` with its digits free: "HF-290642" -> "^HF\-\d{6}$"."""
+    parts = re.split(r"(\d+)", value)
+    return (
+        "^"
+        + "".join(f"\\d{{{len(part)}}}" if part.isdigit() else re.escape(part) for part in parts)
+        + "$"
+    )
 
 
 def _is_timestamp(value: Any) -> bool:

@@ -77,6 +77,8 @@ _BUG = _Failure(500, "internal_error", None)
 TURN_FAILURES: dict[str, _Failure] = {
     # E2: the request cannot run as sent; the engine's message is ours and names no internals.
     "InvalidRequest": _Failure(400, "invalid_request", None),
+    # O3: a spending limit; the engine's message names the budget, its limit and the usage.
+    "BudgetExceeded": _Failure(429, "budget_exceeded", None),
     "SessionConflictError": _Failure(
         409,
         "session_conflict",

@@ -1,5 +1,7 @@
 """`POST /ai/scenario`: the chat page's "Save as test" (X5), off unless the app enables it.
 
+    app = offer_scenario_export(create_app(engine))
+
 It answers the current session exported as a scenario file (`picoflow.scenarios`), so a
 conversation that went wrong can become a regression test in one click. The session belongs to
 the caller as for every other route (H4): another principal's id is unknown here too.
@@ -8,17 +10,29 @@ the caller as for every other route (H4): another principal's id is unknown here
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
-from fastapi import APIRouter
+from fastapi import APIRouter, FastAPI
 from fastapi.responses import Response
 
 from ._errors import ApiError
 from ._headers import SESSION_HEADER
 from ._routes import Principal, SessionId, Settings
 
-__all__ = ["scenario_router"]
+__all__ = ["offer_scenario_export", "scenario_router"]
 
 scenario_router = APIRouter()
+
+
+def offer_scenario_export(app: FastAPI) -> FastAPI:
+    """Add `POST /ai/scenario` and the chat page's "Save as test" link to a `create_app` app.
+
+    Off by default because it hands out whole conversations as files; each session is
+    exported only to its owner (H4). Returns the app.
+    """
+    app.state.picoflow = replace(app.state.picoflow, scenario_export=True)
+    app.include_router(scenario_router)
+    return app
 
 
 @scenario_router.post("/ai/scenario", summary="Export the session as a scenario file")

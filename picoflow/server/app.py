@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import replace
 from typing import Any
 
 from fastapi import FastAPI
@@ -19,6 +18,7 @@ from ._headers import REQUEST_ID_HEADER, SESSION_HEADER, SESSION_HEADER_ALT
 from ._heap import settle_heap
 from ._idempotency import IDEMPOTENCY_HEADER
 from ._limits import Limits
+from ._observe import install_observability
 from ._routes import STATIC_DIR, ServerSettings, router
 from ._schemas import RunRequest
 
@@ -45,7 +45,7 @@ def create_app(
     max_json_depth: int = 32,
     expose_docs: bool = True,
     cors_origins: Iterable[str] = (),
-    scenario_export: bool = False,
+    metrics: bool = False,
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
@@ -71,8 +71,9 @@ def create_app(
         cors_origins: Browser origins allowed to call the API from other sites (e.g.
             `["https://chat.example.com"]`, or `["*"]`); none by default, so only the chat
             page served by this app can call it from a browser.
-        scenario_export: True adds `POST /ai/scenario` and the chat page's "Save as test"
-            link, which download the current session as a scenario file (X5).
+        metrics: True serves Prometheus metrics at `/metrics` (O2; needs the
+            `prometheus-client` package, the `metrics` extra). Under several worker processes,
+            set `PROMETHEUS_MULTIPROC_DIR` and every worker's counts are served together.
 
     Raises:
         ValueError: a limit is not a positive integer.
@@ -89,20 +90,11 @@ def create_app(
     app.state.picoflow = ServerSettings(engine=engine, limits=limits, authorize=authorize)
     install_error_handlers(app)
     app.include_router(router)
-    if scenario_export:
-        _offer_scenario_export(app)
     _describe_run_body(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _allow_cross_site(app, list(cors_origins))
+    install_observability(app, engine, metrics=metrics)
     return app
-
-
-def _offer_scenario_export(app: FastAPI) -> None:
-    """`POST /ai/scenario` and the chat page's "Save as test" link (X5)."""
-    from ._scenario_route import scenario_router
-
-    app.state.picoflow = replace(app.state.picoflow, scenario_export=True)
-    app.include_router(scenario_router)
 
 
 def _closing(engine: FlowEngine) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:

@@ -39,6 +39,7 @@ class MemoryStore:
         # (session_id, namespace) -> {position: (message JSON, lowercased search text)}
         self._archive: dict[tuple[str, str], dict[int, tuple[str, str]]] = {}
         self._closed = False
+        self._owner_tokens: dict[tuple[str, str], int] = {}  # (owner, day) -> tokens (O3)
 
     def __repr__(self) -> str:
         """Show how many sessions are held, for logs and debuggers."""
@@ -147,6 +148,19 @@ class MemoryStore:
             {"position": position, "message": _checks.decode(slot[position][0])}
             for position in hits[start : start + page_size]
         ]
+
+    async def add_owner_tokens(self, owner: str, day: str, tokens: int) -> int:
+        """Add to an owner's tokens of one day and return the new total (O3's ledger)."""
+        _checks.check_open(self, self._closed)
+        key = (owner, day)
+        total = self._owner_tokens.get(key, 0) + tokens
+        self._owner_tokens[key] = total
+        return total
+
+    async def owner_tokens(self, owner: str, day: str) -> int:
+        """An owner's tokens of one day (O3)."""
+        _checks.check_open(self, self._closed)
+        return self._owner_tokens.get((owner, day), 0)
 
     async def aclose(self) -> None:
         """Drop every session; the store refuses further calls with StoreError."""

@@ -14,12 +14,13 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from bson.codec_options import CodecOptions
 from bson.errors import InvalidDocument
-from pymongo import AsyncMongoClient, MongoClient
+from pymongo import AsyncMongoClient, MongoClient, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.database import Database
 from pymongo.errors import BulkWriteError, ConfigurationError, DuplicateKeyError, PyMongoError
@@ -92,6 +93,7 @@ class MongoStore:
             uri_or_client, database
         )
         self._names = (sessions, archive)
+        self._usage_ready = False  # the owner ledger's TTL index is made on first use (O3)
         self._client_options = _client_options(self._uri, server_selection_timeout, timeout)
         self._encoder = SessionEncoder()
         self._ready: tuple[_Collection, _Collection] | None = None
@@ -231,6 +233,41 @@ class MongoStore:
                 .limit(page_size)
             )
             return [entry_from_stored(stored) async for stored in cursor]
+
+    async def add_owner_tokens(self, owner: str, day: str, tokens: int) -> int:
+        """Add to an owner's tokens of one day and return the new total (O3's ledger).
+
+        One `$inc` upsert, so concurrent workers never lose a count; a TTL index removes a
+        day's record two days after it.
+        """
+        _checks.check_open(self, self._closed)
+        action = f"count the tokens of owner '{owner}'"
+        async with self._collections(action) as (sessions, _):
+            usage = await self._owner_usage(sessions)
+            expires = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC) + timedelta(days=2)
+            stored = await usage.find_one_and_update(
+                {"_id": {"owner": owner, "day": day}},
+                {"$inc": {"tokens": tokens}, "$set": {"_expires_at": expires}},
+                upsert=True,
+                return_document=ReturnDocument.AFTER,
+            )
+            return int(stored["tokens"])
+
+    async def owner_tokens(self, owner: str, day: str) -> int:
+        """An owner's tokens of one day (O3)."""
+        _checks.check_open(self, self._closed)
+        async with self._collections(f"read the tokens of owner '{owner}'") as (sessions, _):
+            usage = await self._owner_usage(sessions)
+            stored = await usage.find_one({"_id": {"owner": owner, "day": day}})
+            return int(stored["tokens"]) if stored else 0
+
+    async def _owner_usage(self, sessions: _Collection) -> _Collection:
+        """The ledger collection beside the sessions, its TTL index made once."""
+        usage = sessions.database.get_collection(f"{self._names[0]}_owner_usage")
+        if not self._usage_ready:
+            await usage.create_index("_expires_at", expireAfterSeconds=0)
+            self._usage_ready = True
+        return usage
 
     async def aclose(self) -> None:
         """Close the client the store created; a client passed in is left open for its owner."""

@@ -65,6 +65,12 @@ CREATE TABLE IF NOT EXISTS archive (
     text TEXT NOT NULL,
     PRIMARY KEY (session_id, namespace, position)
 );
+CREATE TABLE IF NOT EXISTS owner_usage (
+    owner TEXT NOT NULL,
+    day TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    PRIMARY KEY (owner, day)
+);
 """
     + MESSAGES_SCHEMA
 )
@@ -281,6 +287,38 @@ class SQLiteStore:
             lambda db: db.execute(sql, params).fetchall(),
         )
         return [{"position": row[0], "message": _checks.decode(row[1])} for row in rows]
+
+    async def add_owner_tokens(self, owner: str, day: str, tokens: int) -> int:
+        """Add to an owner's tokens of one day and return the new total (O3's ledger).
+
+        Rows of days before yesterday are removed on the way: the ledger only serves the daily
+        limit, so it stays a few rows per owner.
+        """
+
+        def add(db: sqlite3.Connection, gate: Gate) -> int:
+            with _immediate(db, gate):
+                db.execute(
+                    "INSERT INTO owner_usage (owner, day, tokens) VALUES (?, ?, ?) "
+                    "ON CONFLICT (owner, day) DO UPDATE SET tokens = tokens + excluded.tokens",
+                    (owner, day, tokens),
+                )
+                db.execute("DELETE FROM owner_usage WHERE owner = ? AND day < ?", (owner, day))
+                row = db.execute(
+                    "SELECT tokens FROM owner_usage WHERE owner = ? AND day = ?", (owner, day)
+                ).fetchone()
+            return int(row[0])
+
+        return await self._write(f"count the tokens of owner '{owner}'", add)
+
+    async def owner_tokens(self, owner: str, day: str) -> int:
+        """An owner's tokens of one day (O3)."""
+        row = await self._read(
+            f"read the tokens of owner '{owner}'",
+            lambda db: db.execute(
+                "SELECT tokens FROM owner_usage WHERE owner = ? AND day = ?", (owner, day)
+            ).fetchone(),
+        )
+        return int(row[0]) if row else 0
 
     async def aclose(self) -> None:
         """Close the connections; the store refuses further calls with StoreError."""

@@ -47,6 +47,9 @@ STATES: dict[str, list[str]] = {
         "wifi", "no preference",
     ],
     "list": ["", "Hi, I need a hotel in Portland", "July 1 to July 6", "search now"],
+    "list_budget": [
+        "", "Hi, I need a hotel in Portland", "July 1 to July 6", "under $200", "search now",
+    ],
     "asked": [
         "", "Hi, I need a hotel in Portland", "July 1 to July 6", "search now",
         "does number 3 have a pool?",
@@ -64,6 +67,17 @@ STATES: dict[str, list[str]] = {
 """How each state of the corpus is reached."""
 
 CHOICES = ("book", "end")
+
+KNOWN_MISSES = frozenset(
+    {
+        # a check-in and check-out, then a lone day: which one the guest means is unclear
+        ("explore_dates", "the 3rd to the 6th of July, for the 4th"),
+        # "wify": four letters, and words that short are read only as written ("wife")
+        ("explore_amenities", "a pool and free wify"),
+    }
+)
+"""The corpus lines known not to be understood, as (state, utterance): any other miss fails the
+test, and a known one that passes must be taken off (issue 25 item 7)."""
 
 
 @dataclass(frozen=True)
@@ -277,8 +291,29 @@ def _check(  # noqa: C901 - one branch per kind of expected effect, as the docst
     raise ValueError(f"Unknown expected effect {kind!r}")
 
 
-def report(outcomes: list[Outcome]) -> str:
-    """Accuracy per category, then the failures."""
+def wants_report(config: Any) -> bool:
+    """Whether the accuracy table is printed: only when asked, with ``-v`` or
+    ``--corpus-report``, so a passing ``make test`` prints no "FAIL" line."""
+    return bool(config.getoption("verbose") > 0 or config.getoption("corpus_report"))
+
+
+def misses_problem(outcomes: list[Outcome], known: frozenset[tuple[str, str]]) -> str:
+    """What is wrong with the misses ("" when nothing): lines missed that are not known misses
+    (the figure dropped), or known misses now understood (the figure rose: pin it)."""
+    new = [o.case for o in outcomes if not o.ok and (o.case.state, o.case.utterance) not in known]
+    fixed = [o.case for o in outcomes if o.ok and (o.case.state, o.case.utterance) in known]
+    problems = []
+    if new:
+        listed = "; ".join(f"{case.line} [{case.state}] {case.utterance!r}" for case in new)
+        problems.append(f"{len(new)} line(s) no longer understood (the figure dropped): {listed}")
+    if fixed:
+        listed = "; ".join(f"[{case.state}] {case.utterance!r}" for case in fixed)
+        problems.append(f"now understood, remove from KNOWN_MISSES: {listed}")
+    return "\n".join(problems)
+
+
+def report(outcomes: list[Outcome], known: frozenset[tuple[str, str]] = frozenset()) -> str:
+    """Accuracy per category, then the misses ("KNOWN" for those in ``known``, else "FAIL")."""
     total, good = Counter[str](), Counter[str]()
     for outcome in outcomes:
         total[outcome.case.category] += 1
@@ -294,5 +329,6 @@ def report(outcomes: list[Outcome]) -> str:
     for outcome in outcomes:
         if not outcome.ok:
             case = outcome.case
-            lines.append(f"FAIL {case.line} [{case.state}] {case.utterance!r}: {outcome.detail}")
+            mark = "KNOWN" if (case.state, case.utterance) in known else "FAIL"
+            lines.append(f"{mark} {case.line} [{case.state}] {case.utterance!r}: {outcome.detail}")
     return "\n".join(lines)

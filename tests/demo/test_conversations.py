@@ -174,7 +174,7 @@ async def test_resumed_session_on_the_same_sqlite_file(tmp_path) -> None:
 async def test_past_dates_are_explained_then_compare_all_and_some() -> None:
     guest = Guest(offline_engine())
     await guest.start()
-    past = await guest.say("A hotel in Portland from May 1 to 5, please search")
+    past = await guest.say("A hotel in Portland from May 1 to 5, 2026, please search")
     assert past.message == (
         "I can't search with that yet: the stay starting 2026-05-01 is in the past (today is "
         "2026-05-15). Which dates would you like instead?"

@@ -95,7 +95,7 @@ async def test_capture_choices_refuses_past_dates_with_the_reason() -> None:
     assert (result.step, result.message) == ("ExploreStep", "Those dates have passed.")
     assert model.requests[-1].messages[-1].content == (
         "- The stay starting 2026-05-01 is in the past (today is 2026-05-15); ask the guest for "
-        "future dates. When no year is given, the current year is assumed."
+        "future dates. A date without a year is the next one to come."
     )
 
 

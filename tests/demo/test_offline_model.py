@@ -330,7 +330,7 @@ def test_criteria_survive_compaction() -> None:
 
 
 def test_closing_line_names_the_booking() -> None:
-    booking = Booking.confirm(OFFERS[0], CRITERIA, TODAY)
+    booking = Booking.confirm(OFFERS[0], CRITERIA, TODAY, "a-session#1")
     reply = ask(booked_prompt(booking), [HumanMessage("I'm done with the chat.")], [])
     assert reply.content == (
         f"You're all set! Your stay at {NAMES[0]} ({OFFERS[0].city}) is booked: Jul 1, 2026 → "

@@ -84,7 +84,7 @@ def test_same_day_checkout_suggests_the_next_day() -> None:
 def test_start_in_the_past_is_reported_with_today() -> None:
     text = error_text({"dates": [{"start": "2026-01-05", "end": "2026-01-08"}]})
     assert "2026-01-05 is in the past (today is 2026-05-15)" in text
-    assert "current year is assumed" in text
+    assert "A date without a year is the next one to come." in text
 
 
 def test_check_in_today_is_allowed() -> None:

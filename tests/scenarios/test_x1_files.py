@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import CITY_SCENARIO
+from scenario_flows import CITY_SCENARIO
 
 from picoflow import FlowEngine
 from picoflow.scenarios import (
@@ -184,7 +184,7 @@ def test_x1_file_that_is_not_json_or_not_there(tmp_path: Path) -> None:
 
 
 async def test_x1_malformed_scenario_runs_nothing(city_engine: FlowEngine) -> None:
-    from conftest import CITY_MODEL
+    from scenario_flows import CITY_MODEL
 
     before = len(CITY_MODEL.requests)
     with pytest.raises(ScenarioFileError):

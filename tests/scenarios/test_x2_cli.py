@@ -8,13 +8,13 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from conftest import CITY_SCENARIO
+from scenario_flows import CITY_SCENARIO
 
 from picoflow.scenarios._cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 HOTEL = ROOT / "demo" / "hotel" / "scenarios"
-CITY_FLOWS = "conftest:CityFlow"
+CITY_FLOWS = "scenario_flows:CityFlow"
 
 
 def write(tmp_path: Path, name: str, data: dict) -> Path:
@@ -67,18 +67,21 @@ def test_x2_a_refused_file_exits_2_before_anything_runs(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--flows", "conftest:Nope"], "--flows 'conftest:Nope': conftest has no 'Nope'."),
         (
-            ["--flows", "conftest"],
-            "--flows 'conftest': write module:name, e.g. demo.hotel.flow:HotelFlow.",
+            ["--flows", "scenario_flows:Nope"],
+            "--flows 'scenario_flows:Nope': scenario_flows has no 'Nope'.",
         ),
-        (["--flows", "conftest:CITY_SCENARIO"], "--flows 'conftest:CITY_SCENARIO' is "),
+        (
+            ["--flows", "scenario_flows"],
+            "--flows 'scenario_flows': write module:name, e.g. demo.hotel.flow:HotelFlow.",
+        ),
+        (["--flows", "scenario_flows:CITY_SCENARIO"], "--flows 'scenario_flows:CITY_SCENARIO' is "),
         (
             [],
             "Name the flows to run in process with --flows module:Flow (e.g. --flows "
             "demo.hotel.flow:HotelFlow), or a live server with --url.",
         ),
-        (["--flows", "conftest:AskStep"], "--flows 'conftest:AskStep' is <class"),
+        (["--flows", "scenario_flows:AskStep"], "--flows 'scenario_flows:AskStep' is <class"),
         (
             ["--flows", "demo.hotel.flow:HotelFlow"],
             "The scenario's flowName 'CityFlow' is "

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CITY_SCENARIO
+from scenario_flows import CITY_SCENARIO
 
 from picoflow import FlowEngine
 from picoflow.scenarios import run_scenario
@@ -96,7 +96,7 @@ def test_x3_judge_option_of_the_runner(tmp_path: Path, capsys: pytest.CaptureFix
     path.write_text(json.dumps(labelled()))
     report = tmp_path / "out.json"
     code = main([
-        "run", str(path), "--flows", "conftest:CityFlow", "--judge", "judge:strict",
+        "run", str(path), "--flows", "scenario_flows:CityFlow", "--judge", "judge:strict",
         "--provider", "judge=test_x3_judge:judge_provider", "--report", str(report),
     ])  # fmt: skip
     assert code == 1

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import CITY_SCENARIO
+from scenario_flows import CITY_SCENARIO
 
 import demo.hotel.flow
 import demo.hotel.offline.model  # noqa: F401 - imported once, not once per inner session

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CITY_SCENARIO, AskStep, CityFlow
+from scenario_flows import CITY_SCENARIO, AskStep, CityFlow
 
 from picoflow import FlowEngine, stay, tool
 from picoflow.scenarios import ExportError, export_session, run_scenario
@@ -108,7 +108,7 @@ def test_x5_the_export_fails_at_the_turn_where_a_change_sends_the_flow_elsewhere
         {"step": "AskStep", "tools": []},
         {"step": "DoneStep", "tools": ["save_city"]},
     ]
-    assert main(["run", str(out), "--flows", "conftest:CityFlow"]) == 0
+    assert main(["run", str(out), "--flows", "scenario_flows:CityFlow"]) == 0
     capsys.readouterr()
 
     engine = FlowEngine([DetourCityFlow], store=MemoryStore())

@@ -1,4 +1,4 @@
-"""X5: the chat page's "Save as test" — `POST /ai/scenario`, off unless the app enables it."""
+"""X5: the chat page's "Save as test" — `POST /ai/scenario`, off unless `offer_scenario_export`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from server_flows import client_for
 from demo.hotel.flow import HotelFlow
 from picoflow import FlowEngine
 from picoflow.scenarios import run_scenario
-from picoflow.server import api_key_auth, create_app
+from picoflow.server import api_key_auth, create_app, offer_scenario_export
 from picoflow.stores import MemoryStore
 
 
@@ -21,7 +21,7 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def test_x5_save_as_test_downloads_a_scenario_that_reruns_green() -> None:
     engine = FlowEngine([HotelFlow], store=MemoryStore())
-    app = create_app(engine, scenario_export=True)
+    app = offer_scenario_export(create_app(engine))
     async with client_for(app) as client:
         page = await client.get("/")
         assert '<body data-busy="false" data-save-test>' in page.text
@@ -54,10 +54,8 @@ async def test_x5_save_as_test_is_off_by_default_and_owner_checked() -> None:
         assert (await client.post("/ai/scenario")).status_code == 404
 
     keys = {"alice-key-0123456789": "alice", "bob-key-0123456789ab": "bob"}
-    app = create_app(
-        FlowEngine([HotelFlow], store=MemoryStore()),
-        authorize=api_key_auth(keys),
-        scenario_export=True,
+    app = offer_scenario_export(
+        create_app(FlowEngine([HotelFlow], store=MemoryStore()), authorize=api_key_auth(keys))
     )
     async with client_for(app) as client:
         alice = {"Authorization": "Bearer alice-key-0123456789"}

@@ -12,15 +12,17 @@ from test_chat_page_browser import fits_the_screen, page, pytestmark, send  # no
 
 from demo.hotel.flow import HotelFlow
 from picoflow import FlowEngine
-from picoflow.server import create_app
+from picoflow.server import create_app, offer_scenario_export
 from picoflow.stores import MemoryStore
 
 
 def test_x5_save_as_test_link_downloads_the_session_as_a_scenario(
-    page: Page, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    page: Page,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
-    app = create_app(FlowEngine([HotelFlow], store=MemoryStore()), scenario_export=True)
+    app = offer_scenario_export(create_app(FlowEngine([HotelFlow], store=MemoryStore())))
     with live_server(app) as live:
         page.goto(live.url)
         expect(page.locator("#save-test")).to_be_hidden()  # no session yet

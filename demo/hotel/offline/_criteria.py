@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from rapidfuzz.distance import OSA
+
 from demo.hotel.offline._dates import strip_dates
 from demo.hotel.offline._text import NUMBER_WORDS, negated, normalize, to_int
 from demo.hotel.types import NEAR_AIRPORT_MILES, NEAR_DOWNTOWN_MILES, Amenity, RoomType
@@ -51,6 +53,9 @@ _NO_LIMIT = re.compile(
     r"\b(?:no|any|unlimited|whatever)\s+(?:budget|limit|price limit|max(?:imum)?)\b"
     r"|\b(?:budget|price|cost|money)\s+(?:is no object|doesn'?t matter|does not matter)\b"
     r"|\bdon'?t care (?:about|what) (?:the )?(?:price|cost|it costs)\b"
+    r"|\b(?:drop|remove|forget(?: about)?|scrap|ditch|lose|clear|lift|get rid of|take off"
+    r"|take away)\s+(?:the\s+|a\s+|my\s+|any\s+|that\s+|this\s+)?(?:\$?\d[\d,]*\s+)?"
+    r"(?:budget|price|max(?:imum)?|cap|limit|ceiling)(?:\s+(?:limit|cap|price))?\b"
 )
 """The guest explicitly has no budget."""
 
@@ -61,8 +66,9 @@ _RANGES = (
 
 _MAXIMUM = re.compile(
     r"\b(?:max(?:imum)?|under|below|(?<!no )(?<!not )less than|up to|no more than|at most|"
-    r"not more than|cheaper than|tops|cap(?:ped)? at|budget(?: is| of| to)?|spend|pay)\s*"
-    r"(?:of\s+|is\s+)?" + _amount("n")
+    r"not more than|cheaper than|tops|cap(?:ped)? at|budget(?: is| of| to)?|spend|pay"
+    r"|(?:price\s+)?(?:limit|cap|ceiling))\s*(?:price\s+|budget\s+|rate\s+)?"
+    r"(?:of\s+|is\s+|to\s+|at\s+)?" + _amount("n")
 )
 """An upper limit: "max 700", "under $300 a night", "my budget is 200"."""
 
@@ -237,10 +243,39 @@ _CLAUSE_BREAK = re.compile(r"[,;.!?]|\bbut\b|\band\b|\balso\b|\bplus\b")
 """Negation reaches only to the end of its clause: "no pool, but a gym" wants a gym."""
 
 
+_SPELLED = (
+    "parking", "breakfast", "restaurant", "shuttle", "laundry", "kitchenette", "jacuzzi",
+    "wheelchair", "accessible", "fitness", "swimming", "internet", "wireless", "microwave",
+    "whirlpool", "bicycle",
+)  # fmt: skip
+"""Amenity words read with one typo ("parkng", "breakfest"), as hotel names are: words of five
+letters or more that no common word is one letter away from ("massage" is not here: "message";
+nor "charging": "changing")."""
+_WORD = re.compile(r"[a-z]{5,}")
+_REAL_WORDS = frozenset({"parting", "barking", "marking"})
+"""Words one letter from an amenity word that mean something else."""
+
+
+def amenity_spelling(text: str) -> str:
+    """``text`` normalised, with amenity words misspelt by one letter written right.
+
+    A dropped amenity is worse than a question: "parkng" read as nothing is silently lost.
+    """
+
+    def right(match: re.Match[str]) -> str:
+        said = match.group(0)
+        if said in _SPELLED or said in _REAL_WORDS:
+            return said
+        near = [word for word in _SPELLED if OSA.distance(said, word, score_cutoff=1) <= 1]
+        return near[0] if len(near) == 1 else said
+
+    return _WORD.sub(right, normalize(text))
+
+
 def parse_amenities(text: str) -> list[Amenity]:
     """Amenities the guest asks for, in vocabulary order, skipping negated ones ("no pool")."""
     wanted = set()
-    for clause in _CLAUSE_BREAK.split(normalize(text)):
+    for clause in _CLAUSE_BREAK.split(amenity_spelling(text)):
         for amenity, pattern in AMENITY_PATTERNS.items():
             if any(not negated(clause, m.start(), m.end()) for m in pattern.finditer(clause)):
                 wanted.add(amenity)

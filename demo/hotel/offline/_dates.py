@@ -6,11 +6,14 @@ Conventions (the same ones the LLM is told in ``StayCriteria``):
   check in on X and check out on Y: "June 9 to 11" is the nights of June 9 and 10.
 * A lone day is one night: "June 3, June 5 and June 9 to 11" is June 3, June 5 and June 9–10.
 * "X for N nights" (N in digits or one..fourteen, "a night", "a week", "a couple of nights").
-* A missing year is the current year, with one exception: a date that comes after another in the
-  sentence and would otherwise lie more than six months before it moves to the next year ("Dec 30
-  to Jan 2"). A date that has already passed this year is *not* moved: the criteria validation
-  reports it as past, so the guest is asked instead of being booked a year late. A year written
-  once ("July 1 - July 6, 2027") applies to the other dates of the sentence.
+* A missing year makes the date the next one to come: "March 14" said in December is next March
+  (issue 25), and today itself is this year's. A date that comes after another in the sentence
+  and would otherwise lie more than six months before it moves to the next year ("Dec 30 to Jan
+  2"). A year written once ("July 1 - July 6, 2027") applies to the other dates of the sentence,
+  and a date with a year that has passed is kept: the criteria validation reports it as past.
+* A weekday written with its date ("Friday the 19th of February", "Saturday June 20th") is that
+  one day, not two; when the weekday is not the date's, ``date_trouble`` says so and the
+  model asks.
 * Weekdays ("Friday", "this Friday", "next Friday") mean the first such day after today; as a
   check-out they mean the first such day after the check-in.
 * Days counted from today are check-in days, never the stay's length: "in two weeks", "in 3
@@ -24,14 +27,15 @@ Conventions (the same ones the LLM is told in ``StayCriteria``):
   ("Wednesday next week", "next week on Wednesday") is that day of that week; "this time next
   week" is seven days from today; "the weekend after next" is a week after "next weekend", and
   "tomorrow and the day after" two nights.
-* Impossible dates ("Feb 30") and reversed ranges make the whole answer None (not understood).
+* Impossible dates ("Feb 30") and reversed ranges make the whole answer None (not understood);
+  ``date_trouble`` names the day that does not exist, so the model can say so.
 """
 
 from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 from demo.hotel.offline._text import NUMBER_WORDS, normalize
@@ -103,6 +107,21 @@ _CONTINUATION_GAP = re.compile(r"^[\s,]*(?:-|to|until|till|through|thru|and|&|or
 """What may separate a bare day from the date it continues ("June 9 to 11", "June 3, 5")."""
 
 
+class DateTrouble(ValueError):
+    """A date the guest wrote that cannot be: "Feb 30", or "Monday the 19th" on a Friday."""
+
+
+def _calendar_day(year: int, month: int, day: int) -> date:
+    """``date(year, month, day)``, or ``DateTrouble`` naming the day that does not exist."""
+    try:
+        return date(year, month, day)
+    except ValueError:
+        if not 1 <= month <= 12 or day < 1:
+            raise DateTrouble("That is no date I know") from None
+        leap = f" in {year}" if (month, day) == (2, 29) else ""
+        raise DateTrouble(f"There is no {_MONTH_NAMES[month - 1].title()} {day}{leap}") from None
+
+
 @dataclass(frozen=True)
 class _Mention:
     """One date-like piece of the sentence, not yet resolved to a calendar date."""
@@ -117,6 +136,7 @@ class _Mention:
     months: int = 0  # calendar months after that ("in a month": the same day next month)
     weekday: int = 0
     nights: int = 0
+    said_weekday: int | None = None  # "Friday the 19th": the weekday the guest gave the date
 
 
 def _year(token: str | None) -> int | None:
@@ -197,8 +217,24 @@ def _scan(text: str) -> list[_Mention]:
             continue
         if mention.kind == "day" and not _continues(found, text, mention):
             continue
+        if _names_its_weekday(found, text, mention):
+            weekday = found.pop()
+            mention = replace(mention, start=weekday.start, said_weekday=weekday.weekday)
         found.append(mention)
     return found
+
+
+_WEEKDAY_GAP = re.compile(r"^[\s,]*(?:on\s+)?$")
+
+
+def _names_its_weekday(found: list[_Mention], text: str, mention: _Mention) -> bool:
+    """A plain weekday right before a date ("Friday the 19th of February") names that date."""
+    if mention.kind != "date" or not found:
+        return False
+    last = found[-1]
+    plain = last.kind == "weekday" and last.offset == 0 and last.months == 0
+    words = text[last.start : last.end].split()
+    return plain and len(words) == 1 and bool(_WEEKDAY_GAP.match(text[last.end : mention.start]))
 
 
 def _continues(found: list[_Mention], text: str, mention: _Mention) -> bool:
@@ -213,8 +249,19 @@ class _Resolver:
 
     today: date
     default_year: int
+    year_written: bool = False  # a year in the sentence: it applies as written, past or not
 
     def resolve(self, mention: _Mention, anchor: date | None, is_end: bool = False) -> date:
+        found = self._resolve(mention, anchor, is_end)
+        said = mention.said_weekday
+        if said is not None and found.weekday() != said:
+            raise DateTrouble(
+                f"{found:%b} {found.day}, {found.year} is a {_WEEKDAYS[found.weekday()].title()},"
+                f" not a {_WEEKDAYS[said].title()}"
+            )
+        return found
+
+    def _resolve(self, mention: _Mention, anchor: date | None, is_end: bool) -> date:
         if mention.kind == "relative":
             return _plus_months(self.today + timedelta(days=mention.offset), mention.months)
         if mention.kind == "weekday":  # a shifted one ("a week from Friday") counts from today
@@ -225,19 +272,22 @@ class _Resolver:
         if mention.kind == "day":
             return self.bare_day(mention, anchor, is_end)
         if mention.year is not None:
-            return date(mention.year, mention.month, mention.day)
+            return _calendar_day(mention.year, mention.month, mention.day)
         if anchor is None:
-            return date(self.default_year, mention.month, mention.day)
+            found = _calendar_day(self.default_year, mention.month, mention.day)
+            if not self.year_written and found < self.today:  # the next one to come
+                found = _calendar_day(self.default_year + 1, mention.month, mention.day)
+            return found
         return _after(anchor, mention.month, mention.day)
 
     def bare_day(self, mention: _Mention, anchor: date | None, is_end: bool) -> date:
         if anchor is None:
             raise ValueError("a bare day needs a month")
         year = mention.year if mention.year is not None else anchor.year
-        found = date(year, anchor.month, mention.day)
+        found = _calendar_day(year, anchor.month, mention.day)
         if is_end and found <= anchor:  # "Jan 30 to the 2nd" → Feb 2
             month = anchor.month % 12 + 1
-            found = date(year + (month == 1), month, mention.day)
+            found = _calendar_day(year + (month == 1), month, mention.day)
         return found
 
 
@@ -245,25 +295,26 @@ def _plus_months(day: date, months: int) -> date:
     """The same day ``months`` later, or that month's last day ("a month from Jan 31")."""
     index = day.month - 1 + months
     year, month = day.year + index // 12, index % 12 + 1
-    return date(year, month, min(day.day, calendar.monthrange(year, month)[1]))
+    return _calendar_day(year, month, min(day.day, calendar.monthrange(year, month)[1]))
 
 
 def _after(anchor: date, month: int, day: int) -> date:
     """The date with this month/day in the anchor's year, or the next year if it wrapped around."""
-    found = date(anchor.year, month, day)
+    found = _calendar_day(anchor.year, month, day)
     if found < anchor - timedelta(days=183):
-        found = date(anchor.year + 1, month, day)
+        found = _calendar_day(anchor.year + 1, month, day)
     return found
 
 
 def _on_or_before(anchor: date, month: int, day: int) -> date:
     """The latest date with this month/day not after ``anchor`` (start year from the end's year)."""
-    found = date(anchor.year, month, day)
-    return found if found <= anchor else date(anchor.year - 1, month, day)
+    found = _calendar_day(anchor.year, month, day)
+    return found if found <= anchor else _calendar_day(anchor.year - 1, month, day)
 
 
 def _default_year(mentions: list[_Mention], today: date) -> int:
-    """A year written once in the sentence applies to the others; otherwise the current year."""
+    """A year written once in the sentence applies to the others; otherwise the current year
+    (``_Resolver`` moves a date that has passed to the next)."""
     years = {m.year for m in mentions if m.year is not None}
     return years.pop() if len(years) == 1 else today.year
 
@@ -288,7 +339,8 @@ def _range(
 
 
 def _assemble(text: str, mentions: list[_Mention], today: date) -> list[DateRange]:
-    resolver = _Resolver(today, _default_year(mentions, today))
+    written = any(m.year is not None for m in mentions)
+    resolver = _Resolver(today, _default_year(mentions, today), written)
     parts: list[DateRange] = []
     anchor: date | None = None
     index = 0
@@ -446,6 +498,19 @@ def parse_dates(text: str, today: date) -> list[DateRange] | None:
     except ValueError:  # includes pydantic.ValidationError for a reversed range
         return None
     return parts or None
+
+
+def date_trouble(text: str, today: date) -> str | None:
+    """Why the dates of ``text`` cannot be read, when a day does not exist or a weekday is not
+    the date's ("There is no February 30"); None otherwise."""
+    normalized = _with_month(_PER_NIGHT.sub(_spaces, _full_weekdays(normalize(text))), today)
+    try:
+        _assemble(normalized, _scan(normalized), today)
+    except DateTrouble as trouble:
+        return str(trouble)
+    except ValueError:
+        return None
+    return None
 
 
 _ONE_NIGHT = re.compile(r"\bnight\b|\btonight\b|\bovernight\b")

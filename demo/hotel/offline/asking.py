@@ -36,6 +36,7 @@ _CHOICE = re.compile(
     r"|\b(?:i want|i'd like|i would like)\b(?!\s+to\s+(?!book|reserve|stay|take|go\b))"
     r"|\bwe (?:choose|pick|want|'d like|would like)\b|\bi'?m going with\b|\bmy (?:choice|pick)\b"
     r"|\bgive me\b|\bput me (?:in|at|down for)\b|\bsecure\b|\block (?:it|in)\b|\bgrab\b"
+    r"|\bgo ahead\b(?!\s+and\s+(?:search|look|find|show|compare|sort))|\b(?:let'?s )?do it\b"
 )
 """Words that make a pick a choice to book ("I'll take the second one", "book #8")."""
 
@@ -45,9 +46,16 @@ _NOT_NOW = re.compile(
     r"|\blater\b|\btake (?:some|my|a little|more|a bit of) time\b|\bno way\b|\bif (?:i|we) book"
 )
 
+RESUME_BOOKING = re.compile(
+    r"\b(?:resume|continue(?: with)?|get back to|carry on with|go on with)\s+(?:the\s+|my\s+)?"
+    r"book(?:ing)?\b"
+)
+"""Back to the list to book: "resume booking" is the tool's name, and guests say it too."""
+
 _PAGES = (
     ("next", re.compile(r"\b(?:more|next|others|other ones|rest|remaining|further|after that)\b"
-                        r"|\bkeep going\b|\bcontinue\b|\bscroll\b")),
+                        r"|\bkeep going\b|\bcontinue\b(?!\s+(?:with\s+)?(?:the\s+|my\s+)?book)"
+                        r"|\bscroll\b")),
     ("previous", re.compile(r"\b(?:previous|prev|earlier|before that|back a page|last page"
                             r"|page back|go back|first page|the start)\b")),
 )  # fmt: skip
@@ -64,9 +72,11 @@ _SORT_KEYS = (
 
 _TOPICS = (
     ("price", re.compile(r"\bhow much\b|\bpric\w*|\bcost\w*|\brates?\b|\bper night\b|\btotal\b"
-                         r"|\bexpensive\b|\bcheap\w*|\bafford\w*|\bnightly\b")),
+                         r"|\bexpensive\b|\bcheap\w*|\bafford\w*|\bnightly\b"
+                         r"|\b(?:under|below|over|above)\s+\$?\d|\$\s?\d")),
     ("distance", re.compile(r"\bhow far\b|\bdistance\b|\bmiles?\b|\bclose\b|\bnear (?:the )?"
-                            r"(?:airport|downtown|pdx|city)|\bfrom (?:the )?(?:airport|downtown"
+                            r"(?:airport|downtown|pdx|city)|\b(?:clos|near|farth|furth)(?:er|est)\b"
+                            r"|\bfrom (?:the )?(?:airport|downtown"
                             r"|pdx)|\bto (?:the )?(?:airport|downtown|pdx)\b|\bwhere is\b"
                             r"|\bwhere's\b|\blocated\b|\blocation\b|\bdrive\b|\bcommute\b")),
     ("room_types", re.compile(r"\broom ?types?\b|\bkinds? of rooms?\b|\bsuites?\b|\bbeds?\b"
@@ -78,10 +88,16 @@ _TOPICS = (
 )  # fmt: skip
 
 
+_DO_IT = re.compile(
+    r"(?:(?:ok(?:ay)?|yes|yeah|sure|just|please|then)\W+)*do it\W*(?:please|then)?\W*"
+)
+""""Do it" starts like a question ("do they have a pool?") but says go ahead."""
+
+
 def is_question(text: str) -> bool:
     """A question (not a booking request phrased as one, like "can you book #3?")."""
     said = normalize(text)
-    if not said or _BOOKING_REQUEST.search(said):
+    if not said or _BOOKING_REQUEST.search(said) or _DO_IT.fullmatch(said):
         return False
     return said.endswith("?") or bool(
         _QUESTION_START.search(said) or _ABOUT.search(said) or _ADVICE.search(said)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage
 
 from demo.hotel.formats import LAST_COMPARISON, SELECTED
-from demo.hotel.offline.asking import is_choice, is_question, topic_of
+from demo.hotel.offline.asking import RESUME_BOOKING, is_choice, is_question, topic_of
 from demo.hotel.offline.conversation import Conversation, Event, Offer
 from demo.hotel.offline.language import (
     is_affirmative,
@@ -23,7 +23,14 @@ from demo.hotel.offline.language import (
     wants_to_quit,
     wants_to_see_criteria,
 )
-from demo.hotel.offline.present import BOOK_OFFER, names, out_of_range
+from demo.hotel.offline.present import (
+    BOOK_OFFER,
+    names,
+    new_budget,
+    out_of_range,
+    weighs,
+    without_names,
+)
 from demo.hotel.offline.reply import call, say
 from demo.hotel.offline.selection import Selection, select
 
@@ -56,7 +63,8 @@ def decide(conversation: Conversation) -> AIMessage:
         return call("end_chat")
     if conversation.forwarded():  # handed over by the list: never hand it straight back
         return _act(text, conversation, offers)
-    if _BACK.search(text.lower()) and not re.search(r"\d|compar", text.lower()):
+    back = _BACK.search(text.lower()) or RESUME_BOOKING.search(text.lower())
+    if back and not re.search(r"\d|compar", text.lower()):
         return call("resume_booking")
     return _act(text, conversation, offers)
 
@@ -64,8 +72,14 @@ def decide(conversation: Conversation) -> AIMessage:
 def _act(text: str, conversation: Conversation, offers: Sequence[Offer]) -> AIMessage:
     table = table_hotels(conversation, offers)
     picks = select(text, offers, table or offers, table or offers)
+    if new_budget(text):  # "budget 500": a new search, not hotel number 500
+        return call("search_again")
     if picks.missing:
         return say(out_of_range(picks, offers))
+    weighed = picks if len(picks.hotels) > 1 else Selection(hotels=tuple(table))
+    if weighs(text, weighed):  # "which of the two is closer to the airport?"
+        topic = topic_of(without_names(text, list(weighed.hotels)))
+        return call("answer_question", hotels=[o.name for o in weighed.hotels], topic=topic)
     if is_choice(text) and len(picks.hotels) == 1:
         return call("chosen_hotel", hotel=picks.hotels[0].name)
     if _BACK.search(text.lower()) and not picks.hotels and not conversation.forwarded():

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from demo.hotel.offline._criteria import AMENITY_PATTERNS
+from demo.hotel.offline._criteria import AMENITY_PATTERNS, amenity_spelling
 from demo.hotel.offline._text import NUMBER, NUMBER_WORDS, negated, normalize
 from demo.hotel.offline.language import (
     parse_amenities,
@@ -200,7 +200,14 @@ _RELATIVE = re.compile(
 )
 """Dates resolved against today; any other day ("the 8th") belongs to the stay being planned."""
 _CHECK_OUT = re.compile(r"\bcheck(?:ing)?[ -]?out\b|\bleav\w*|\bdepart\w*")
-_CHECK_IN = re.compile(r"\bcheck(?:ing)?[ -]?in\b|\barriv\w*")
+_CHECK_IN = re.compile(
+    r"\bcheck(?:ing)?[ -]?in\b|\barriv\w*|\b(?:get|getting|come|coming) in\b|\bstart\w*"
+)
+_KEPT_END = re.compile(
+    r"\b(?:same|keep(?:ing)?(?: the| my)?)\s+(?:check(?:ing)?[ -]?(?:in|out)|arrival|departure)"
+    r"(?:\s+(?:date|day))?\b"
+)
+"""An end of the stay the guest keeps ("same checkout"): it names no day to move."""
 
 
 def _moved(
@@ -215,6 +222,7 @@ def _moved(
         return said
     day = said[0].start
     start, end = current[0].start, current[-1].end
+    text = _KEPT_END.sub(" ", text)
     try:
         if _CHECK_OUT.search(text) and not _CHECK_IN.search(text):
             return (DateRange(start=start, end=day),)
@@ -314,7 +322,7 @@ def _with_distances(draft: Draft, text: str) -> Draft:
 def _amenities(current: tuple[Amenity, ...], text: str) -> tuple[Amenity, ...]:
     """Add the amenities the guest asks for; remove those they drop ("no pool", "skip parking")."""
     dropped = set()
-    for clause in _CLAUSES.split(normalize(text)):
+    for clause in _CLAUSES.split(amenity_spelling(text)):
         for amenity, pattern in AMENITY_PATTERNS.items():
             for match in pattern.finditer(clause):
                 before = clause[: match.start()]

@@ -19,6 +19,7 @@ from demo.hotel.offline.asking import is_question
 from demo.hotel.offline.conversation import Conversation, Event
 from demo.hotel.offline.draft import Draft
 from demo.hotel.offline.language import (
+    date_trouble,
     is_affirmative,
     is_negative,
     mentions_portland,
@@ -128,6 +129,7 @@ class Reading:
     text: str = ""  # the newest guest message, normalised
     restated: bool = False  # it named criteria, all already as the draft has them
     answered: frozenset[str] = frozenset()  # optional criteria given or skipped
+    replaced: str = ""  # a budget limit the newest message overrode ("above your maximum")
 
 
 def read(conversation: Conversation) -> Reading:
@@ -169,7 +171,19 @@ def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
         first_contact=reading.first_contact and not said and not reading.searched,
         said_before=said,
         heard=draft != reading.draft,
+        replaced=_replaced_limit(reading.draft, draft),
     )
+
+
+def _replaced_limit(before: Draft, after: Draft) -> str:
+    """What a new budget limit overrode: a minimum above the maximum drops the maximum (and a
+    maximum below the minimum the minimum), and the guest is told, so nothing changes silently."""
+    low, high = before.budget_min, before.budget_max
+    if high is not None and after.budget_min is not None and after.budget_min > high:
+        return f"that is above your maximum of ${high:,.0f}, so I dropped the maximum"
+    if low is not None and after.budget_max is not None and after.budget_max < low:
+        return f"that is below your minimum of ${low:,.0f}, so I dropped the minimum"
+    return ""
 
 
 def asked(said: str) -> str | None:
@@ -203,14 +217,15 @@ def _confirms_area(text: str, said: str, gave_criteria: bool) -> bool:
     """A yes to the area question, or a request for a room that names no other place.
 
     The assistant only serves Portland, so "I need a room in two weeks" is a yes, and asking
-    the area question again would ignore what the guest just said. After a decline, which says
-    "just tell me your dates", criteria are a yes too.
+    the area question again would ignore what the guest just said. Criteria given instead of an
+    answer ("July 1 to 6, max 200 a night") are a yes as well — the guest is planning a stay in
+    the only area served — as they are after a decline, which says "just tell me your dates".
     """
     if AREA_QUESTION in said and is_affirmative(text):
         return True
     if names_another_place(text):
         return False
-    return wants_a_room(text, gave_criteria) or (DECLINE in said and gave_criteria)
+    return wants_a_room(text, gave_criteria) or (gave_criteria and not is_negative(text))
 
 
 def about_a_hotel(text: str) -> str | None:
@@ -262,9 +277,9 @@ def decide(conversation: Conversation) -> AIMessage:
         return search(reading.draft.with_advice(reading.said_before))
     if wants_to_see_criteria(text):
         return say(recap(reading.draft))
-    too_early = _needs_a_list(text, reading)
-    if too_early is not None:
-        return say(too_early)
+    unusable = _needs_a_list(text, reading) or _impossible_dates(text, reading, conversation)
+    if unusable is not None:
+        return say(unusable)
     if _wants_change(text, reading):
         return say(recap(reading.draft, "What would you like to change?"))
     if not reading.draft.dates:
@@ -273,6 +288,16 @@ def decide(conversation: Conversation) -> AIMessage:
         return search(reading.draft)
     trouble = _date_trouble(reading, conversation.today())
     return say(_greeted(reading, trouble or _next_question(reading)))
+
+
+def _impossible_dates(text: str, reading: Reading, conversation: Conversation) -> str | None:
+    """A day that does not exist ("Feb 30"), or a weekday that is not the date's: said, and the
+    dates asked again, rather than the answer passed over as not understood."""
+    impossible = date_trouble(text, conversation.today())
+    if impossible is None:
+        return None
+    follow = "Which dates would you like instead?" if reading.draft.dates else DATES_QUESTION
+    return f"{impossible}. {follow}"
 
 
 def _next_question(reading: Reading, opening: str | None = None) -> str:
@@ -329,6 +354,8 @@ SEARCH_HINT = 'Or say "search now" to see hotels with what I have so far.'
 
 def _acknowledgement(reading: Reading) -> str:
     """What the newest message did: criteria heard, a question skipped, a hello, or nothing."""
+    if reading.heard and reading.replaced:
+        return f"Got it: {reading.draft.brief()} — {reading.replaced}."
     if reading.heard or reading.restated:
         return f"Got it: {reading.draft.brief()}."
     if SEARCH_OFFER in reading.said_before:

@@ -20,7 +20,7 @@ from demo.hotel.offline._criteria import (
     parse_distances,
     parse_room_type,
 )
-from demo.hotel.offline._dates import parse_dates, says_how_long, strip_dates
+from demo.hotel.offline._dates import date_trouble, parse_dates, says_how_long, strip_dates
 from demo.hotel.offline._intents import (
     is_affirmative,
     is_negative,
@@ -40,6 +40,7 @@ __all__ = [
     "WALKING_MILES",
     "Budget",
     "DistanceLimits",
+    "date_trouble",
     "is_affirmative",
     "is_negative",
     "mentions_portland",

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage
 
 from demo.hotel.formats import PAGE, PAGE_SIZE, SORTED_BY, read_page
 from demo.hotel.offline.asking import (
+    RESUME_BOOKING,
     is_choice,
     is_question,
     page_move,
@@ -66,6 +67,19 @@ _FOLLOW_UP = re.compile(r"\W*(?:and|what about|how about|same for|also)\b", re.I
 _TENTATIVE = re.compile(r"\b(?:maybe|how about|what about|perhaps)\b")
 _IT = re.compile(r"\b(?:it|this one|that one)\b")
 _SEARCH = re.compile(r"\bsearch\b|\blook again\b|\bstart over\b")
+_PRICE_CUE = re.compile(
+    r"\$|\bbudget\b|\bmax(?:imum)?\b|\bmin(?:imum)?\b|\bunder\b|\bbelow\b|\bprice\b|\bcap\b"
+    r"|\blimit\b|\bnight\b|\bnite\b|\bdollars?\b|\bbucks\b|\bspend\b|\bpay\b|\bat (?:most|least)\b"
+    r"|\bless than\b|\bup to\b|\bno more than\b"
+)
+"""Words that make a number a price ("budget 500"), never a hotel's number."""
+_REQUEST = re.compile(
+    r"\b(?:change|set|make|raise|lower|increase|reduce|bump|drop|remove|get rid of|forget|lift"
+    r"|keep|let'?s say)\b"
+)
+"""Words that make a question a request ("can you change the max to 450?")."""
+_WEIGHED = re.compile(r"\b(?:closer|nearer|cheaper|further|farther|more expensive|pricier)\b")
+"""A comparative question between hotels ("which is closer, 3 or 5?") asks about those two."""
 _FILLER = re.compile(
     r"\b(?:the|number|no|option|hotel|choice|one|please|pls|ok|okay|yes|yeah|i think|i guess"
     r"|that|it|is|it's|let's|lets|go|with|for|i|i'd|i'll|take|book|reserve|we|would"
@@ -95,8 +109,9 @@ def _act(text: str, conversation: Conversation, page: int) -> AIMessage:
     listing = sort_request(text) or re.search(r"\bpage \d", text.lower())
     if listing and not wants_to_compare(text):
         return _list_move(text, page, len(offers)) or say(_list_hint(offers))
-    if _GENERIC_ONLY.fullmatch(text.lower().strip()):
-        return say(f"Which one do you mean? {_list_hint(offers)}")
+    unpicked = _no_pick(text, offers)
+    if unpicked is not None:
+        return unpicked
     near = "airport" if conversation.label(SORTED_BY) == "airport" else "downtown"
     picks = select(text, offers, shown, near=near)
     unlisted = not_listed(text, offers)
@@ -104,8 +119,12 @@ def _act(text: str, conversation: Conversation, page: int) -> AIMessage:
         return say(f"{unlisted} is not in this list. {_list_hint(offers)}")
     if picks.missing:
         return say(out_of_range(picks, offers))
-    if _DONE_COMPARING.search(text.lower()) or _BACK_TO_LIST.search(text.lower()):
+    back = _BACK_TO_LIST.search(text.lower()) or RESUME_BOOKING.search(text.lower())
+    if _DONE_COMPARING.search(text.lower()) or back:
         return call("show_hotels", page=page)
+    if weighs(text, picks):
+        topic = topic_of(without_names(text, list(picks.hotels)))
+        return call("answer_question", hotels=[o.name for o in picks.hotels], topic=topic)
     if wants_to_compare(text) and not is_choice(text) and not conversation.forwarded():
         chosen = list(picks.hotels) or recent_picks(conversation, offers)
         if _IT.search(text.lower()):
@@ -139,6 +158,39 @@ def _respond(
     if picks.hotels:
         return say(f"Would you like to compare {names(picks.hotels)}, or book one of them?")
     return say(f"Sorry, I didn't catch which hotel you mean. {_list_hint(offers)}")
+
+
+def _no_pick(text: str, offers: Sequence[Offer]) -> AIMessage | None:
+    """Messages whose words or numbers pick no hotel: only generic words ("the inn"), or a new
+    budget ("budget 500" is a new search, not hotel number 500)."""
+    if _GENERIC_ONLY.fullmatch(text.lower().strip()):
+        return say(f"Which one do you mean? {_list_hint(offers)}")
+    if new_budget(text):
+        return call("search_again")
+    return None
+
+
+def new_budget(text: str) -> bool:
+    """A new nightly budget, or none ("budget 500", "remove the budget limit"), said as a wish.
+
+    A question about prices ("is number 4 under 200?") is answered instead.
+    """
+    said = text.lower()
+    if parse_budget(text) is None or not _PRICE_CUE.search(said):
+        return False
+    return not is_question(text) or bool(_REQUEST.search(said))
+
+
+def weighs(text: str, picks: Selection) -> bool:
+    """A question that weighs two or more named hotels on one thing ("which is cheaper, 2 or
+    4?"): answered about those hotels, not drawn as a table of the whole page."""
+    said = text.lower()
+    return (
+        is_question(text)
+        and len(picks.hotels) > 1
+        and bool(_WEIGHED.search(said))
+        and "compar" not in said
+    )
 
 
 def shown_page(offers: Sequence[Offer], page: int) -> list[Offer]:

@@ -96,6 +96,11 @@ _DATE_BEFORE = re.compile(
 _CITY = re.compile(
     r"\b(?:the )?(?:one|hotel|place|option|lodging)s? (?:in|at) (?P<place>[a-z]+(?: [a-z]+)?)"
 )
+_PRICE_BEFORE = re.compile(
+    r"(?:\$|\b(?:under|below|over|above|less than|more than|at least|at most|up to|budget"
+    r"|max(?:imum)?|cap|limit)(?:\s+(?:of|is|to|at))?)\s*$"
+)
+"""What makes the number after it a price ("under 200", "budget 500"), not a hotel's number."""
 _COMPARATIVE = re.compile(r"\b(?:cheaper|closer|nearer|more expensive|pricier|further|farther)\b")
 
 
@@ -120,8 +125,11 @@ def select(
     missing: list[int] = []
     said = _names(said, offers, found)
     said = _places(said, shown, found)
-    pool = shown if _COMPARATIVE.search(said) else (ranked or offers)
-    said = _superlatives(said, pool, found, near)
+    comparative = _COMPARATIVE.search(said)
+    pool = shown if comparative else (ranked or offers)
+    if comparative:  # "which is closer, 3 or 5?" ranks 3 and 5: it picks no third hotel
+        said = _ends(_numbers(said, offers, found, missing), shown, found, missing)
+    said = _superlatives(said, pool, found, near) if not (comparative and found) else said
     said = _ends(said, shown, found, missing)
     said = _numbers(said, offers, found, missing)
     if not found and _BOTH.search(said) and len(shown) == 2:
@@ -227,7 +235,8 @@ def _numbers(
                 take(match.start(), number)
             said = _blank(said, match.start(), match.end())
     for match in _NUMBER.finditer(said):
-        take(match.start(), to_int(match["n"]))
+        if not _PRICE_BEFORE.search(said[: match.start("n")]):
+            take(match.start(), to_int(match["n"]))
     return said
 
 

@@ -1,0 +1,50 @@
+"""Observability of a served engine: `/metrics` (O2) and the caller's trace continued (O1)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from fastapi import FastAPI, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .._ops._metrics import metrics_for_app
+from .._ops._otel import continued_trace
+from ..engine import FlowEngine
+
+__all__ = ["install_observability"]
+
+
+def install_observability(app: FastAPI, engine: FlowEngine, *, metrics: bool) -> None:
+    """Serve Prometheus metrics if asked; continue incoming traces when OpenTelemetry is there."""
+    if metrics:
+        recorder = engine.telemetry.metrics or metrics_for_app()
+        engine.telemetry.attach_metrics(recorder)
+
+        async def serve_metrics() -> Response:
+            body, content_type = recorder.exposition()
+            return Response(body, media_type=content_type)
+
+        app.add_api_route(
+            "/metrics", serve_metrics, methods=["GET"], include_in_schema=False, name="metrics"
+        )
+    if importlib.util.find_spec("opentelemetry") is not None:
+        app.add_middleware(_ContinueTrace)
+
+
+class _ContinueTrace:
+    """Pure ASGI (no buffering of streamed replies): make the caller's `traceparent` current."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {
+            key.decode("latin-1"): value.decode("latin-1")
+            for key, value in scope["headers"]
+            if key in (b"traceparent", b"tracestate")
+        }
+        with continued_trace(headers):
+            await self.app(scope, receive, send)
