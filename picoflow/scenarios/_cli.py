@@ -20,7 +20,7 @@ from ._export import ExportError, export_to_file
 from ._formats import REPORT_SUFFIXES, write_report
 from ._judge import Judge
 from ._load import ScenarioFileError, load_scenario, scenario_paths
-from ._report import SuiteReport
+from ._report import ScenarioReport, SuiteReport
 from ._runner import play
 from ._schema import Scenario, scenario_schema
 from ._setup import Setup, SetupError, flows_from, providers_from
@@ -135,7 +135,7 @@ def _progress(plan: list[Any]) -> Iterable[Any]:
     return bar(plan, unit="scenario", file=sys.stderr)
 
 
-def _print_run(report: Any, repeat: int) -> None:
+def _print_run(report: ScenarioReport, repeat: int) -> None:
     suffix = f" (run {report.run})" if repeat > 1 else ""
     print(f"== {report.source}{suffix}")
     for turn in report.turns:
