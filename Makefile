@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo lint test serve bench clean
+.PHONY: demo lint test serve bench clean scenarios
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,3 +33,19 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .picoflow .pytest_cache .mypy_cache .ruff_cache
+
+# X2: every demo flow's scenarios through the runner, not only through pytest, on the offline
+# models (no key). A demo whose scenarios/ folder holds no scenario yet is skipped.
+# SCENARIO_ARGS goes to every run, e.g. make scenarios SCENARIO_ARGS="--repeat 3 --quiet".
+PORTED_SCENARIOS := basic:BasicFlow travel:TravelFlow medical:MedicalFlow
+scenarios: $(STAMP)
+	OPENAI_API_KEY= $(BIN)/python -m picoflow.scenarios run demo/hotel/scenarios \
+		--flows demo.hotel.flow:HotelFlow $(SCENARIO_ARGS)
+	@for entry in $(PORTED_SCENARIOS); do \
+		name=$${entry%%:*}; flow=$${entry#*:}; \
+		ls demo/$$name/scenarios/*.scenario.* >/dev/null 2>&1 || continue; \
+		echo "OPENAI_API_KEY= python -m picoflow.scenarios run demo/$$name/scenarios ..."; \
+		OPENAI_API_KEY= $(BIN)/python -m picoflow.scenarios run demo/$$name/scenarios \
+			--flows demo.$$name.flow:$$flow --provider offline=demo.ported:offline_provider \
+			$(SCENARIO_ARGS) || exit 1; \
+	done

@@ -22,6 +22,7 @@ from ._engine_checks import (
     turn_input_problem,
     warn_if_config_changed,
 )
+from ._flow_providers import merged_providers
 from ._housekeeping.scheduler import Housekeeping
 from ._mcp import MCPConnections
 from ._memory_api import MemoryOperations
@@ -155,7 +156,8 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
         subset; a turn that would pass one fails with `BudgetExceeded` and saves nothing.
         """
         self._sleep = sleep
-        self._registry = ProviderRegistry(providers)
+        flows = list(flows)
+        self._registry = ProviderRegistry(merged_providers(flows, providers))
         self._turn_timeout = as_turn_timeout(turn_timeout)
         self._budgets = Budgets.parse(budgets)
         self._telemetry = Telemetry()  # O1/O2: traces and metrics, a no-op until wanted

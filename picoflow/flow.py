@@ -19,7 +19,7 @@ from ._runtime import SessionRuntime
 from ._state import get_path, to_json
 from .errors import FlowDefinitionError
 from .memory import Memory, Namespace, request_messages
-from .models import ModelLike
+from .models import ModelLike, ProviderFactory
 from .step import Step
 
 if TYPE_CHECKING:
@@ -40,11 +40,14 @@ class Flow:
         name: the persisted flow name (default: the class name).
         max_tool_rounds: the most model calls (and logic steps) one run of steps may make (R7).
         max_step_depth: how deep `run_step` may nest (V2).
+        providers: model providers the flow brings, `{"offline": factory}`, so an engine
+            resolves its models without being told (`FlowEngine(providers=...)` wins).
     """
 
     name: ClassVar[str] = "Flow"
     max_tool_rounds: ClassVar[int] = 8
     max_step_depth: ClassVar[int] = 3
+    providers: ClassVar[Mapping[str, ProviderFactory]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

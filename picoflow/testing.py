@@ -59,6 +59,7 @@ __all__ = [
     "tool_calls",
     "structured",
     "transient_error",
+    "run_scenario",
 ]
 
 ScriptItem: TypeAlias = str | AIMessage | BaseException
@@ -575,3 +576,13 @@ def _split_reply(reply: AIMessage) -> list[AIMessageChunk]:
         chunk_position="last",
     )
     return [*chunks, last]
+
+
+async def run_scenario(engine: Any, scenario: Any, **options: Any) -> Any:
+    """Run a scenario file or dict on `engine`; the report's `.passed` says if it held (X4).
+
+    See `picoflow.scenarios.run_scenario`, which this forwards to (`judge=`, `user=`).
+    """
+    from .scenarios import run_scenario as run  # scenarios import the engine; testing does not
+
+    return await run(engine, scenario, **options)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+# `pytester` runs inner pytest sessions: the scenario plugin's tests (tests/scenarios) use it.
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(autouse=True)
 def _no_real_provider(monkeypatch: pytest.MonkeyPatch) -> None:

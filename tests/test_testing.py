@@ -70,6 +70,7 @@ def test_public_names_and_pytest_opt_out():
         "tool_calls",
         "structured",  # V4
         "transient_error",  # V9
+        "run_scenario",  # X4
     ]
     assert ScriptedChatModel.__test__ is False
     model = ScriptedChatModel(script=[])

@@ -9,8 +9,8 @@
 
 The model is chosen once, at start-up: ``HotelFlow.using(model)`` returns the flow class bound
 to it (the CLI does this with ``--model``); plain ``HotelFlow`` picks the offline demo model when
-``OPENAI_API_KEY`` is unset and ``openai:gpt-4o-mini`` otherwise. Register ``PROVIDERS`` with the
-engine so that ``"offline:hotel"`` resolves.
+``OPENAI_API_KEY`` is unset and ``openai:gpt-4o-mini`` otherwise. The flow declares ``PROVIDERS``
+(``Flow.providers``), so ``"offline:hotel"`` resolves on any engine.
 """
 
 from __future__ import annotations
@@ -29,7 +29,14 @@ EXPLORE_MEMORY = "hotel-explore"
 
 
 def offline_provider(spec: ModelSpec) -> BaseChatModel:
-    """The offline demo model, imported on first use: the flow does not depend on it."""
+    """The offline demo model, imported on first use: the flow does not depend on it.
+
+    ``"offline:guest"`` is the scripted guest that plays simulated users in scenarios.
+    """
+    if spec.name == "guest":
+        from demo.hotel.guest import guest_provider
+
+        return guest_provider(spec)
     from demo.hotel.offline.model import offline_provider as provide
 
     return provide(spec)
@@ -49,6 +56,7 @@ class HotelFlow(Flow):
 
     chat_model: ClassVar[ModelLike | None] = None
     """The model of every step and of the summariser; None means ``default_model()``."""
+    providers = PROVIDERS  # "offline:hotel" resolves on any engine, no providers= needed
 
     def __init__(self) -> None:
         """Summarise the long criteria conversation with the flow's own model."""

@@ -71,6 +71,7 @@ class ServerSettings:
     authorize: Authorize | None = None
     idempotency: IdempotencyCache = field(default_factory=IdempotencyCache)
     people: PeopleSettings = field(default_factory=PeopleSettings)  # K7
+    scenario_export: bool = False
 
 
 async def _settings(request: Request) -> ServerSettings:
@@ -303,6 +304,10 @@ async def healthcheck() -> dict[str, Any]:
 
 
 @router.get("/", include_in_schema=False)
-async def chat_page() -> FileResponse:
+async def chat_page(settings: Settings) -> Response:
     """The chat page; its CSS and JS are under /static."""
+    if settings.scenario_export:  # the page shows "Save as test" (X5)
+        page = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
+        page = page.replace('<body data-busy="false">', '<body data-busy="false" data-save-test>')
+        return Response(page, media_type="text/html")
     return FileResponse(STATIC_DIR / "index.html", media_type="text/html")

@@ -13,13 +13,15 @@
   const ui = {
     flow: $("flow"), step: $("step"), messages: $("messages"), empty: $("empty"),
     status: $("status"), composer: $("composer"), input: $("input"), send: $("send"),
-    reset: $("new-conversation"),
+    reset: $("new-conversation"), saveTest: $("save-test"),
   };
+  // "Save as test" (POST ai/scenario) is shown only when the app enables it (scenario_export).
+  const canSaveTest = "saveTest" in document.body.dataset;
   let flow = null;
   let chat = blankChat();
 
   function blankChat() {
-    return { session: null, step: null, messages: [], ended: false };
+    return { session: null, step: null, messages: [], ended: false, lastSession: null };
   }
 
   // -- storage: one conversation per flow, for this browser tab ------------------------------
@@ -206,6 +208,30 @@
     chat.messages.forEach((m) => addBubble(m.role, m.text, m.contentType));
     if (chat.ended) addNote("This conversation has ended. Send a message to start a new one.");
     showStep(chat.step);
+    showSaveTest();
+  }
+
+  // The session just talked to, also once it has ended: that is often the one worth a test.
+  function showSaveTest() {
+    ui.saveTest.hidden = !(canSaveTest && chat.lastSession);
+  }
+
+  async function saveTest(event) {
+    event.preventDefault();
+    const headers = {};
+    headers[SESSION_HEADER] = chat.lastSession;
+    const response = await api("ai/scenario", { method: "POST", headers: headers });
+    if (!response.ok) {
+      addNote("Could not save the test: " + (await response.json()).message);
+      return;
+    }
+    const disposition = response.headers.get("Content-Disposition") || "";
+    const name = (disposition.match(/filename="([^"]+)"/) || [])[1] || "session.scenario.json";
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(await response.blob());
+    link.download = name;
+    link.click();
+    URL.revokeObjectURL(link.href);
   }
 
   function setBusy(busy) {
@@ -253,10 +279,12 @@
       return;
     }
     chat.session = reply.session || null;
+    chat.lastSession = reply.session || chat.lastSession;
     chat.step = reply.step || chat.step;
     chat.messages.push({ role: "assistant", text: reply.message, contentType: reply.contentType });
     fillBubble(bubble, "assistant", reply.message, reply.contentType);
     showStep(chat.step);
+    showSaveTest();
     if (reply.completed) {
       chat.session = null;
       chat.ended = true;
@@ -416,6 +444,7 @@
     }
   });
   ui.reset.addEventListener("click", newConversation);
+  ui.saveTest.addEventListener("click", saveTest);
   ui.flow.addEventListener("change", () => switchFlow(ui.flow.value));
   start().catch((error) => addNote("Could not load the flows: " + error.message));
 })();
