@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -34,6 +33,7 @@ from ._people.api import PeopleInTheLoop
 from ._people.hold import pending_approvals, run_or_hold
 from ._people.keys import IDEMPOTENCY
 from ._recall import recall_tools
+from ._results import StreamEvent, TurnResult
 from ._sessions import Sessions
 from ._state import now_iso
 from ._tool_sources import check_tool_names, foreign_tool_names, mcp_servers_of, step_tools
@@ -81,49 +81,6 @@ class _InvalidRequest(Exception):
 
 class _DeadlinePassed(Exception):
     """Raised when a turn's deadline stopped it before its save; never escapes `run`."""
-
-
-@dataclass(frozen=True)
-class TurnResult:
-    """What one turn produced (E4). Branch on `success`, then read `completed`.
-
-    `error` says why a turn failed, so a server can map it to a status code without parsing the
-    message: "InvalidRequest" for a request that cannot run as sent (E2: unknown flow, invalid
-    session id, empty message on a running session, a session of another flow), "StoreRefused"
-    for a `StoreError` that retrying can never fix (`retryable=False`), otherwise the
-    name of the error class (e.g. "SessionConflictError", "ToolLoopError", or "KeyError" for an
-    exception that escaped flow code), or "TurnTimeout" for a turn stopped at the engine's
-    `turn_timeout` (nothing was saved; the same message may be sent again).
-    `pending_approvals` lists the tool calls that wait for a person after this turn (K1).
-    """
-
-    session_id: str | None
-    message: str
-    success: bool
-    completed: bool
-    step: str | None
-    content_type: str = "text/plain"
-    warnings: list[str] = field(default_factory=list)
-    usage: dict[str, dict[str, int]] = field(default_factory=empty_usage)
-    error: str | None = None
-    pending_approvals: list[dict[str, Any]] = field(default_factory=list)  # K1
-
-
-@dataclass(frozen=True)
-class StreamEvent:
-    """One event of `FlowEngine.stream`.
-
-    `kind` is "token" (`data["text"]`, reply text as it arrives), "retract" (`step`, `text`: a
-    model call failed, or came back empty, after streaming `text`; take it back from the end
-    of the token text), "tool_call" (`name`, `args`, `step`), "step_changed"
-    (`from`, `to`), "logic_step" (`step`, `parent`: a logic step ran), "nested_start" /
-    "nested_end" (`step`, `parent`, `depth`: a nested run began or returned), "compaction"
-    (`namespace`, `outcome`) or "done" (`result` holds the TurnResult; always the last event).
-    """
-
-    kind: str
-    data: dict[str, Any] = field(default_factory=dict)
-    result: TurnResult | None = None
 
 
 class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
@@ -422,21 +379,7 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
         fresh = doc is None
         for problem in await self._connect_tools(flow):
             flow.add_warning(problem)
-        flow._owner = owner if doc is None else doc.get("owner")  # L1: whose memory bank
-        if doc is None:
-            doc = new_document(new_session_id(), flow_class.name, config)
-            if owner is not None:
-                doc["owner"] = owner  # H4: a top-level key, so no flow code can change it
-            load_flow(flow, doc)
-            if _overrides(flow, "init"):  # V10: after the session is loaded, before any hook
-                await flow.init()
-            await self._start(flow, message)
-        else:
-            load_flow(flow, doc, spaces)
-            warn_if_config_changed(flow, doc, config)
-            if _overrides(flow, "init"):
-                await flow.init()
-            await flow._call_hook(flow.current_step.on_restore)
+        doc = await self._open(flow, doc, spaces, message, config, owner)
         record.set("picoflow.step_before", flow._session.current)
         try:
             reply = await run_or_hold(flow, message, context, doc)  # K2, K6: a person may hold it
@@ -457,6 +400,33 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
             usage=context.usage,
             pending_approvals=pending_approvals(flow),
         )
+
+    async def _open(
+        self,
+        flow: Flow,
+        doc: JSONDict | None,
+        spaces: dict[str, Namespace] | None,
+        message: str,
+        config: dict[str, Any] | None,
+        owner: str | None,
+    ) -> JSONDict:
+        """Load the session into the flow (or start a new one) and run the opening hooks."""
+        flow._owner = owner if doc is None else doc.get("owner")  # L1: whose memory bank
+        if doc is None:
+            doc = new_document(new_session_id(), flow.name, config)
+            if owner is not None:
+                doc["owner"] = owner  # H4: a top-level key, so no flow code can change it
+            load_flow(flow, doc)
+            if _overrides(flow, "init"):  # V10: after the session is loaded, before any hook
+                await flow.init()
+            await self._start(flow, message)
+            return doc
+        load_flow(flow, doc, spaces)
+        warn_if_config_changed(flow, doc, config)
+        if _overrides(flow, "init"):
+            await flow.init()
+        await flow._call_hook(flow.current_step.on_restore)
+        return doc
 
     def _context_for(self, flow: Flow) -> TurnContext:
         default = flow.config_model()

@@ -92,14 +92,19 @@ def create_app(
     )
     people = PeopleSettings(allow_self_approval=allow_self_approval)
     app.state.picoflow = ServerSettings(engine, limits, authorize, people=people)
+    _install(app, engine, list(cors_origins), metrics=metrics)
+    return app
+
+
+def _install(app: FastAPI, engine: FlowEngine, origins: list[str], *, metrics: bool) -> None:
+    """Error handlers, routes, static files, CORS and observability, in the order they need."""
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(people_router)
     _describe_run_body(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    _allow_cross_site(app, list(cors_origins))
+    _allow_cross_site(app, origins)
     install_observability(app, engine, metrics=metrics)
-    return app
 
 
 def _closing(engine: FlowEngine) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
