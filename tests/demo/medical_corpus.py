@@ -168,7 +168,8 @@ def report(outcomes: list[Outcome]) -> str:
         share = good[category] / total[category]
         lines.append(f"{category:<12} {good[category]:>4} {total[category]:>4} {share:>9.1%}")
     overall = sum(good.values()) / max(1, sum(total.values()))
-    lines.append(f"{'overall':<12} {sum(good.values()):>4} {sum(total.values()):>4} {overall:>9.1%}")
+    right, cases = sum(good.values()), sum(total.values())
+    lines.append(f"{'overall':<12} {right:>4} {cases:>4} {overall:>9.1%}")
     for outcome in outcomes:
         if not outcome.ok:
             case = outcome.case
