@@ -14,6 +14,7 @@ from contextvars import ContextVar
 from langchain_core.messages import HumanMessage
 
 from ._groups import answer_calls
+from ._llm_hooks import blocked_reason, on_blocked
 from ._logic import LogicStep, check_logic_result
 from ._policy import ModelCallError
 from ._respond import Reply, is_plain, recover, respond, take_final
@@ -80,6 +81,11 @@ async def _model_round(
         reply, malformed = await call_model(step, tools, ctx, run)
     except ModelCallError as error:
         return await recover(flow, step, error, run)
+    reason = blocked_reason(reply)
+    if reason is not None:  # U4: a refusal goes to on_llm_blocked first
+        handled = await on_blocked(flow, step, reply, reason, run)
+        if handled is not None:
+            return handled
     if not reply.tool_calls:
         if is_plain(step):
             append_message(step, reply)

@@ -15,6 +15,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
+from ._llm_hooks import llm_error_outcome
 from ._policy import ModelCallError
 from ._structured import (
     FINAL_TOOL,
@@ -142,10 +143,11 @@ async def _follow(
 async def recover(
     flow: Flow, step: Step, error: ModelCallError, run: RunFrame
 ) -> tuple[Step, Reply | None]:
-    """The model call failed for good: `on_llm_error` may answer instead (V9)."""
-    if type(step).on_llm_error is Step.on_llm_error:
+    """The model call failed for good: `on_llm_error` may answer instead (V9, U4)."""
+    flow_default = type(flow).on_llm_error is Flow.on_llm_error
+    if type(step).on_llm_error is Step.on_llm_error and flow_default:
         raise error
-    outcome = await flow._call_hook(step.on_llm_error, error)
+    outcome = await llm_error_outcome(flow, step, error)  # the step's, else the flow's (U4)
     if outcome is None:
         raise error
     if isinstance(outcome, str):

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from ._abort import fail_turn, fails_turn
 from ._invoke import invoke
+from ._llm_hooks import blocked_reason, retry_rule
 from ._logic import LogicStep
 from ._policy import call_with_retries, inherit, model_name, policy_of
 from ._redact import redact
@@ -192,7 +193,7 @@ async def call_model(
     config = model_config(flow, step, "reply", run.parent)
     emit = ctx.emit if not run.depth else None  # a nested child's text is not the turn's reply
     result = await _call_once(spec, runnable, messages, config, ctx, step, emit)
-    if _is_empty(result):  # V9: an empty reply is asked for once more, with a nudge
+    if _is_empty(result) and blocked_reason(result) is None:  # V9: a nudge (a refusal: U4)
         messages = [*messages, HumanMessage(EMPTY_REPLY_NUDGE)]  # providers refuse empty AI turns
         result = await _call_once(spec, runnable, messages, config, ctx, step, emit)
     return _restamp(step, result)
@@ -225,6 +226,7 @@ async def _call_once(
         sleep=ctx.sleep,
         describe=lambda: (model_name(spec), f"{step.flow.name}.{step.name}"),
         deadline=ctx.ends,
+        should_retry=retry_rule(step),  # U4: the step's, else the flow's rule
     )
 
 

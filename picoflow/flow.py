@@ -88,6 +88,27 @@ class Flow:
         """
         return doc
 
+    def on_llm_error(self, step: Step, error: Exception) -> Any:
+        """A step's model call failed for good and the step's own hook returned None (U4).
+
+        Same answers as `Step.on_llm_error`; None (the default) fails the turn.
+        """
+        return None
+
+    def should_retry_llm_error(self, step: Step, error: BaseException) -> bool | None:
+        """Asked when the step's `should_retry_llm_error` returned None (U4); sync.
+
+        None (the default) retries transient errors (V9).
+        """
+        return None
+
+    def on_llm_blocked(self, step: Step, reason: str) -> Any:
+        """Asked when the step's `on_llm_blocked` returned None (U4); same answers.
+
+        None (the default) lets the refused reply stand, with a warning.
+        """
+        return None
+
     def complete(self) -> None:
         """End the session when this turn is saved, as `finish()` does from a step (V7)."""
         self._session.completed = True

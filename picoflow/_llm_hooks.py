@@ -1,0 +1,113 @@
+"""The model-call hooks (U4): `should_retry_llm_error`, `on_llm_blocked`, `on_llm_error`.
+
+Each is asked on the step first; a step that returns None (the default) hands the question to
+the flow's hook of the same name, and a flow that returns None to the framework's default:
+
+| hook | asked when | framework default |
+| --- | --- | --- |
+| `should_retry_llm_error(error)` | a model call raised; True retries it, False fails it now | retry transient errors (V9) |
+| `on_llm_blocked(reason)` | the provider refused to answer (content filter, refusal) | the reply stands, with a warning |
+| `on_llm_error(error)` | a call failed for good | the turn fails (V9) |
+
+A refusal is read from what LangChain providers report: `additional_kwargs["refusal"]`
+(OpenAI), a finish or stop reason of `content_filter`, `refusal`, `SAFETY`, `PROHIBITED_CONTENT`,
+`BLOCKLIST` or `SPII` (OpenAI, Anthropic, Gemini).
+"""  # noqa: E501 - the table reads better unwrapped
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage
+
+from ._policy import is_transient
+from .errors import FlowDefinitionError
+from .flow import Flow
+from .step import Step
+from .transitions import ToolResult
+
+if TYPE_CHECKING:
+    from ._respond import Reply
+    from ._turn import RunFrame
+
+__all__ = ["retry_rule", "blocked_reason", "on_blocked", "llm_error_outcome"]
+
+BLOCKED_REASONS = frozenset(
+    {"content_filter", "refusal", "safety", "prohibited_content", "blocklist", "spii"}
+)
+
+
+def _overridden(step: Step, flow: Flow, name: str) -> bool:
+    return getattr(type(step), name) is not getattr(Step, name) or getattr(
+        type(flow), name
+    ) is not getattr(Flow, name)
+
+
+def retry_rule(step: Step) -> Callable[[BaseException], bool] | None:
+    """What decides whether a failed call of `step` is retried; None: the policy alone (V9)."""
+    flow = step.flow
+    if not _overridden(step, flow, "should_retry_llm_error"):
+        return None
+
+    def decide(error: BaseException) -> bool:
+        answer = step.should_retry_llm_error(error)
+        if answer is None:
+            answer = flow.should_retry_llm_error(step, error)
+        if answer is None:
+            return is_transient(error)
+        if not isinstance(answer, bool):
+            raise FlowDefinitionError(
+                f"{step.name}.should_retry_llm_error() (or the flow's) returned {answer!r}. "
+                "Return True (retry), False (fail now) or None (the default rule)."
+            )
+        return answer
+
+    return decide
+
+
+def blocked_reason(reply: AIMessage) -> str | None:
+    """Why the provider refused to answer, or None for an ordinary reply."""
+    refusal = reply.additional_kwargs.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        return refusal
+    metadata = reply.response_metadata or {}
+    for key in ("finish_reason", "stop_reason"):
+        value = metadata.get(key)
+        if isinstance(value, str) and value.lower() in BLOCKED_REASONS:
+            return value
+    return None
+
+
+async def on_blocked(
+    flow: Flow, step: Step, reply: AIMessage, reason: str, run: RunFrame
+) -> tuple[Step, Reply | None] | None:
+    """Ask the hooks what a refused reply becomes; None: the reply stands (with a warning)."""
+    from ._respond import Reply
+    from ._turn import append_message, apply_transition
+
+    outcome = await flow._call_hook(step.on_llm_blocked, reason)
+    if outcome is None:
+        outcome = await flow._call_hook(flow.on_llm_blocked, step, reason)
+    if outcome is None:
+        flow.add_warning(f"The model refused to answer in {flow.name}.{step.name}: {reason}.")
+        return None
+    if isinstance(outcome, str):
+        append_message(step, AIMessage(outcome, id=step.gen_message_id()))
+        return step, Reply(outcome, outcome)
+    if isinstance(outcome, ToolResult) and outcome.kind != "stay":
+        run.scratch.clear()
+        destination, text = await apply_transition(flow, step, outcome, [], run)
+        return destination, None if text is None else Reply(text, text)
+    raise FlowDefinitionError(
+        f"{step.name}.on_llm_blocked() (or the flow's) returned {outcome!r}. Return None (the "
+        "reply stands), a str (the reply to send instead), go(Step), direct(text) or finish(text)."
+    )
+
+
+async def llm_error_outcome(flow: Flow, step: Step, error: Exception) -> Any:
+    """The step's `on_llm_error` answer, else the flow's; None: the turn fails."""
+    outcome = await flow._call_hook(step.on_llm_error, error)
+    if outcome is None:
+        outcome = await flow._call_hook(flow.on_llm_error, step, error)
+    return outcome
