@@ -7,6 +7,7 @@ whole session atomically at the end of every turn.
 
 from __future__ import annotations
 
+from ._expiration import is_session_current, session_idle_ms
 from ._logic import LogicStep
 from .engine import FlowEngine, StreamEvent, TurnResult
 from .errors import (
@@ -56,5 +57,8 @@ __all__ = [
     "SessionNotFoundError",
     "StoreError",
     "ToolLoopError",
+    # _expiration.py (U6)
+    "is_session_current",
+    "session_idle_ms",
     "__version__",
 ]

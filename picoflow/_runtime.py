@@ -46,6 +46,7 @@ class SessionRuntime:
     content_type: str = "text/plain"
     warnings: list[str] = field(default_factory=list)
     exits: list[tuple[str, list[BaseMessage]]] = field(default_factory=list)
+    doc: dict[str, Any] | None = None  # the document as loaded for this turn (get_session_doc)
 
     def state_of(self, step_name: str) -> dict[str, Any]:
         """The step's live state dict, created empty on first use."""

@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from ._engine_checks import check_flow, turn_input_problem
+from ._expiration import ttl_from_environment
 from ._housekeeping.scheduler import Housekeeping
 from ._loop import run_turn
 from ._mcp import MCPConnections
@@ -140,7 +141,8 @@ class FlowEngine:
                 check_tool_names(step)
         self._mcp = MCPConnections(mcp_servers_of(built))
         self._store: Store = store if store is not None else _store_from_environment()
-        self._sessions = Sessions(self._store, _as_ttl(session_ttl))
+        ttl = _as_ttl(session_ttl) or ttl_from_environment()  # U6: SESSION_EXPIRATION
+        self._sessions = Sessions(self._store, ttl)
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
 
     def flow_names(self) -> list[str]:

@@ -7,6 +7,7 @@ must hold on every turn, such as the compaction policy, and nothing slow.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 from collections.abc import Callable, Mapping
@@ -21,6 +22,7 @@ from .errors import FlowDefinitionError
 from .memory import Memory, Namespace, request_messages
 from .models import ModelLike
 from .step import Step
+from .tools import ToolSpec, collect_tools
 
 if TYPE_CHECKING:
     from ._nested import NestedRuns
@@ -148,6 +150,66 @@ class Flow:
     def get_memory(self) -> Memory:
         """The flow's memory: namespaces and compaction policy (M3)."""
         return self._memory
+
+    def get_session_doc(self) -> dict[str, Any]:
+        """A copy of the session document as this turn loaded it (PicoFlow's `getSessionDoc`).
+
+        It is the last saved state (a new session: the document being created); this turn's
+        changes are in the flow's own accessors until the save. Editing the copy changes
+        nothing: migrate a document in `migrate_session`.
+
+        Raises:
+            FlowDefinitionError: called outside a turn (no session is loaded).
+        """
+        doc = self._session.doc
+        if doc is None:
+            raise FlowDefinitionError(
+                f"{self.name}.get_session_doc() was called outside a turn. Call it from a "
+                "tool, a hook or init() while the engine runs the flow."
+            )
+        return copy.deepcopy(doc)
+
+    def get_executing_step(self) -> Step:
+        """The step running now: a nested child inside `run_step`, else the cursor's step.
+
+        PicoFlow's `getExecutingStep`; in the turn's own steps, the same as `current_step`.
+        """
+        from ._loop import FRAME  # the runner sits above the flow; read its frame lazily
+
+        frame = FRAME.get()
+        if frame is not None and frame.step.flow is self:
+            return frame.step
+        return self.current_step
+
+    def get_tool(self, name: str, step: StepRef | None = None) -> ToolSpec | None:
+        """The `@tool` named `name` of `step` (default: of the first registered step having it).
+
+        PicoFlow's `getTool`: the declaration (`name`, `description`, the `schema` the model
+        sees), not a callable; call a step's tool method directly to run it. None if absent.
+        """
+        steps = [self.get_step(step)] if step is not None else list(self.steps.values())
+        for candidate in steps:
+            for spec in collect_tools(type(candidate)):
+                if spec.name == name:
+                    return spec
+        return None
+
+    def require_tool(self, name: str, step: StepRef | None = None) -> ToolSpec:
+        """`get_tool`, failing with the names there are instead of returning None.
+
+        Raises:
+            FlowDefinitionError: no such tool (the message lists the tools of the flow or step).
+        """
+        found = self.get_tool(name, step)
+        if found is not None:
+            return found
+        steps = [self.get_step(step)] if step is not None else list(self.steps.values())
+        known = sorted({spec.name for s in steps for spec in collect_tools(type(s))})
+        where = f"step '{self.get_step(step).name}'" if step is not None else f"flow '{self.name}'"
+        raise FlowDefinitionError(
+            f"Tool '{name}' is not defined in {where} (its tools: {', '.join(known) or 'none'}). "
+            "Declare it with @tool on a step method, or check the spelling."
+        )
 
     def graph(self, *, session: Mapping[str, Any] | None = None) -> str:
         """This flow as Mermaid flowchart text: where a conversation can go (see picoflow.graph).

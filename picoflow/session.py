@@ -164,6 +164,7 @@ def load_flow(flow: Flow, doc: dict[str, Any], spaces: dict[str, Namespace] | No
     Context and states are copied too: the cached document must never change.
     """
     session = flow._session
+    session.doc = doc
     session.session_id = doc["id"]
     session.current = doc["current_step"]
     session.sequence = list(doc["sequence"])

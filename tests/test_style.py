@@ -44,6 +44,8 @@ PUBLIC = {
     "finish",  # SPEC V7
     "tool_group",  # SPEC V6
     "ToolCall",  # SPEC V6: what a tool_group handler receives
+    "is_session_current",  # SPEC U6
+    "session_idle_ms",  # SPEC U6
     "__version__",
 }
 
