@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage
 
-from ._policy import is_transient
+from ._policy import describe_error, is_transient, model_name
 from .errors import FlowDefinitionError
 from .flow import Flow
 from .step import Step
@@ -64,6 +64,19 @@ def retry_rule(step: Step) -> Callable[[BaseException], bool] | None:
         return answer
 
     return decide
+
+
+def retry_note(step: Step, spec: Any, retries: int) -> Callable[[BaseException, int, float], None]:
+    """What notes a retry of `step`'s model call in the session's log (U5)."""
+
+    def note(error: BaseException, attempt: int, wait: float) -> None:
+        step.flow.log(
+            f"The model '{model_name(spec)}' failed in {step.flow.name}.{step.name} (attempt "
+            f"{attempt} of {retries + 1}): {describe_error(error)}; trying again in {wait:.1f} s.",
+            level="warning",
+        )
+
+    return note
 
 
 def blocked_reason(reply: AIMessage) -> str | None:

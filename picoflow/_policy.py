@@ -249,6 +249,7 @@ async def call_with_retries(
     describe: Callable[[], tuple[str, str]],
     deadline: float | None = None,
     should_retry: Callable[[BaseException], bool] | None = None,
+    on_retry: Callable[[BaseException, int, float], None] | None = None,
 ) -> T:
     """Run `call` under the policy; raise ModelCallError when it fails for good.
 
@@ -256,7 +257,8 @@ async def call_with_retries(
     a provider (a bug in a test model, a cancelled task) pass through unchanged. With a
     `deadline` (event-loop time), a wait that would end after it is not begun: the call fails
     at once with its real cause instead of sleeping into someone else's timeout.
-    `should_retry` replaces the transient rule for what is worth another attempt (U4).
+    `should_retry` replaces the transient rule for what is worth another attempt (U4);
+    `on_retry(error, attempt, wait)` hears of each retry before its wait (U5).
     """
     attempt = 0
     while True:
@@ -273,6 +275,8 @@ async def call_with_retries(
             if wait is None:
                 model, where = describe()
                 raise model_call_error(model, where, attempt + 1, exc) from exc
+            if on_retry is not None:
+                on_retry(exc, attempt + 1, wait)
         attempt += 1
         await sleep(wait)
 

@@ -47,6 +47,7 @@ class SessionRuntime:
     warnings: list[str] = field(default_factory=list)
     exits: list[tuple[str, list[BaseMessage]]] = field(default_factory=list)
     doc: dict[str, Any] | None = None  # the document as loaded for this turn (get_session_doc)
+    logs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # U5: new entries
 
     def state_of(self, step_name: str) -> dict[str, Any]:
         """The step's live state dict, created empty on first use."""

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from ._abort import fail_turn, fails_turn
 from ._invoke import invoke
-from ._llm_hooks import blocked_reason, retry_rule
+from ._llm_hooks import blocked_reason, retry_note, retry_rule
 from ._logic import LogicStep
 from ._policy import call_with_retries, inherit, model_name, policy_of
 from ._redact import redact
@@ -227,6 +227,7 @@ async def _call_once(
         describe=lambda: (model_name(spec), f"{step.flow.name}.{step.name}"),
         deadline=ctx.ends,
         should_retry=retry_rule(step),  # U4: the step's, else the flow's rule
+        on_retry=retry_note(step, spec, retries),  # U5: each retry is noted in the session log
     )
 
 

@@ -215,6 +215,21 @@ class FlowEngine:
         *,
         owner: str | None,
     ) -> TurnResult:
+        result = await self._run_guarded(flow_name, message, session_id, config, emit, owner=owner)
+        if not result.success and is_session_id(session_id):  # U5: on record with the next save
+            self._sessions.note_failure(str(session_id), result.message, result.error)
+        return result
+
+    async def _run_guarded(
+        self,
+        flow_name: str,
+        message: str,
+        session_id: str | None,
+        config: dict[str, Any] | None,
+        emit: Callable[[str, dict[str, Any]], None] | None,
+        *,
+        owner: str | None,
+    ) -> TurnResult:
         problem = turn_input_problem(self._flows, flow_name, message, session_id, config)
         if problem is not None:
             return _failure(session_id, problem, INVALID_REQUEST)

@@ -278,6 +278,23 @@ class Flow:
         await self._call_hook(target.on_enter)
         return True
 
+    def log(self, message: str, *, level: str = "info") -> None:
+        """Write to the session's `log` ("info", "warning"), `debug` or `error` array (U5).
+
+        PicoFlow's `SessionLogger`. The entry is saved with the turn (a failed turn saves
+        nothing); each array keeps its newest 100 entries. It is also logged through `logging`.
+        """
+        from ._session_log import array_of, log_entry  # one concept per module; a leaf import
+
+        array = array_of(level)
+        self._session.logs.setdefault(array, []).append(log_entry(level, message))
+        logger.log(
+            logging.getLevelName(level.upper()),
+            "%s",
+            message,
+            extra={"session_id": self._session.session_id, "flow": self.name},
+        )
+
     def add_warning(self, message: str) -> None:
         """Record a warning on the session and in this turn's result."""
         session = self._session

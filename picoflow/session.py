@@ -16,6 +16,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
 from ._live_history import LiveHistory, unchanged_since_sync
+from ._session_log import write_logs
 from ._state import is_session_id, now_iso
 from .errors import StoreError
 from .flow import Flow
@@ -242,6 +243,7 @@ def dump_flow(
         out["warnings"] = warnings[-MAX_WARNINGS:]
     else:
         out["warnings"] = list(doc["warnings"][-MAX_WARNINGS:])
+    write_logs(doc, out, session.logs)  # U5: log, error, debug
     return out
 
 
