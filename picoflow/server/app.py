@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -18,8 +20,8 @@ from ._headers import REQUEST_ID_HEADER, SESSION_HEADER, SESSION_HEADER_ALT
 from ._heap import settle_heap
 from ._idempotency import IDEMPOTENCY_HEADER
 from ._limits import Limits
-from ._routes import STATIC_DIR, ServerSettings, router
-from ._schemas import RunRequest
+from ._routes import STATIC_DIR, ServerSettings, router, run_turn
+from ._schemas import RunEnvelope, RunRequest
 
 __all__ = ["create_app"]
 
@@ -44,6 +46,8 @@ def create_app(
     max_json_depth: int = 32,
     expose_docs: bool = True,
     cors_origins: Iterable[str] = (),
+    public_dir: str | os.PathLike[str] | None = None,
+    chat_route: bool = False,
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
@@ -69,9 +73,12 @@ def create_app(
         cors_origins: Browser origins allowed to call the API from other sites (e.g.
             `["https://chat.example.com"]`, or `["*"]`); none by default, so only the chat
             page served by this app can call it from a browser.
+        public_dir: A folder served at `/public/` (PicoFlow's static files); off by default.
+        chat_route: True also serves `POST /ai/chat`, the same turn as `/ai/run` (the route
+            PicoFlow's chat-ui uses for some flows); off by default.
 
     Raises:
-        ValueError: a limit is not a positive integer.
+        ValueError: a limit is not a positive integer, or `public_dir` is not a folder.
     """
     limits = Limits(max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
     docs: dict[str, Any] = {} if expose_docs else _NO_DOCS
@@ -87,8 +94,31 @@ def create_app(
     app.include_router(router)
     _describe_run_body(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    _serve_picoflow_extras(app, public_dir, chat_route)
     _allow_cross_site(app, list(cors_origins))
     return app
+
+
+def _serve_picoflow_extras(
+    app: FastAPI, public_dir: str | os.PathLike[str] | None, chat_route: bool
+) -> None:
+    """PicoFlow's `/public/` static files and its `/ai/chat` route, each only when asked for."""
+    if public_dir is not None:
+        folder = Path(public_dir)
+        if not folder.is_dir():
+            raise ValueError(
+                f"create_app(public_dir={str(public_dir)!r}): that is not a folder. Give the "
+                "folder whose files /public/ serves, or leave public_dir unset."
+            )
+        app.mount("/public", StaticFiles(directory=folder), name="public")
+    if chat_route:
+        app.add_api_route(
+            "/ai/chat",
+            run_turn,
+            methods=["POST"],
+            response_model=RunEnvelope,
+            summary="Run one turn (PicoFlow chat-ui's route; same as /ai/run)",
+        )
 
 
 def _closing(engine: FlowEngine) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
