@@ -17,7 +17,7 @@ A refusal is read from what LangChain providers report: `additional_kwargs["refu
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import AIMessage
 
@@ -27,11 +27,7 @@ from .flow import Flow
 from .step import Step
 from .transitions import ToolResult
 
-if TYPE_CHECKING:
-    from ._respond import Reply
-    from ._turn import RunFrame
-
-__all__ = ["retry_rule", "blocked_reason", "on_blocked", "llm_error_outcome"]
+__all__ = ["retry_rule", "retry_note", "blocked_reason", "blocked_outcome", "llm_error_outcome"]
 
 BLOCKED_REASONS = frozenset(
     {"content_filter", "refusal", "safety", "prohibited_content", "blocklist", "spii"}
@@ -92,26 +88,20 @@ def blocked_reason(reply: AIMessage) -> str | None:
     return None
 
 
-async def on_blocked(
-    flow: Flow, step: Step, reply: AIMessage, reason: str, run: RunFrame
-) -> tuple[Step, Reply | None] | None:
-    """Ask the hooks what a refused reply becomes; None: the reply stands (with a warning)."""
-    from ._respond import Reply
-    from ._turn import append_message, apply_transition
+async def blocked_outcome(flow: Flow, step: Step, reason: str) -> Any:
+    """The step's `on_llm_blocked` answer, else the flow's; None: the reply stands (U4).
 
+    Raises:
+        FlowDefinitionError: an answer that is not None, a str or a moving transition.
+    """
     outcome = await flow._call_hook(step.on_llm_blocked, reason)
     if outcome is None:
         outcome = await flow._call_hook(flow.on_llm_blocked, step, reason)
     if outcome is None:
         flow.add_warning(f"The model refused to answer in {flow.name}.{step.name}: {reason}.")
         return None
-    if isinstance(outcome, str):
-        append_message(step, AIMessage(outcome, id=step.gen_message_id()))
-        return step, Reply(outcome, outcome)
-    if isinstance(outcome, ToolResult) and outcome.kind != "stay":
-        run.scratch.clear()
-        destination, text = await apply_transition(flow, step, outcome, [], run)
-        return destination, None if text is None else Reply(text, text)
+    if isinstance(outcome, str) or (isinstance(outcome, ToolResult) and outcome.kind != "stay"):
+        return outcome
     raise FlowDefinitionError(
         f"{step.name}.on_llm_blocked() (or the flow's) returned {outcome!r}. Return None (the "
         "reply stands), a str (the reply to send instead), go(Step), direct(text) or finish(text)."

@@ -9,15 +9,14 @@ it must not move the cursor (`RunFrame.depth > 0`).
 
 from __future__ import annotations
 
-from contextvars import ContextVar
-
 from langchain_core.messages import HumanMessage
 
+from ._frame import FRAME
 from ._groups import answer_calls
-from ._llm_hooks import blocked_reason, on_blocked
+from ._llm_hooks import blocked_reason
 from ._logic import LogicStep, check_logic_result
 from ._policy import ModelCallError
-from ._respond import Reply, is_plain, recover, respond, take_final
+from ._respond import Reply, is_plain, recover, respond, settle_blocked, take_final
 from ._turn import (
     RunFrame,
     TurnContext,
@@ -34,9 +33,7 @@ from .step import Step
 
 __all__ = ["FRAME", "run_turn", "run_loop"]
 
-# The run in progress in this task: the turn itself, or a nested run (each child task of
-# `run_steps` has its own). `run_step` reads it to know its depth.
-FRAME: ContextVar[RunFrame | None] = ContextVar("picoflow_run_frame", default=None)
+# FRAME (the run in progress in this task) lives in `_frame`, a leaf the flow can read.
 
 
 async def run_turn(flow: Flow, message: str | None, ctx: TurnContext) -> str:
@@ -83,7 +80,7 @@ async def _model_round(
         return await recover(flow, step, error, run)
     reason = blocked_reason(reply)
     if reason is not None:  # U4: a refusal goes to on_llm_blocked first
-        handled = await on_blocked(flow, step, reply, reason, run)
+        handled = await settle_blocked(flow, step, reason, run)
         if handled is not None:
             return handled
     if not reply.tool_calls:

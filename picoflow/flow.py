@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pydash
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from ._frame import FRAME
 from ._runtime import SessionRuntime
 from ._state import get_path, to_json
 from .errors import FlowDefinitionError
@@ -174,8 +175,6 @@ class Flow:
 
         PicoFlow's `getExecutingStep`; in the turn's own steps, the same as `current_step`.
         """
-        from ._loop import FRAME  # the runner sits above the flow; read its frame lazily
-
         frame = FRAME.get()
         if frame is not None and frame.step.flow is self:
             return frame.step
