@@ -74,8 +74,7 @@ def create_app(
             `["https://chat.example.com"]`, or `["*"]`); none by default, so only the chat
             page served by this app can call it from a browser.
         public_dir: A folder served at `/public/` (PicoFlow's static files); off by default.
-        chat_route: True also serves `POST /ai/chat`, the same turn as `/ai/run` (the route
-            PicoFlow's chat-ui uses for some flows); off by default.
+        chat_route: True also serves `POST /ai/chat` (chat-ui's route), the turn of `/ai/run`.
 
     Raises:
         ValueError: a limit is not a positive integer, or `public_dir` is not a folder.
