@@ -8,6 +8,7 @@ whole session atomically at the end of every turn.
 from __future__ import annotations
 
 from ._bank import MemoryBank
+from ._expiration import is_session_current, session_idle_ms
 from ._logic import LogicStep
 from .engine import FlowEngine, StreamEvent, TurnResult
 from .errors import (
@@ -68,5 +69,8 @@ __all__ = [
     "StoreError",
     "ToolLoopError",
     "BudgetExceeded",
+    # _expiration.py (U6)
+    "is_session_current",
+    "session_idle_ms",
     "__version__",
 ]

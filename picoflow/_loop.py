@@ -9,16 +9,17 @@ it must not move the cursor (`RunFrame.depth > 0`).
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from functools import partial
 
 from langchain_core.messages import HumanMessage
 
+from ._frame import FRAME
 from ._groups import answer_calls
+from ._llm_hooks import blocked_reason
 from ._logic import LogicStep, check_logic_result
 from ._people.gate import gate_calls
 from ._policy import ModelCallError
-from ._respond import Reply, is_plain, recover, respond, take_final
+from ._respond import Reply, is_plain, recover, respond, settle_blocked, take_final
 from ._step_run import overrides_run, run_part
 from ._turn import (
     RunFrame,
@@ -36,9 +37,7 @@ from .step import Step
 
 __all__ = ["FRAME", "run_turn", "run_loop"]
 
-# The run in progress in this task: the turn itself, or a nested run (each child task of
-# `run_steps` has its own). `run_step` reads it to know its depth.
-FRAME: ContextVar[RunFrame | None] = ContextVar("picoflow_run_frame", default=None)
+# FRAME (the run in progress in this task) lives in `_frame`, a leaf the flow can read.
 
 
 async def run_turn(
@@ -87,6 +86,11 @@ async def _model_round(
         reply, malformed = await call_model(step, tools, ctx, run)
     except ModelCallError as error:
         return await recover(flow, step, error, run)
+    reason = blocked_reason(reply)
+    if reason is not None:  # U4: a refusal goes to on_llm_blocked first
+        handled = await settle_blocked(flow, step, reason, run)
+        if handled is not None:
+            return handled
     if not reply.tool_calls:
         if is_plain(step):
             append_message(step, reply)

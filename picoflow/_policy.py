@@ -248,6 +248,8 @@ async def call_with_retries(
     sleep: Callable[[float], Awaitable[Any]],
     describe: Callable[[], tuple[str, str]],
     deadline: float | None = None,
+    should_retry: Callable[[BaseException], bool] | None = None,
+    on_retry: Callable[[BaseException, int, float], None] | None = None,
 ) -> T:
     """Run `call` under the policy; raise ModelCallError when it fails for good.
 
@@ -255,6 +257,8 @@ async def call_with_retries(
     a provider (a bug in a test model, a cancelled task) pass through unchanged. With a
     `deadline` (event-loop time), a wait that would end after it is not begun: the call fails
     at once with its real cause instead of sleeping into someone else's timeout.
+    `should_retry` replaces the transient rule for what is worth another attempt (U4);
+    `on_retry(error, attempt, wait)` hears of each retry before its wait (U5).
     """
     attempt = 0
     while True:
@@ -267,19 +271,26 @@ async def call_with_retries(
                 raise
             if isinstance(exc, TimeoutError) and timeout is not None and not str(exc):
                 exc = TimeoutError(f"no reply within {timeout:g} s")
-            wait = _next_wait(exc, attempt, retries, deadline)
+            wait = _next_wait(exc, attempt, retries, deadline, should_retry)
             if wait is None:
                 model, where = describe()
                 raise model_call_error(model, where, attempt + 1, exc) from exc
+            if on_retry is not None:
+                on_retry(exc, attempt + 1, wait)
         attempt += 1
         await sleep(wait)
 
 
 def _next_wait(
-    exc: BaseException, attempt: int, retries: int, deadline: float | None
+    exc: BaseException,
+    attempt: int,
+    retries: int,
+    deadline: float | None,
+    should_retry: Callable[[BaseException], bool] | None = None,
 ) -> float | None:
     """Seconds to wait before the next attempt, or None when there is none (or no time)."""
-    if attempt >= retries or not is_transient(exc):
+    worth_it = should_retry(exc) if should_retry is not None else is_transient(exc)
+    if attempt >= retries or not worth_it:
         return None
     asked = retry_after(exc)
     if asked is not None and asked > MAX_RETRY_AFTER:

@@ -15,6 +15,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
+from ._llm_hooks import blocked_outcome, llm_error_outcome
 from ._policy import ModelCallError
 from ._structured import (
     FINAL_TOOL,
@@ -30,7 +31,7 @@ from .flow import Flow
 from .step import Step
 from .transitions import ToolResult, finish
 
-__all__ = ["Reply", "respond", "take_final", "recover", "is_plain"]
+__all__ = ["Reply", "respond", "take_final", "recover", "settle_blocked", "is_plain"]
 
 DEFAULT_RETRY = "That answer was not accepted. Answer again, following the system prompt."
 
@@ -142,10 +143,11 @@ async def _follow(
 async def recover(
     flow: Flow, step: Step, error: ModelCallError, run: RunFrame
 ) -> tuple[Step, Reply | None]:
-    """The model call failed for good: `on_llm_error` may answer instead (V9)."""
-    if type(step).on_llm_error is Step.on_llm_error:
+    """The model call failed for good: `on_llm_error` may answer instead (V9, U4)."""
+    flow_default = type(flow).on_llm_error is Flow.on_llm_error
+    if type(step).on_llm_error is Step.on_llm_error and flow_default:
         raise error
-    outcome = await flow._call_hook(step.on_llm_error, error)
+    outcome = await llm_error_outcome(flow, step, error)  # the step's, else the flow's (U4)
     if outcome is None:
         raise error
     if isinstance(outcome, str):
@@ -161,6 +163,21 @@ async def recover(
         f"{step.name}.on_llm_error() returned {outcome!r}. Return None (the turn fails), a str "
         "(the reply to send instead), go(Step), direct(text) or finish(text)."
     ) from error
+
+
+async def settle_blocked(
+    flow: Flow, step: Step, reason: str, run: RunFrame
+) -> tuple[Step, Reply | None] | None:
+    """The provider refused to answer: `on_llm_blocked` decides; None: the reply stands (U4)."""
+    outcome = await blocked_outcome(flow, step, reason)
+    if outcome is None:
+        return None
+    if isinstance(outcome, str):
+        message = AIMessage(outcome, id=step.gen_message_id())
+        return step, _accept(step, message, outcome, run)
+    run.scratch.clear()
+    destination, text = await apply_transition(flow, step, outcome, [], run)
+    return destination, None if text is None else Reply(text, text)
 
 
 def _no_closing_text(step: Step) -> FlowDefinitionError:

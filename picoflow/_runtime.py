@@ -53,6 +53,8 @@ class SessionRuntime:
     warnings: list[str] = field(default_factory=list)
     exits: list[tuple[str, list[BaseMessage]]] = field(default_factory=list)
     people: dict[str, Any] = field(default_factory=dict)
+    doc: dict[str, Any] | None = None  # the document as loaded for this turn (get_session_doc)
+    logs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # U5: new entries
 
     def record_step(self, step_name: str, level: int) -> None:
         """Add a `sequence` entry for a step that runs at `level` (1: the cursor's own)."""

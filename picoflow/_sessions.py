@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
 from ._hot import HotSessions
+from ._session_log import MAX_LOG_ENTRIES, FailedTurns, log_entry
 from .flow import Flow
 from .memory import Namespace
 from .session import Usage, add_usage, dump_flow
@@ -33,6 +34,7 @@ class Sessions:
         self._hot = HotSessions()
         self._limits = DocumentChecker(hands_off=True)  # H7: what no store keeps never reaches one
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._failed = FailedTurns()  # U5: errors of failed turns, written with the next save
 
     async def load(self, session_id: str) -> tuple[JSONDict | None, dict[str, Namespace] | None]:
         """The stored document and, when the cache is current, its live namespaces."""
@@ -56,15 +58,29 @@ class Sessions:
         """
         out = dump_flow(flow, doc, self._ttl, datetime.now(UTC))
         out["usage"] = add_usage(doc["usage"], usage)
+        failed = self._failed.take(out["id"])
+        if failed:
+            out["error"] = (out["error"] + failed)[-MAX_LOG_ENTRIES:]
         self._limits.check(out, out["id"])
         if deadline is not None:
             deadline.reschedule(None)
-        if fresh:
-            await self.store.create(out)
-        else:
-            out["revision"] = await self.store.save(out, doc["revision"])
+        try:
+            if fresh:
+                await self.store.create(out)
+            else:
+                out["revision"] = await self.store.save(out, doc["revision"])
+        except BaseException:
+            for entry in failed:  # not written: they wait for the next save again
+                self._failed.add(out["id"], entry)
+            raise
         self._hot.keep(out, flow.get_memory().namespaces())
         return out
+
+    def note_failure(self, session_id: str, message: str, error: str | None) -> None:
+        """Keep a failed turn's error for the session's next save (U5; P3 saves nothing now)."""
+        entry = log_entry("error", message)
+        entry["error"] = error or "Error"
+        self._failed.add(session_id, entry)
 
     def forget(self, session_id: str) -> None:
         """Drop a session from the cache (it was deleted or closed)."""

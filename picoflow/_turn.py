@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from ._abort import fail_turn, fails_turn
 from ._bank.tools import bank_block
 from ._invoke import invoke
+from ._llm_hooks import blocked_reason, retry_note, retry_rule
 from ._logic import LogicStep
 from ._ops import BudgetUsage, Telemetry
 from ._ops._budgets import tokens_of
@@ -206,7 +207,7 @@ async def call_model(
     config = model_config(flow, step, "reply", run.parent)
     emit = ctx.emit if not run.depth else None  # a nested child's text is not the turn's reply
     result = await _call_once(spec, runnable, messages, config, ctx, step, emit)
-    if _is_empty(result):  # V9: an empty reply is asked for once more, with a nudge
+    if _is_empty(result) and blocked_reason(result) is None:  # V9: a nudge (a refusal: U4)
         messages = [*messages, HumanMessage(EMPTY_REPLY_NUDGE)]  # providers refuse empty AI turns
         result = await _call_once(spec, runnable, messages, config, ctx, step, emit)
     if ctx.budget is not None:
@@ -243,6 +244,8 @@ async def _call_once(
             sleep=ctx.sleep,
             describe=lambda: (model_name(spec), f"{step.flow.name}.{step.name}"),
             deadline=ctx.ends,
+            should_retry=retry_rule(step),  # U4: the step's, else the flow's rule
+            on_retry=retry_note(step, spec, retries),  # U5: each retry is noted in the log
         )
     with telemetry.model_call(model_name(spec), step.name, "reply") as record:
         result: AIMessage = await call_with_retries(
@@ -252,6 +255,8 @@ async def _call_once(
             sleep=ctx.sleep,
             describe=lambda: (model_name(spec), f"{step.flow.name}.{step.name}"),
             deadline=ctx.ends,
+            should_retry=retry_rule(step),  # U4: the step's, else the flow's rule
+            on_retry=retry_note(step, spec, retries),  # U5: each retry is noted in the log
         )
         describe_reply(record, result)
         return result

@@ -21,6 +21,7 @@ from ._engine_checks import (
     turn_input_problem,
     warn_if_config_changed,
 )
+from ._expiration import ttl_from_environment
 from ._flow_providers import merged_providers
 from ._housekeeping.scheduler import Housekeeping
 from ._mcp import MCPConnections
@@ -133,7 +134,8 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
                 require_bank(self._store)  # L1: the bank lives in the session store
             except ValueError as exc:
                 raise FlowDefinitionError(f"A step uses long-term memory, but {exc}") from None
-        self._sessions = Sessions(self._store, as_ttl(session_ttl))
+        ttl = as_ttl(session_ttl) or ttl_from_environment()  # U6: SESSION_EXPIRATION
+        self._sessions = Sessions(self._store, ttl)
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
         self._housekeeping.telemetry = self._telemetry
         if self._budgets is not None and self._budgets.counts_owners:
@@ -231,7 +233,9 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
             record.outcome = "ok" if result.success else (result.error or "error")
             record.set("picoflow.step_after", result.step)
             record.set("picoflow.completed", result.completed)
-            return result
+        if not result.success and is_session_id(session_id):  # U5: on record with the next save
+            self._sessions.note_failure(str(session_id), result.message, result.error)
+        return result
 
     async def _run_locked(
         self,

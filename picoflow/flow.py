@@ -7,6 +7,7 @@ must hold on every turn, such as the compaction policy, and nothing slow.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 from collections.abc import Callable, Mapping
@@ -15,12 +16,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pydash
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from ._frame import FRAME
 from ._runtime import SessionRuntime
 from ._state import get_path, to_json
 from .errors import FlowDefinitionError
 from .memory import Memory, Namespace, request_messages
 from .models import ModelLike, ProviderFactory
 from .step import Step
+from .tools import ToolSpec, collect_tools
 
 if TYPE_CHECKING:
     from ._bank import MemoryBank
@@ -94,6 +97,27 @@ class Flow:
         """
         return doc
 
+    def on_llm_error(self, step: Step, error: Exception) -> Any:
+        """A step's model call failed for good and the step's own hook returned None (U4).
+
+        Same answers as `Step.on_llm_error`; None (the default) fails the turn.
+        """
+        return None
+
+    def should_retry_llm_error(self, step: Step, error: BaseException) -> bool | None:
+        """Asked when the step's `should_retry_llm_error` returned None (U4); sync.
+
+        None (the default) retries transient errors (V9).
+        """
+        return None
+
+    def on_llm_blocked(self, step: Step, reason: str) -> Any:
+        """Asked when the step's `on_llm_blocked` returned None (U4); same answers.
+
+        None (the default) lets the refused reply stand, with a warning.
+        """
+        return None
+
     def complete(self) -> None:
         """End the session when this turn is saved, as `finish()` does from a step (V7)."""
         self._session.completed = True
@@ -146,6 +170,64 @@ class Flow:
     def get_memory(self) -> Memory:
         """The flow's memory: namespaces and compaction policy (M3)."""
         return self._memory
+
+    def get_session_doc(self) -> dict[str, Any]:
+        """A copy of the session document as this turn loaded it (PicoFlow's `getSessionDoc`).
+
+        It is the last saved state (a new session: the document being created); this turn's
+        changes are in the flow's own accessors until the save. Editing the copy changes
+        nothing: migrate a document in `migrate_session`.
+
+        Raises:
+            FlowDefinitionError: called outside a turn (no session is loaded).
+        """
+        doc = self._session.doc
+        if doc is None:
+            raise FlowDefinitionError(
+                f"{self.name}.get_session_doc() was called outside a turn. Call it from a "
+                "tool, a hook or init() while the engine runs the flow."
+            )
+        return copy.deepcopy(doc)
+
+    def get_executing_step(self) -> Step:
+        """The step running now: a nested child inside `run_step`, else the cursor's step.
+
+        PicoFlow's `getExecutingStep`; in the turn's own steps, the same as `current_step`.
+        """
+        frame = FRAME.get()
+        if frame is not None and frame.step.flow is self:
+            return frame.step
+        return self.current_step
+
+    def get_tool(self, name: str, step: StepRef | None = None) -> ToolSpec | None:
+        """The `@tool` named `name` of `step` (default: of the first registered step having it).
+
+        PicoFlow's `getTool`: the declaration (`name`, `description`, the `schema` the model
+        sees), not a callable; call a step's tool method directly to run it. None if absent.
+        """
+        steps = [self.get_step(step)] if step is not None else list(self.steps.values())
+        for candidate in steps:
+            for spec in collect_tools(type(candidate)):
+                if spec.name == name:
+                    return spec
+        return None
+
+    def require_tool(self, name: str, step: StepRef | None = None) -> ToolSpec:
+        """`get_tool`, failing with the names there are instead of returning None.
+
+        Raises:
+            FlowDefinitionError: no such tool (the message lists the tools of the flow or step).
+        """
+        found = self.get_tool(name, step)
+        if found is not None:
+            return found
+        steps = [self.get_step(step)] if step is not None else list(self.steps.values())
+        known = sorted({spec.name for s in steps for spec in collect_tools(type(s))})
+        where = f"step '{self.get_step(step).name}'" if step is not None else f"flow '{self.name}'"
+        raise FlowDefinitionError(
+            f"Tool '{name}' is not defined in {where} (its tools: {', '.join(known) or 'none'}). "
+            "Declare it with @tool on a step method, or check the spelling."
+        )
 
     def graph(self, *, session: Mapping[str, Any] | None = None) -> str:
         """This flow as Mermaid flowchart text: where a conversation can go (see picoflow.graph).
@@ -213,6 +295,23 @@ class Flow:
         session.current = target.name
         await self._call_hook(target.on_enter)
         return True
+
+    def log(self, message: str, *, level: str = "info") -> None:
+        """Write to the session's `log` ("info", "warning"), `debug` or `error` array (U5).
+
+        PicoFlow's `SessionLogger`. The entry is saved with the turn (a failed turn saves
+        nothing); each array keeps its newest 100 entries. It is also logged through `logging`.
+        """
+        from ._session_log import array_of, log_entry  # one concept per module; a leaf import
+
+        array = array_of(level)
+        self._session.logs.setdefault(array, []).append(log_entry(level, message))
+        logger.log(
+            logging.getLevelName(level.upper()),
+            "%s",
+            message,
+            extra={"session_id": self._session.session_id, "flow": self.name},
+        )
 
     def add_warning(self, message: str) -> None:
         """Record a warning on the session and in this turn's result."""

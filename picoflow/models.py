@@ -20,6 +20,7 @@ from typing import Any, TypeAlias
 
 from langchain_core.language_models import BaseChatModel
 
+from ._catalog import check_catalog
 from ._providers import BUILTIN_PROVIDERS
 from .errors import FlowDefinitionError
 
@@ -124,6 +125,8 @@ class ProviderRegistry:
         if model.provider in self._custom or key in self._built:
             return
         builtin = BUILTIN_PROVIDERS[model.provider]
+        builtin.chat_class(where)  # a missing integration is named before anything else
+        check_catalog(model.provider, model.name, model.params, where)  # U7
         built = builtin.check(model.name, model.params, CLIENT_RETRIES, where)
         if built is not None:
             self._built[key] = built

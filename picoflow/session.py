@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage, message_to_dict, messages_from_
 
 from ._live_history import LiveHistory, unchanged_since_sync
 from ._people.records import dump_people, load_people
+from ._session_log import write_logs
 from ._state import is_session_id, now_iso
 from .errors import StoreError
 from .flow import Flow
@@ -169,6 +170,7 @@ def load_flow(flow: Flow, doc: dict[str, Any], spaces: dict[str, Namespace] | No
     Context and states are copied too: the cached document must never change.
     """
     session = flow._session
+    session.doc = doc
     session.session_id = doc["id"]
     session.current = doc["current_step"]
     session.sequence = list(doc["sequence"])
@@ -262,6 +264,7 @@ def dump_flow(
         out["warnings"] = warnings[-MAX_WARNINGS:]
     else:
         out["warnings"] = list(doc["warnings"][-MAX_WARNINGS:])
+    write_logs(doc, out, session.logs)  # U5: log, error, debug
     return out
 
 

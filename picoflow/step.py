@@ -225,8 +225,26 @@ class Step:
     def on_llm_error(self, error: Exception) -> Any:
         """A model call of this step failed for good (V9); answer instead of failing the turn.
 
-        `error` says which model failed and why. Return None to fail the turn (the default),
-        a str to send as the reply, or `go(Step)`/`direct(text)`/`finish(text)`.
+        `error` says which model failed and why. Return a str to send as the reply, or
+        `go(Step)`/`direct(text)`/`finish(text)`; None (the default) asks the flow's
+        `on_llm_error`, and when that returns None too, the turn fails (U4).
+        """
+        return None
+
+    def should_retry_llm_error(self, error: BaseException) -> bool | None:
+        """Whether a failed model call of this step is tried again (U4); sync.
+
+        True retries it (within `retry_attempts`), False fails it at once; None (the default)
+        asks the flow's `should_retry_llm_error`, then the policy: retry transient errors (V9).
+        """
+        return None
+
+    def on_llm_blocked(self, reason: str) -> Any:
+        """The provider refused to answer (a content filter, a refusal); `reason` says why (U4).
+
+        Return a str to send instead, or `go(Step)`/`direct(text)`/`finish(text)`; None (the
+        default) asks the flow's `on_llm_blocked`, and then the refused reply stands and a
+        warning is recorded. Sync or async.
         """
         return None
 

@@ -33,6 +33,9 @@ P1_KEYS = {
     "memory",
     "usage",
     "warnings",
+    "log",  # U5
+    "error",  # U5
+    "debug",  # U5
 }
 
 

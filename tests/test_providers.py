@@ -257,6 +257,8 @@ async def test_google_genai_round_trips_a_tool_call(
 
 
 EXTRA_PARAMS = {"azure_openai": {"api_version": "2024-10-21"}}
+# U7: on their own endpoints (no base URL set) these providers check the model name.
+MODEL_NAMES = {"deepseek": "deepseek-chat", "openrouter": "vendor/some-model"}
 
 
 @pytest.mark.parametrize(
@@ -270,7 +272,8 @@ async def test_every_provider_keeps_keys_out_of_documents_and_logs(
     caplog.set_level(logging.DEBUG)
     key = "client_kwargs" if provider == "ollama" else "api_key"
     secret: Any = {"headers": {"Authorization": SECRET}} if provider == "ollama" else SECRET
-    spec = ModelSpec(provider, "some-model", {key: secret, **EXTRA_PARAMS.get(provider, {})})
+    name = MODEL_NAMES.get(provider, "some-model")
+    spec = ModelSpec(provider, name, {key: secret, **EXTRA_PARAMS.get(provider, {})})
 
     class KeyFlow(Flow):
         def config_model(self) -> Any:

@@ -52,6 +52,8 @@ PUBLIC = {
     "token_window",
     "reset",
     "MemoryBank",  # SPEC L5: what engine.memory_bank(owner) returns
+    "is_session_current",  # SPEC U6
+    "session_idle_ms",  # SPEC U6
     "__version__",
 }
 

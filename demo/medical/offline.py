@@ -1,68 +1,220 @@
-"""The offline model of MedicalFlow: rules that answer from the messages and bound tools only."""
+"""The offline model of MedicalFlow: answers from the messages and bound tools only, as an LLM.
+
+SymptomsStep's model captures the complaint in the patient's words. BookingStep's model reads
+the doctors from its prompt (as PicoFlow's model did, from the JSON there) and replays the
+patient's messages of its namespace in order, so a doctor and a slot may come in one message or
+several, by name, position or reference, and a later one corrects an earlier one. It books
+only a slot the chosen doctor has; a question is answered and never books.
+"""
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
+from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from demo.basic.offline import relay
+from demo.medical.reading import Reading, read, symptoms_in, wants_to_end
 from picoflow import ModelSpec
 from picoflow.testing import ScriptedChatModel, tool_call
 
-_SYMPTOMS = re.compile(r"(?:i have|i've got|symptoms? (?:are|is))\s+(.+)", re.I)
-_URGENT = re.compile(r"\b(chest pain|can't breathe|bleeding|unconscious)\b", re.I)
-_SOON = re.compile(r"\b(soon|asap|this week|worse)\b", re.I)
-_DOCTOR = re.compile(r"\b(patel|reyes)\b|\bdr\.?\s+(\w+)", re.I)
-_SLOT = re.compile(
-    r"\b(mon|tue|wed|thu|fri)\w*\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?",
-    re.I,
+_DOCTORS_IN_PROMPT = re.compile(r"doctors are: (\[.*\])\. Help", re.S)
+_ABOUT_SPECIALTY = re.compile(r"specialist|general|practi|\bgp\b|difference|kind of|type of")
+_GREETING = re.compile(
+    r"^(?:hi|hello|hey|good (?:morning|afternoon|evening)|continue)?[\s!.]*$", re.I
 )
-_EARLIEST = re.compile(r"\b(?:first|earliest|soonest|next) (?:available|free|slot|one)\b", re.I)
-_CONFIRM = re.compile(r"with (Dr\. [\w ]+) on (\w+ \d{1,2}:\d{2}) \(confirmation (\w+)\)")
+CLOSING = "Thank you for contacting the clinic. Take care, and goodbye!"
+GREETING = "Hello! I'm the clinic's receptionist. What symptoms or reason brings you in today?"
 
 
 def respond(messages: list[BaseMessage], tools: list[str]) -> AIMessage | str:
     """The reply to `messages` for a step offering `tools`."""
     last = messages[-1]
-    if last.type == "tool":
-        return relay(last.text)
-    said = last.text
+    if last.type == "tool":  # an error result (R6): say it, the patient decides
+        return f"Sorry, that did not work: {last.text}"
     if "capture_symptoms" in tools:
-        return _symptoms(said)
+        return _symptoms(last.text if isinstance(last, HumanMessage) else "")
     if "book_appointment" in tools:
-        return _booking(said)
-    confirmed = _CONFIRM.search(str(messages[0].content))
-    if confirmed:
-        doctor, slot, code = confirmed.groups()
-        return f"You're booked with {doctor} on {slot}; your confirmation is {code}. Goodbye!"
-    return "Thank you for contacting the clinic. Goodbye!"
+        doctors = _doctors(str(messages[0].content))
+        said = [m.text for m in messages[1:] if isinstance(m, HumanMessage)]
+        return Booking(doctors).reply(said)
+    return CLOSING
 
 
 def _symptoms(said: str) -> AIMessage | str:
-    found = _SYMPTOMS.search(said)
-    if not found:
-        return "I'm sorry you're unwell. What symptoms do you have?"
-    symptoms = [s.strip() for s in re.split(r",| and ", found.group(1).rstrip(".")) if s.strip()]
-    urgency = "urgent" if _URGENT.search(said) else "soon" if _SOON.search(said) else "routine"
-    return tool_call("capture_symptoms", symptoms=symptoms, urgency=urgency)
+    found = symptoms_in(said)
+    if found:
+        return tool_call("capture_symptoms", symptoms=found)
+    if wants_to_end(said):
+        return tool_call("end_chat")
+    if _GREETING.match(said.strip()):
+        return GREETING
+    return "I can help you book a doctor. First, what symptoms or reason for the visit do you have?"
 
 
-def _booking(said: str) -> AIMessage | str:
-    if _EARLIEST.search(said):  # the week's first free slot: Dr. Patel, Monday 09:00
-        return tool_call("book_appointment", doctor="patel", slot="Mon 09:00")
-    doctor, slot = _DOCTOR.search(said), _SLOT.search(said)
-    if doctor and slot:
-        day = slot.group(1)[:3].capitalize()
-        hour, minute, half = int(slot.group(2)), slot.group(3) or "00", (slot.group(4) or "")
-        if half.lower().startswith("p") and hour < 12:
-            hour += 12
-        name = doctor.group(1) or doctor.group(2)
-        return tool_call("book_appointment", doctor=name, slot=f"{day} {hour:02d}:{minute}")
-    return (
-        "Dr. Maya Patel is free Mon 09:00, Mon 14:30 or Wed 11:00; Dr. Tom Reyes Tue 10:00 or "
-        "Thu 16:00. Which would you like?"
-    )
+def _doctors(prompt: str) -> list[dict[str, Any]]:
+    found = _DOCTORS_IN_PROMPT.search(prompt)
+    try:
+        doctors = json.loads(found.group(1)) if found else []
+    except ValueError:
+        return []
+    return doctors if isinstance(doctors, list) else []
+
+
+@dataclass
+class Booking:
+    """The booking as the patient's messages so far have shaped it."""
+
+    doctors: list[dict[str, Any]]
+    doctor: int | None = None
+    slot: str | None = None
+    focus: int | None = None  # the doctor last talked about, for "them" and "the other one"
+    proposal: tuple[int, str] | None = None  # what "yes" would book
+    problem: str | None = None
+
+    def reply(self, said: list[str]) -> AIMessage | str:
+        """Replay every message, then answer the last one."""
+        if not self.doctors:
+            return "Sorry, I have no doctors to offer right now."
+        reading = Reading()
+        for text in said:
+            reading = read(text, self.doctors)
+            self.problem = None
+            if reading.question:
+                self._note_question(reading)
+            else:
+                self._apply(reading)
+        return self._answer(reading)
+
+    # -- reading a message ----------------------------------------------------------------
+
+    def _apply(self, reading: Reading) -> None:
+        if reading.yes and self.proposal and not (reading.doctors or reading.times):
+            self.doctor, self.slot = self.proposal
+        doctor = self._doctor_named(reading)
+        if doctor is not None:
+            self.doctor = self.focus = doctor
+        if reading.unknown:
+            self.problem = f"We don't have a Dr. {reading.unknown[-1]} here."
+            self.doctor = None
+        self._take_time(reading)
+        if self.slot is not None and self.doctor is None:
+            owner = self._owner(self.slot)
+            if reading.anyone or self.focus == owner:
+                self.doctor = owner
+            else:
+                self.proposal = (owner, self.slot)
+        if self.doctor is not None and self.slot is not None:
+            if self.slot not in self._times(self.doctor):
+                name = self.doctors[self.doctor]["name"]
+                self.problem = f"{name} is not free at {self.slot}."
+                self.slot = None
+
+    def _note_question(self, reading: Reading) -> None:
+        doctor = self._doctor_named(reading)
+        if doctor is not None:
+            self.focus = doctor
+        time = reading.times[-1].value if reading.times else None
+        if isinstance(time, str) and not time.startswith("?"):
+            self.proposal = (self._owner(time), time)
+
+    def _doctor_named(self, reading: Reading) -> int | None:
+        if reading.doctors:
+            value = reading.doctors[-1].value
+            if isinstance(value, int):
+                return value
+            position = value[1]
+            if position is None:  # "the other doctor"
+                known = self.doctor if self.doctor is not None else self.focus
+                return None if known is None else 1 - known if len(self.doctors) == 2 else None
+            return range(len(self.doctors))[position]
+        if reading.pronoun and self.focus is not None:
+            return self.focus
+        return None
+
+    def _take_time(self, reading: Reading) -> None:
+        if not reading.times:
+            return
+        value = reading.times[-1].value
+        if isinstance(value, str):
+            if value.startswith("?"):
+                self.problem = f"No doctor is free at {value[1:]}."
+                self.slot = None
+            else:
+                self.slot = value
+            return
+        kind, position = value[0], value[1]
+        if kind == "one" and self.doctor is None:  # "the first one": a doctor
+            self.doctor = self.focus = range(len(self.doctors))[position or 0]
+            return
+        if self.doctor is None and self.focus is not None:  # "the morning one" after a question
+            self.doctor = self.focus
+        if self.doctor is not None:
+            self.slot = self._times(self.doctor)[position or 0]
+        elif len(value) > 2 and value[2]:  # "the earliest appointment": of all doctors
+            every = sorted((_minutes(t), t) for d in self.doctors for t in d["availableTimes"])
+            self.slot = every[position or 0][1]
+            self.doctor = self._owner(self.slot)
+
+    # -- answering ------------------------------------------------------------------------
+
+    def _answer(self, reading: Reading) -> AIMessage | str:
+        if reading.end and not reading.question:
+            return tool_call("end_chat")
+        if reading.question:
+            return self._answer_question(reading)
+        if self.doctor is not None and self.slot is not None:
+            name = self.doctors[self.doctor]["name"]
+            return tool_call("book_appointment", doctorName=name, timeSlot=self.slot)
+        if self.problem:
+            return f"{self.problem} {self._choices()}"
+        if self.doctor is not None:
+            return f"{self._describe(self.doctor)}. Which time would you like?"
+        if self.slot is not None:
+            owner = self._owner(self.slot)
+            return f"{self.slot} is with {self.doctors[owner]['name']}. Shall I book it?"
+        return self._choices()
+
+    def _answer_question(self, reading: Reading) -> str:
+        doctor = self._doctor_named(reading)
+        if doctor is None and not reading.doctors:
+            doctor = self.doctor
+        if _ABOUT_SPECIALTY.search(reading.text):
+            return " ".join(f"{self._specialty(i)}." for i in range(len(self.doctors)))
+        if self.proposal and reading.times and doctor is None:
+            owner, slot = self.proposal
+            return f"At {slot} you can see {self.doctors[owner]['name']}. Shall I book it?"
+        if doctor is not None:
+            return f"{self._describe(doctor)}. Which time would you like?"
+        return self._choices()
+
+    def _choices(self) -> str:
+        listed = "; ".join(self._describe(i) for i in range(len(self.doctors)))
+        return f"{listed}. Which doctor and time would you like?"
+
+    def _describe(self, index: int) -> str:
+        doctor = self.doctors[index]
+        times = " or ".join(doctor["availableTimes"])
+        return f"{doctor['name']} ({doctor['specialty']}) is available at {times}"
+
+    def _specialty(self, index: int) -> str:
+        doctor, specialty = self.doctors[index], self.doctors[index]["specialty"]
+        kind = specialty if specialty.endswith("ist") else f"{specialty} doctor"
+        return f"{doctor['name']} is our {kind} ({' or '.join(doctor['availableTimes'])})"
+
+    def _times(self, index: int) -> list[str]:
+        return list(self.doctors[index]["availableTimes"])
+
+    def _owner(self, slot: str) -> int:
+        return next(i for i, d in enumerate(self.doctors) if slot in d["availableTimes"])
+
+
+def _minutes(slot: str) -> int:
+    clock, half = slot.split()
+    hour, minute = (int(part) for part in clock.split(":"))
+    return (hour % 12 + (12 if half == "PM" else 0)) * 60 + minute
 
 
 def offline_provider(spec: ModelSpec) -> ScriptedChatModel:

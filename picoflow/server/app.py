@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -20,8 +22,8 @@ from ._idempotency import IDEMPOTENCY_HEADER
 from ._limits import Limits
 from ._observe import install_observability
 from ._people_routes import PeopleSettings, people_router
-from ._routes import STATIC_DIR, ServerSettings, router
-from ._schemas import RunRequest
+from ._routes import STATIC_DIR, ServerSettings, router, run_turn
+from ._schemas import RunEnvelope, RunRequest
 
 __all__ = ["create_app"]
 
@@ -48,6 +50,8 @@ def create_app(
     cors_origins: Iterable[str] = (),
     metrics: bool = False,
     allow_self_approval: bool = False,
+    public_dir: str | os.PathLike[str] | None = None,
+    chat_route: bool = False,
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
@@ -77,9 +81,11 @@ def create_app(
             `prometheus-client` package, the `metrics` extra). Under several worker processes,
             set `PROMETHEUS_MULTIPROC_DIR` and every worker's counts are served together.
         allow_self_approval: Let a principal decide an approval its own session asked for (K7).
+        public_dir: A folder served at `/public/` (PicoFlow's static files); off by default.
+        chat_route: True also serves `POST /ai/chat` (chat-ui's route), the turn of `/ai/run`.
 
     Raises:
-        ValueError: a limit is not a positive integer.
+        ValueError: a limit is not a positive integer, or `public_dir` is not a folder.
     """
     limits = Limits(max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
     docs: dict[str, Any] = {} if expose_docs else _NO_DOCS
@@ -93,6 +99,7 @@ def create_app(
     people = PeopleSettings(allow_self_approval=allow_self_approval)
     app.state.picoflow = ServerSettings(engine, limits, authorize, people=people)
     _install(app, engine, list(cors_origins), metrics=metrics)
+    _serve_picoflow_extras(app, public_dir, chat_route)
     return app
 
 
@@ -105,6 +112,28 @@ def _install(app: FastAPI, engine: FlowEngine, origins: list[str], *, metrics: b
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _allow_cross_site(app, origins)
     install_observability(app, engine, metrics=metrics)
+
+
+def _serve_picoflow_extras(
+    app: FastAPI, public_dir: str | os.PathLike[str] | None, chat_route: bool
+) -> None:
+    """PicoFlow's `/public/` static files and its `/ai/chat` route, each only when asked for."""
+    if public_dir is not None:
+        folder = Path(public_dir)
+        if not folder.is_dir():
+            raise ValueError(
+                f"create_app(public_dir={str(public_dir)!r}): that is not a folder. Give the "
+                "folder whose files /public/ serves, or leave public_dir unset."
+            )
+        app.mount("/public", StaticFiles(directory=folder), name="public")
+    if chat_route:
+        app.add_api_route(
+            "/ai/chat",
+            run_turn,
+            methods=["POST"],
+            response_model=RunEnvelope,
+            summary="Run one turn (PicoFlow chat-ui's route; same as /ai/run)",
+        )
 
 
 def _closing(engine: FlowEngine) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:

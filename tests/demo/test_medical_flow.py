@@ -1,23 +1,53 @@
-"""MedicalFlow (demo/medical): whole conversations through the real engine and the offline model."""
+"""MedicalFlow (demo/medical) against pico-demo-flows.md section 2, point by point.
+
+Registration and initial step (2.1), the steps, their tools and argument schemas (2.2), the
+doctors table (2.3), the transitions (2.4), the features it exercises (2.5) and the final
+session state (2.6), all through the real engine and the offline model. The corpora in
+test_medical_corpus.py cover the phrasing.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from demo.medical.flow import MedicalFlow
-from demo.medical.offline import offline_provider, respond
-from picoflow import FlowEngine
+from demo.medical.flow import DOCTORS, MedicalFlow
+from demo.medical.offline import CLOSING, respond
+from picoflow import EndStep, FlowEngine, ModelSpec
 from picoflow.stores import MemoryStore, SQLiteStore
 from picoflow.testing import ScriptedChatModel
+
+PICOFLOW_DOCTORS = [
+    {"name": "Dr. Smith", "specialty": "General Practice",
+     "availableTimes": ["10:00 AM", "2:00 PM"]},
+    {"name": "Dr. Jones", "specialty": "Specialist", "availableTimes": ["11:00 AM", "3:00 PM"]},
+]  # fmt: skip
+
+
+class Recorder:
+    """A provider whose models answer with the offline policy and record what they were sent."""
+
+    def __init__(self) -> None:
+        self.models: list[tuple[ModelSpec, ScriptedChatModel]] = []
+
+    def __call__(self, spec: ModelSpec) -> ScriptedChatModel:
+        model = ScriptedChatModel(policy=respond)
+        self.models.append((spec, model))
+        return model
+
+    def requests(self) -> list[Any]:
+        return sorted(
+            (r for _, m in self.models for r in m.requests), key=lambda r: r.messages[0].id or ""
+        )
 
 
 @pytest.fixture(params=["memory", "sqlite"])
 async def engine(request: pytest.FixtureRequest, tmp_path: Any) -> AsyncIterator[FlowEngine]:
     store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "m.db")
-    engine = FlowEngine([MedicalFlow], store=store, providers={"offline": offline_provider})
+    engine = FlowEngine([MedicalFlow], store=store, providers={"offline": Recorder()})
     yield engine
     await engine.aclose()
 
@@ -30,96 +60,189 @@ async def talk(engine: FlowEngine, *lines: str) -> tuple[list[Any], dict[str, An
         results.append(result)
         session_id = result.session_id
     doc = await engine.get_session(session_id)
+    assert doc is not None
     return results, doc
 
 
-async def test_medical_flow_books_and_the_confirmation_reaches_the_closing_reply(
-    engine: FlowEngine,
-) -> None:
-    results, doc = await talk(
-        engine, "I have a sore throat and earache", "Dr. Reyes on Tuesday at 10:00"
-    )
-    assert [r.step for r in results] == ["BookingStep", "EndStep"]
-    booking = doc["steps"]["BookingStep"]["state"]["booking"]
-    assert booking["doctor"] == "Dr. Tom Reyes" and booking["slot"] == "Tue 10:00"
-    assert results[-1].completed
-    assert results[-1].message == (
-        f"You're booked with Dr. Tom Reyes on Tue 10:00; your confirmation is "
-        f"{booking['confirmation']}. Goodbye!"
-    )
-    assert doc["steps"]["BookingStep"]["state"]["symptoms"] == ["a sore throat", "earache"]
-    assert doc["steps"]["SymptomsStep"]["model"] == {
-        "provider": "offline",
-        "name": "medical",
-        "params": {"temperature": 0.5},
-        "retry_attempts": 3,
+def pattern(doc: dict[str, Any], namespace: str) -> list[str]:
+    """A namespace as section 2.6 draws it: s, h, a, t (tool-call AI messages as "a:<tool>")."""
+    letters = {"system": "s", "human": "h", "ai": "a", "tool": "t"}
+    out = []
+    for message in doc["memory"][namespace]["messages"]:
+        calls = message["data"].get("tool_calls") or []
+        letter = letters[message["type"]]
+        out.append(f"{letter}:{calls[0]['name']}" if calls else letter)
+    return out
+
+
+def test_2_1_registration_order_namespaces_and_initial_step() -> None:
+    flow = MedicalFlow()
+    assert [(name, step.namespace) for name, step in flow.steps.items()] == [
+        ("SymptomsStep", "SymptomsStep"),
+        ("BookingStep", "BookingStep"),
+        ("EndStep", "end"),
+    ]
+    assert flow.initial_step() is None  # the first registered step: SymptomsStep
+    assert isinstance(flow.steps["EndStep"], EndStep)
+
+
+def test_2_3_the_doctors_table_is_picoflows_exactly() -> None:
+    assert DOCTORS == PICOFLOW_DOCTORS
+    assert [list(doctor) for doctor in DOCTORS] == [["name", "specialty", "availableTimes"]] * 2
+
+
+async def test_2_2_each_step_offers_picoflows_tools_with_its_argument_schemas() -> None:
+    recorder = Recorder()
+    engine = FlowEngine([MedicalFlow], store=MemoryStore(), providers={"offline": recorder})
+    session = None
+    for line in ["", "I have a sore throat", "Dr. Jones at 3pm"]:
+        session = (await engine.run("MedicalFlow", line, session)).session_id
+    bound = {}
+    for request in recorder.requests():
+        step = (request.messages[0].id or "").split("|")[0]
+        bound[step] = {t["function"]["name"]: t["function"]["parameters"] for t in request.tools}
+    assert {step: sorted(tools) for step, tools in bound.items()} == {
+        "SymptomsStep": ["capture_symptoms", "end_chat"],
+        "BookingStep": ["book_appointment", "end_chat"],
+        "EndStep": [],
     }
+    symptoms = bound["SymptomsStep"]["capture_symptoms"]
+    assert symptoms["required"] == ["symptoms"]
+    assert symptoms["properties"]["symptoms"] == {
+        "description": "the reported symptoms or reason for visit",
+        "type": "string",
+    }
+    booking = bound["BookingStep"]["book_appointment"]
+    assert booking["required"] == ["doctorName", "timeSlot"]
+    assert booking["properties"] == {
+        "doctorName": {"description": "name of the selected doctor", "type": "string"},
+        "timeSlot": {"description": "the chosen time slot", "type": "string"},
+    }
+    assert bound["BookingStep"]["end_chat"].get("required", []) == []
 
 
-async def test_medical_flow_refuses_unknown_doctors_and_taken_slots(engine: FlowEngine) -> None:
-    results, doc = await talk(
-        engine,
-        "Hello",
-        "I have a cough",
-        "Dr Smith on Mon 9:00",
-        "Patel on Friday 9:00",
-        "Patel on Monday 9:00",
-    )
-    assert [r.step for r in results] == [
-        "SymptomsStep",
-        "BookingStep",
-        "BookingStep",
-        "BookingStep",
+async def test_2_1_symptoms_step_runs_the_flow_model_with_its_own_params() -> None:
+    recorder = Recorder()
+    engine = FlowEngine([MedicalFlow], store=MemoryStore(), providers={"offline": recorder})
+    result = await engine.run("MedicalFlow", "I have a headache")
+    assert [(spec.name, spec.params) for spec, _ in recorder.models] == [
+        ("medical", {"temperature": 0.5}),  # SymptomsStep: useModelParams({temperature: 0.5})
+        ("medical", {}),  # BookingStep: the flow's model as it is
+    ]
+    doc = await engine.get_session(result.session_id)
+    assert doc is not None
+    assert doc["steps"]["SymptomsStep"]["model"]["params"] == {"temperature": 0.5}
+    assert doc["steps"]["BookingStep"]["model"] is None  # PicoFlow: modelParams {}
+
+
+async def test_2_6_final_state_after_a_complete_run(engine: FlowEngine) -> None:
+    results, doc = await talk(engine, "", "I have a sore throat", "Dr. Jones please", "3pm")
+    assert [r.step for r in results] == ["SymptomsStep", "BookingStep", "BookingStep", "EndStep"]
+    assert [r.completed for r in results] == [False, False, False, True]
+    assert (doc["run_status"], doc["flow"], doc["current_step"]) == (
+        "completed",
+        "MedicalFlow",
         "EndStep",
-    ]
-    assert results[2].message == (
-        "Sorry: There is no doctor called 'Smith'; you can see Dr. Maya Patel or Dr. Tom Reyes."
     )
-    assert results[3].message == (
-        "Sorry: Dr. Maya Patel is not free at 'Fri 09:00'; free slots: Mon 09:00, Mon 14:30, "
-        "Wed 11:00."
+    assert doc["sequence"] == ["SymptomsStep", "BookingStep", "EndStep"]
+    assert list(doc["memory"]) == ["SymptomsStep", "BookingStep", "end"]
+    assert pattern(doc, "SymptomsStep") == ["s", "h", "a", "h", "a:capture_symptoms", "t"]
+    assert pattern(doc, "BookingStep") == ["s", "h", "a", "h", "a", "h", "a:book_appointment", "t"]
+    assert pattern(doc, "end") == ["s", "h", "a"]
+    booking_ns = doc["memory"]["BookingStep"]["messages"]
+    assert booking_ns[1]["data"]["content"] == "Continue."  # the default opener (PicoFlow: Start)
+    feedback = booking_ns[-1]["data"]["content"]
+    assert feedback == "Successfully booked with Dr. Jones at 3:00 PM. Thank you!"
+    end_ns = doc["memory"]["end"]["messages"]
+    assert end_ns[0]["data"]["content"] == EndStep.CLOSING_PROMPT  # bare EndStep, built-in line
+    assert "booked" not in json.dumps(end_ns)  # the confirmation never reaches the closing model
+    assert results[-1].message == CLOSING
+    steps = {name: entry["state"] for name, entry in doc["steps"].items()}
+    assert list(steps["SymptomsStep"]) == ["symptoms", "_saveOn"]
+    assert steps["SymptomsStep"]["symptoms"] == "sore throat"
+    assert list(steps["BookingStep"]) == ["doctors", "_saveOn", "doctorName", "timeSlot", "booked"]
+    assert steps["BookingStep"]["doctors"] == PICOFLOW_DOCTORS
+    assert (steps["BookingStep"]["doctorName"], steps["BookingStep"]["timeSlot"]) == (
+        "Dr. Jones",
+        "3:00 PM",
     )
-    assert doc["run_status"] == "completed"
-    assert doc["steps"]["BookingStep"]["state"]["booking"]["slot"] == "Mon 09:00"
+    assert steps["BookingStep"]["booked"] is True
+    assert steps["EndStep"] == {}  # no _prompt, no _saveOn
 
 
-async def test_medical_flow_sends_urgent_symptoms_elsewhere(engine: FlowEngine) -> None:
-    results, doc = await talk(engine, "I have chest pain")
-    assert (results[0].step, results[0].completed) == ("SymptomsStep", False)
-    assert results[0].message == (
-        "Sorry: Urgent symptoms are not booked here. Tell the patient to call emergency "
-        "services or go to the nearest emergency room."
-    )
-    assert "symptoms" not in doc["steps"]["SymptomsStep"]["state"]
-
-
-async def test_medical_flow_symptoms_step_uses_the_same_model_with_its_own_params() -> None:
-    built: list[Any] = []
-
-    def factory(spec: Any) -> ScriptedChatModel:
-        built.append(spec)
-        return ScriptedChatModel(policy=respond)
-
-    engine = FlowEngine([MedicalFlow], store=MemoryStore(), providers={"offline": factory})
-    await engine.run("MedicalFlow", "I have a headache")
-    assert [(s.name, s.params) for s in built] == [
-        ("medical", {"temperature": 0.5}),
-        ("medical", {}),
-    ]
+async def test_2_2_booking_prompt_keeps_the_original_empty_symptoms(engine: FlowEngine) -> None:
+    _, doc = await talk(engine, "I have a migraine")
+    prompt = doc["memory"]["BookingStep"]["messages"][0]["data"]["content"]
+    compact = json.dumps(PICOFLOW_DOCTORS, separators=(",", ":"))
+    assert "You have the user's symptoms: . " in prompt
+    assert f"The available doctors are: {compact}." in prompt
 
 
 @pytest.mark.parametrize(
-    ("said", "doctor", "slot"),
+    ("lines", "step"),
     [
-        ("the first available, please", "Dr. Maya Patel", "Mon 09:00"),
-        ("Dr Reyes thursday 4pm", "Dr. Tom Reyes", "Thu 16:00"),
-        ("dr. patel on monday at 2:30 pm", "Dr. Maya Patel", "Mon 14:30"),
-        ("Patel, Wednesday 11am", "Dr. Maya Patel", "Wed 11:00"),
+        (["never mind, bye"], "SymptomsStep"),
+        (["I have a cough", "cancel, I'll call back later. goodbye"], "BookingStep"),
     ],
 )
-async def test_medical_flow_reads_slots_as_people_write_them(
-    engine: FlowEngine, said: str, doctor: str, slot: str
+async def test_2_4_end_chat_from_either_step_ends_without_a_booking(
+    engine: FlowEngine, lines: list[str], step: str
 ) -> None:
-    results, doc = await talk(engine, "I have a cough", said)
-    booking = doc["steps"]["BookingStep"]["state"]["booking"]
-    assert (booking["doctor"], booking["slot"], results[-1].completed) == (doctor, slot, True)
+    results, doc = await talk(engine, *lines)
+    assert (results[-1].step, results[-1].completed, results[-1].message) == (
+        "EndStep",
+        True,
+        CLOSING,
+    )
+    assert pattern(doc, step)[-2:] == ["a:end_chat", "t"]
+    assert "booked" not in doc["steps"]["BookingStep"]["state"]
+    assert doc["steps"]["EndStep"]["state"] == {}
+
+
+@pytest.mark.parametrize(
+    ("lines", "replies", "booked"),
+    [
+        (  # one fact at a time, a question before the answer, the slot by part of the day
+            ["hi", "my knee is swollen", "who's the specialist?", "him, in the afternoon"],
+            [
+                "Hello! I'm the clinic's receptionist. What symptoms or reason brings you in "
+                "today?",
+                "Dr. Smith (General Practice) is available at 10:00 AM or 2:00 PM; Dr. Jones "
+                "(Specialist) is available at 11:00 AM or 3:00 PM. Which doctor and time would "
+                "you like?",
+                "Dr. Smith is our General Practice doctor (10:00 AM or 2:00 PM). Dr. Jones is "
+                "our Specialist (11:00 AM or 3:00 PM).",
+            ],
+            ("Dr. Jones", "3:00 PM"),
+        ),
+        (  # a slot the doctor does not have, then a correction by position
+            ["I have a rash", "Dr. Smith at 11", "ok, his first slot then"],
+            [
+                "Dr. Smith (General Practice) is available at 10:00 AM or 2:00 PM; Dr. Jones "
+                "(Specialist) is available at 11:00 AM or 3:00 PM. Which doctor and time would "
+                "you like?",
+                "Dr. Smith is not free at 11:00 AM. Dr. Smith (General Practice) is available "
+                "at 10:00 AM or 2:00 PM; Dr. Jones (Specialist) is available at 11:00 AM or "
+                "3:00 PM. Which doctor and time would you like?",
+            ],
+            ("Dr. Smith", "10:00 AM"),
+        ),
+        (  # typos, and the slot first: it names its doctor, who is proposed
+            ["i hav a couhg", "2pm", "yes plz"],
+            [
+                "Dr. Smith (General Practice) is available at 10:00 AM or 2:00 PM; Dr. Jones "
+                "(Specialist) is available at 11:00 AM or 3:00 PM. Which doctor and time would "
+                "you like?",
+                "2:00 PM is with Dr. Smith. Shall I book it?",
+            ],
+            ("Dr. Smith", "2:00 PM"),
+        ),
+    ],
+)
+async def test_2_4_conversations_book_the_doctor_and_slot_people_meant(
+    engine: FlowEngine, lines: list[str], replies: list[str], booked: tuple[str, str]
+) -> None:
+    results, doc = await talk(engine, *lines)
+    assert [r.message for r in results[:-1]] == replies
+    state = doc["steps"]["BookingStep"]["state"]
+    assert (state["doctorName"], state["timeSlot"], results[-1].completed) == (*booked, True)

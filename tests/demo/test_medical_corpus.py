@@ -1,0 +1,36 @@
+"""MedicalFlow's corpora (issue 19): what patients type, each case with the effect it must have.
+
+``medical_heldout.txt`` was written before the port was changed and run once on each version
+(the figures are in its header and in docs/demo.md); ``medical_tuning.txt`` is what the offline
+model was fitted to. Both run here through the real engine; the test fails below the floor,
+and prints the table per category with ``pytest -v``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from medical_corpus import HELDOUT, TUNING, Runner, read_corpus, report
+
+MIN_ACCURACY = 0.95
+
+
+async def test_medical_corpus_accuracy_holds_its_floor(
+    request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = read_corpus(HELDOUT) + read_corpus(TUNING)
+    runner = Runner()
+    outcomes = [await runner.run(case) for case in cases]
+    text = report(outcomes)
+    if request.config.getoption("verbose") > 0:
+        with capsys.disabled():
+            print("\n" + text)
+    accuracy = sum(o.ok for o in outcomes) / len(outcomes)
+    assert accuracy >= MIN_ACCURACY, text
+
+
+def test_medical_corpus_is_varied_and_its_held_out_share_stays() -> None:
+    heldout, tuning = read_corpus(HELDOUT), read_corpus(TUNING)
+    assert len(heldout) >= 20 and len(tuning) >= 50
+    categories = {case.category for case in heldout + tuning}
+    assert {"typo", "chatty", "spread", "reference", "correction", "question"} <= categories
+    assert any(len(case.turns) > 2 for case in heldout)
