@@ -55,31 +55,24 @@ def create_app(
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
-    The app closes the engine (and so its store) when the server shuts down, because a served
-    engine has no other owner left to do it once the server's event loop is gone. Every limit
-    is checked before the body is held in memory or any model is called (H1);
-    `docs/deployment.md` explains how to choose them.
+    The app closes the engine (and its store) when the server shuts down: a served engine has
+    no other owner left once the server's event loop is gone. `docs/server.md` describes every
+    option; `docs/deployment.md` how to choose the limits.
 
     Args:
         engine: The engine whose flows the app serves.
-        authorize: Who may call the API (H4): a function of the request returning the
-            caller's principal name, or None for "no valid credentials" (401); see
-            `api_key_auth`. Each session belongs to the principal that created it. Without
-            it, anyone who can reach the server may run turns and end any session they know.
-        max_body_bytes: Larger request bodies get 413, checked on `Content-Length` and while
-            the body streams in, so no more than this is ever buffered.
-        max_config_bytes: A larger `config` (as compact JSON) gets 413; it is stored with the
-            session, so it bounds what one session costs the store.
-        max_message_chars: Longer messages get 413, which bounds what one turn can cost.
-        max_json_depth: Bodies nested deeper than this get 400.
-        expose_docs: False removes `/docs`, `/redoc` and `/openapi.json` (a public server
-            need not describe itself).
-        cors_origins: Browser origins allowed to call the API from other sites (e.g.
-            `["https://chat.example.com"]`, or `["*"]`); none by default, so only the chat
-            page served by this app can call it from a browser.
-        metrics: True serves Prometheus metrics at `/metrics` (O2; needs the
-            `prometheus-client` package, the `metrics` extra). Under several worker processes,
-            set `PROMETHEUS_MULTIPROC_DIR` and every worker's counts are served together.
+        authorize: Who may call the API (H4): a function of the request returning the caller's
+            principal (a name or a `Principal` with roles), or None for 401; see `api_key_auth`.
+            Without it, anyone who can reach the server may run turns in any session they know.
+        max_body_bytes: Larger bodies get 413 (H1: every limit is checked before the body is
+            held in memory or a model is called).
+        max_config_bytes: A larger `config` (compact JSON) gets 413.
+        max_message_chars: Longer messages get 413.
+        max_json_depth: Bodies nested deeper get 400.
+        expose_docs: False removes `/docs`, `/redoc` and `/openapi.json`.
+        cors_origins: Browser origins allowed to call the API from other sites; none by
+            default, so only the chat page served by this app can call it from a browser.
+        metrics: True serves Prometheus metrics at `/metrics` (O2; the `metrics` extra).
         allow_self_approval: Let a principal decide an approval its own session asked for (K7).
         public_dir: A folder served at `/public/` (PicoFlow's static files); off by default.
         chat_route: True also serves `POST /ai/chat` (chat-ui's route), the turn of `/ai/run`.
