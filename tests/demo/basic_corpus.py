@@ -35,12 +35,12 @@ HELD_OUT = HERE / "basic_heldout.txt"
 TUNING = HERE / "basic_tuning.txt"
 
 _TO_FAVORITES = ["NYC and LA"]
-_FAVORITES = ["My colour is blue and my food is pizza"]
+_FAVORITES = ["blue", "Alien", "winter"]
 STATES: dict[str, list[str]] = {
     "start": [],
     "favorites": _TO_FAVORITES,
-    "favorites_movie": _TO_FAVORITES,
-    "favorites_season": _TO_FAVORITES,
+    "favorites_movie": [*_TO_FAVORITES, "blue"],
+    "favorites_season": [*_TO_FAVORITES, "blue", "Alien"],
     "name": [*_TO_FAVORITES, *_FAVORITES],
     "dob": [*_TO_FAVORITES, *_FAVORITES, "My name is Ada Lovelace"],
     "address": [*_TO_FAVORITES, *_FAVORITES, "My name is Ada Lovelace", "1990-03-14"],
