@@ -20,6 +20,7 @@ from .errors import (
 from .flow import Flow
 from .memory import SummaryConfig
 from .models import ModelLike, ModelSpec
+from .prompts import FlowPrompt, Prompt, parse_json
 from .step import EndStep, Step
 from .tools import ToolCall, tool, tool_group
 from .transitions import ToolResult, direct, finish, go, stay
@@ -49,6 +50,10 @@ __all__ = [
     "ModelSpec",
     "ModelLike",
     "SummaryConfig",
+    # prompts.py
+    "Prompt",
+    "FlowPrompt",
+    "parse_json",
     # errors.py
     "PicoflowError",
     "FlowDefinitionError",

@@ -44,6 +44,9 @@ PUBLIC = {
     "finish",  # SPEC V7
     "tool_group",  # SPEC V6
     "ToolCall",  # SPEC V6: what a tool_group handler receives
+    "Prompt",  # SPEC U1
+    "FlowPrompt",  # SPEC U1
+    "parse_json",  # SPEC U1
     "__version__",
 }
 

@@ -16,14 +16,13 @@ files in ``prompt/`` next to this module.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel, Field
 
 from demo.basic.validators import validate_address
-from picoflow import EndStep, Flow, LogicStep, ModelLike, Step, go, stay, tool
+from picoflow import EndStep, Flow, LogicStep, ModelLike, Prompt, Step, go, parse_json, stay, tool
 
 OFFLINE_MODEL = "offline:basic"
 CITIES = ("NYC", "LA")  # exactly these, case-sensitive, no aliases: the model learns it from
@@ -34,24 +33,15 @@ FOLLOW_SYSTEM_PROMPT = "Follow system prompt"
 ORDINALS = ("10th", "11th", "12th", "13th", "14th", "15th", "16th")  # the batch items (1.7)
 BATCH_SIZE = 3
 
-_PROMPTS = Path(__file__).with_name("prompt")
-
 
 def _prompt(name: str) -> str:
-    return (_PROMPTS / name).read_text(encoding="utf-8").strip()
-
-
-def _replace(text: str, values: dict[str, Any]) -> str:
-    for key, value in values.items():
-        if value:
-            text = text.replace("{{" + key + "}}", str(value))
-    return text
+    return Prompt.file(f"prompt/{name}").strip()
 
 
 TRAVEL_ROLE = _prompt("role.md")  # DemoPrompt.TravelRole
 ABRUPT_END = _prompt("abrupt_end.md")  # DemoPrompt.AbruptEnd: the prompt of every exit
 FROM_ADDRESS_END = _prompt("from_address_end.md")  # DemoPrompt.FromAddressEnd: unused upstream
-FAVORITES_SCHEMA = (_PROMPTS / "favorites.json").read_text(encoding="utf-8")
+FAVORITES_SCHEMA = Prompt.file("prompt/favorites.json")
 
 
 class _EndChat:
@@ -102,10 +92,10 @@ class FavoritesStep(Step):
         return HumanMessage("Hi")  # whatever was forwarded is dropped
 
     def get_prompt(self) -> str:
-        return _replace(_prompt("favorites.md"), {"QUESTION_SCHEMA": FAVORITES_SCHEMA})
+        return Prompt.replace(_prompt("favorites.md"), {"QUESTION_SCHEMA": FAVORITES_SCHEMA})
 
     def on_response(self, reply: Any) -> Any:
-        favorites = _parse_json(str(reply))
+        favorites = parse_json(str(reply))
         if not favorites:
             return None  # a question: it is the reply, the user answers next turn
         self.save_state({"favorites": favorites})  # not checked against the schema, as upstream
@@ -154,7 +144,7 @@ class NameStep(_EndChat, Step):
 class DOBStep(_EndChat, Step):
     def get_prompt(self) -> str:
         name = self.flow.get_step_state(NameStep, "name")
-        return f"{TRAVEL_ROLE}\n\n" + _replace(_prompt("dob.md"), {"UserName": name})
+        return f"{TRAVEL_ROLE}\n\n" + Prompt.replace(_prompt("dob.md"), {"UserName": name})
 
     @tool
     def dob(
@@ -229,14 +219,3 @@ class BasicFlow(Flow):
             FavoritesStep(self).use_memory("favorite"),
             EndStep(self).use_memory("temp").use_model(mini),
         ]
-
-
-def _parse_json(text: str) -> Any:
-    """StringUtil.parseJson: trim, strip a ``` / ```json fence, parse; None on failure."""
-    import json
-
-    body = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
-    try:
-        return json.loads(body)
-    except ValueError:
-        return None
