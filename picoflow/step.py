@@ -28,6 +28,7 @@ from .models import ModelLike, ModelSpec, parse_model
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from ._end_tool import EndTool
     from ._nested import NestedRuns
     from .flow import Flow
 
@@ -71,6 +72,7 @@ class Step:
         self._recall = False
         self._tool_sources: list[Any] = []  # LangChain BaseTools and MCP servers (use_tools)
         self._distil: DistilSpec | None = None
+        self._end_tool: EndTool | None = None  # use_end_tool (U2)
 
     # -- identity and registration ------------------------------------------------------------
 
@@ -102,6 +104,22 @@ class Step:
     def use_recall(self) -> Self:
         """Expose `conversation_search` over this namespace's archive (M9)."""
         self._recall = True
+        return self
+
+    def use_end_tool(self, name: str = "terminate_session", *, prompt: str | None = None) -> Self:
+        """Offer the built-in end tool: calling it moves to the flow's `EndStep` (U2).
+
+        `name` is "terminate_session" or, as G2 PicoFlow apps call it, "end_chat". The tool
+        takes a `prompt` argument, which becomes EndStep's closing instruction
+        (`go(EndStep).with_prompt(prompt)`); a fixed `prompt` given here is used instead of the
+        model's. Mention it in the step's prompt (`FlowPrompt.END_CHAT`). See docs/transitions.md.
+
+        Raises:
+            ValueError: another name, or a blank fixed prompt.
+        """
+        from ._end_tool import end_tool_of
+
+        self._end_tool = end_tool_of(self, name, prompt)
         return self
 
     def use_tools(self, *tools: Any) -> Self:

@@ -44,18 +44,7 @@ FROM_ADDRESS_END = _prompt("from_address_end.md")  # DemoPrompt.FromAddressEnd: 
 FAVORITES_SCHEMA = Prompt.file("prompt/favorites.json")
 
 
-class _EndChat:
-    """The exit of Weather, Name, DOB and Address: `end_chat` to EndStep with AbruptEnd."""
-
-    @tool
-    def end_chat(
-        self, prompt: Annotated[str, Field(description="closing words for the user")] = ""
-    ) -> Any:
-        """End the conversation when the user clearly wants to stop."""
-        return go(EndStep).with_prompt(ABRUPT_END)
-
-
-class WeatherStep(_EndChat, Step):
+class WeatherStep(Step):
     """A two-city gate: both NYC and LA must be asked for (in one message or over several)."""
 
     def get_prompt(self) -> str:
@@ -125,7 +114,7 @@ class InContextStep(Step):
         return None  # the object is run_step's return value
 
 
-class NameStep(_EndChat, Step):
+class NameStep(Step):
     def get_prompt(self) -> str:
         return f"{TRAVEL_ROLE}\n\n{_prompt('name.md')}"
 
@@ -141,7 +130,7 @@ class NameStep(_EndChat, Step):
         return go(DOBStep)
 
 
-class DOBStep(_EndChat, Step):
+class DOBStep(Step):
     def get_prompt(self) -> str:
         name = self.flow.get_step_state(NameStep, "name")
         return f"{TRAVEL_ROLE}\n\n" + Prompt.replace(_prompt("dob.md"), {"UserName": name})
@@ -158,7 +147,7 @@ class DOBStep(_EndChat, Step):
         return go(AddressStep)
 
 
-class AddressStep(_EndChat, Step):
+class AddressStep(Step):
     def get_prompt(self) -> str:
         return f"{TRAVEL_ROLE}\n\n{_prompt('address.md')}"
 
@@ -207,11 +196,19 @@ class BasicFlow(Flow):
 
     def define_steps(self) -> list[Step]:
         mini = self.mini_model if self.mini_model is not None else self.config_model()
+        # end_chat: to EndStep with AbruptEnd, whatever the model passes; AddressStep's goes
+        # through EndStep's own handler upstream (callStepTool), which keeps the model's prompt.
         return [
-            WeatherStep(self).use_model(mini),
-            NameStep(self).use_memory("default").use_model(mini),
-            AddressStep(self).use_memory("default").use_model(mini),
-            DOBStep(self).use_memory("default").use_model(mini),
+            WeatherStep(self).use_model(mini).use_end_tool("end_chat", prompt=ABRUPT_END),
+            NameStep(self)
+            .use_memory("default")
+            .use_model(mini)
+            .use_end_tool("end_chat", prompt=ABRUPT_END),
+            AddressStep(self).use_memory("default").use_model(mini).use_end_tool("end_chat"),
+            DOBStep(self)
+            .use_memory("default")
+            .use_model(mini)
+            .use_end_tool("end_chat", prompt=ABRUPT_END),
             FooLogicStep(self).use_memory("default"),
             GooLogicStep(self).use_memory("default"),
             InContextStep(self).use_memory("separate"),
