@@ -105,10 +105,12 @@ def check_end_tool(step: Step) -> str | None:
 
 
 def _terminal(step: Step) -> type[Step]:
-    from .step import EndStep
-
     for registered in step.flow.steps.values():
-        if isinstance(registered, EndStep):
+        # EndStep by its place in the class tree: picoflow.step imports this module
+        if any(
+            c.__name__ == "EndStep" and c.__module__ == "picoflow.step"
+            for c in type(registered).__mro__
+        ):
             return type(registered)
     name = step._end_tool.name if step._end_tool is not None else END_TOOL_NAMES[0]
     raise FlowDefinitionError(

@@ -17,6 +17,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from ._batch import BatchRuns, is_batch_turn, run_batch
 from ._engine_checks import check_flow, turn_input_problem
 from ._housekeeping.scheduler import Housekeeping
 from ._loop import run_turn
@@ -372,7 +373,10 @@ class FlowEngine:
             if _overrides(flow, "init"):
                 await flow.init()
             await flow._call_hook(flow.current_step.on_restore)
-        reply = await run_turn(flow, message, context)
+        if is_batch_turn(flow):  # U8: config._concurrent runs spawn_steps instead
+            reply = await run_batch(flow)
+        else:
+            reply = await run_turn(flow, message, context)
         saved = await self._save(flow, doc, context, fresh, deadline)
         return TurnResult(
             session_id=saved["id"],
@@ -395,6 +399,7 @@ class FlowEngine:
             sleep=self._sleep,
         )
         flow._nested = NestedRuns(context)  # steps may run other steps in this turn (V2, V3)
+        flow._batch = BatchRuns(self, TurnResult)  # and start sessions of the same flow (U8)
         return context
 
     async def _connect_tools(self, flow: Flow) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pydash
@@ -23,7 +23,9 @@ from .models import ModelLike
 from .step import Step
 
 if TYPE_CHECKING:
+    from ._batch import BatchRuns
     from ._nested import NestedRuns
+    from .engine import TurnResult
 
 __all__ = ["Flow"]
 
@@ -55,6 +57,7 @@ class Flow:
         self._steps: dict[str, Step] | None = None
         self._session = SessionRuntime()  # what the turn changes; `session.py` loads and dumps it
         self._nested: NestedRuns | None = None  # set by the engine for a turn (V2, V3)
+        self._batch: BatchRuns | None = None  # set by the engine for a turn (U8)
 
     # -- what subclasses define ---------------------------------------------------------------
 
@@ -87,6 +90,51 @@ class Flow:
         keys of `steps`), move state, drop a namespace. The session id and revision are kept.
         """
         return doc
+
+    async def spawn_steps(self) -> str:
+        """A batch turn (`config._concurrent` truthy) runs this instead of the step loop (U8).
+
+        Override it to fan out with `concurrent_steps`; the text it returns is the turn's
+        reply. The session stays where it is unless it moves (`await self.goto(Step)`) or
+        ends (`self.complete()`). See docs/batch.md.
+        """
+        raise FlowDefinitionError(
+            f"The run's config has _concurrent set, so this turn is a batch turn, but "
+            f"{type(self).__name__} does not override spawn_steps(). Define "
+            "`async def spawn_steps(self) -> str` (it may call concurrent_steps), or leave "
+            "_concurrent out of the config."
+        )
+
+    async def concurrent_steps(
+        self,
+        items: Iterable[Any],
+        batch_size: int,
+        on_config: Callable[[Any], Any],
+        on_bot_response: Callable[[Any, TurnResult], Any] | None = None,
+        *,
+        url: str | None = None,
+        transport: Any = None,
+    ) -> list[TurnResult]:
+        """Run one new session of this flow per item, `batch_size` at a time (U8).
+
+        Batches run in order, the items of a batch concurrently; each item is a full turn of
+        a new session whose config is `on_config(item)` (without `_concurrent`). They run in
+        this process, or are POSTed to `url` (default: the `SELF_URL` environment variable, the
+        full run endpoint of a picoflow server) through httpx, with `transport` if given.
+        `on_bot_response(item, result)` (sync or async) gets each item's `TurnResult`, a
+        failed one included: one item's failure does not stop the others. Returns every
+        result in item order.
+
+        Raises:
+            TypeError, ValueError: bad arguments (checked before any item runs).
+        """
+        batch = self._batch
+        if batch is None:
+            raise RuntimeError(
+                f"{self.name}.concurrent_steps() was called outside a turn. Call it from "
+                "spawn_steps(), a tool or a hook while the engine runs the flow."
+            )
+        return await batch.run(self, items, batch_size, on_config, on_bot_response, url, transport)
 
     def complete(self) -> None:
         """End the session when this turn is saved, as `finish()` does from a step (V7)."""

@@ -16,6 +16,7 @@ files in ``prompt/`` next to this module.
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any, ClassVar
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -23,6 +24,8 @@ from pydantic import BaseModel, Field
 
 from demo.basic.validators import validate_address
 from picoflow import EndStep, Flow, LogicStep, ModelLike, Prompt, Step, go, parse_json, stay, tool
+
+logger = logging.getLogger(__name__)
 
 OFFLINE_MODEL = "offline:basic"
 CITIES = ("NYC", "LA")  # exactly these, case-sensitive, no aliases: the model learns it from
@@ -190,6 +193,25 @@ class BasicFlow(Flow):
 
     def config_model(self) -> ModelLike:
         return self.chat_model if self.chat_model is not None else OFFLINE_MODEL
+
+    async def spawn_steps(self) -> str:
+        """Batch mode (1.7): one PresidentStep session per ordinal, three at a time.
+
+        Runs when the request's config has ``_concurrent: true``; each worker's answer is saved
+        on this session's PresidentStep under its ordinal.
+        """
+        await self.goto(PresidentStep)  # PicoFlow's activate(PresidentStep)
+        president = self.get_step(PresidentStep)
+        await self.concurrent_steps(
+            ORDINALS,
+            BATCH_SIZE,
+            on_config=lambda item: {"nth": item, "isPresident": True},
+            on_bot_response=lambda item, result: president.save_state({item: result.message}),
+        )
+        finished = f"Finished concurrent flow: {self.name}"
+        logger.info(finished, extra={"session_id": self.get_session_id()})
+        self.complete()
+        return finished
 
     def initial_step(self) -> type[Step]:
         return PresidentStep if self.get_context("config.isPresident") else WeatherStep

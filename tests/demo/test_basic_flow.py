@@ -348,3 +348,22 @@ def test_the_unused_validators_behave_as_upstream() -> None:
         "lastName": "Lovelace",
         "middleName": "King Byron",
     }
+
+
+async def test_basic_flow_batch_mode_asks_seven_presidents_three_at_a_time(
+    engine: FlowEngine,
+) -> None:
+    """Section 1.7: `_concurrent` runs spawn_steps; each ordinal is a PresidentStep session."""
+    chat = Chat(engine, config={"_concurrent": True})
+    done = await chat.say("")
+    assert (done.message, done.completed, done.step) == (
+        "Finished concurrent flow: BasicFlow",
+        True,
+        "PresidentStep",
+    )
+    state = dict((await chat.states())["PresidentStep"])
+    state.pop("_saveOn")
+    assert list(state) == ["10th", "11th", "12th", "13th", "14th", "15th", "16th"]
+    assert state["10th"] == "The 10th President of the United States was John Tyler."
+    assert state["16th"] == "The 16th President of the United States was Abraham Lincoln."
+    assert (await chat.doc())["sequence"] == ["WeatherStep", "PresidentStep"]
