@@ -28,10 +28,12 @@ from typing import Any
 from demo.basic.flow import BasicFlow
 from demo.basic.offline import offline_provider
 from picoflow import FlowEngine, TurnResult
+from picoflow.session import new_session_id
 from picoflow.stores import MemoryStore
 
 HERE = Path(__file__).parent
 HELD_OUT = HERE / "basic_heldout.txt"
+HELD_OUT_2 = HERE / "basic_heldout2.txt"
 TUNING = HERE / "basic_tuning.txt"
 
 _TO_FAVORITES = ["NYC and LA"]
@@ -126,23 +128,26 @@ def _old_gate(steps: dict[str, Any]) -> frozenset[str]:
 
 
 class Runner:
-    """Builds each state once, then runs every utterance on a fresh copy of it."""
+    """Builds each state once, then runs every utterance on a fresh copy of it.
+
+    One engine and store serve every case: each copy is a new session (its own id).
+    """
 
     def __init__(self) -> None:
         self.snapshots: dict[str, dict[str, Any] | None] = {}
+        self.store = MemoryStore()
+        self.engine = _engine(self.store)
 
     async def snapshot(self, state: str) -> dict[str, Any] | None:
         if state not in self.snapshots:
             doc = None
-            if STATES[state]:
-                store = MemoryStore()
-                session = None
-                for text in STATES[state]:
-                    result = await _engine(store).run("BasicFlow", text, session)
-                    assert result.success, result.message
-                    session = result.session_id
-                assert session is not None
-                loaded = await store.load(session)
+            session = None
+            for text in STATES[state]:
+                result = await self.engine.run("BasicFlow", text, session)
+                assert result.success, result.message
+                session = result.session_id
+            if session is not None:
+                loaded = await self.store.load(session)
                 assert loaded is not None
                 doc = {**loaded, "revision": 0}
             self.snapshots[state] = doc
@@ -152,16 +157,15 @@ class Runner:
     async def run(self, case: Case) -> Outcome:
         """Run one case on a copy of its state and judge the effect."""
         before = await self.snapshot(case.state)
-        store = MemoryStore()
         session = None
         if before is not None:
-            await store.create(copy.deepcopy(before))
-            session = before["id"]
-        engine = _engine(store)
+            session = new_session_id()
+            await self.store.create({**copy.deepcopy(before), "id": session})
+        engine = self.engine
         result = await engine.run("BasicFlow", case.utterance, session)
         if not result.success:
             return Outcome(case, False, f"turn failed: {result.message}")
-        after = await store.load(result.session_id)
+        after = await self.store.load(result.session_id)  # type: ignore[arg-type]
         assert after is not None
         old = facts(before) if before is not None else None
         new = facts(after)
