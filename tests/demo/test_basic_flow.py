@@ -8,10 +8,13 @@ the others are conversations in varied phrasing and the exits. The corpora
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pydash
 import pytest
 
 from demo.basic.flow import ABRUPT_END, FAVORITES_SCHEMA, BasicFlow
@@ -367,3 +370,36 @@ async def test_basic_flow_batch_mode_asks_seven_presidents_three_at_a_time(
     assert state["10th"] == "The 10th President of the United States was John Tyler."
     assert state["16th"] == "The 16th President of the United States was Abraham Lincoln."
     assert (await chat.doc())["sequence"] == ["WeatherStep", "PresidentStep"]
+
+
+SCENARIOS = sorted((Path(__file__).parents[2] / "demo" / "basic" / "scenarios").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+async def test_basic_flow_scenario_files_hold_for_the_port(path: Path) -> None:
+    """The PicoFlow-format scenarios (SPEC X1) of demo/basic/scenarios are true of this port."""
+    scenario = json.loads(path.read_text(encoding="utf-8"))
+    assert scenario["flowName"] == "BasicFlow"
+    engine = FlowEngine([BasicFlow], store=MemoryStore(), providers={"offline": offline_provider})
+    session = None
+    for number, turn in enumerate(scenario["turns"], 1):
+        tools, result = [], None
+        config = scenario.get("config") if session is None else None
+        async for event in engine.stream("BasicFlow", turn["input"], session, config):
+            if event.kind == "tool_call":
+                tools.append(event.data["name"])
+            result = event.result if event.kind == "done" else result
+        assert result is not None and result.success, (number, result)
+        session = result.session_id
+        where = f"{path.name} turn {number}: {result.message!r}"
+        assert result.completed == turn["completed"], where
+        expect = turn.get("expect", {})
+        if "step" in expect:
+            assert result.step == expect["step"], where
+        if "tools" in expect:
+            assert tools == expect["tools"], where
+        doc = await engine.get_session(session)  # type: ignore[arg-type]
+        assert doc is not None
+        for dotted, value in expect.get("state", {}).items():
+            step, _, key = dotted.partition(".")
+            assert pydash.get(doc["steps"][step]["state"], key) == value, (where, dotted)
