@@ -166,3 +166,8 @@ def test_u2_the_end_tool_name_must_not_clash_with_a_step_tool() -> None:
     with pytest.raises(FlowDefinitionError) as caught:
         FlowEngine([ClashFlow], store=MemoryStore())
     assert "offers more than one tool named 'end_chat'" in str(caught.value)
+
+
+def test_u2_the_graph_draws_the_end_tool_move() -> None:
+    graph = _flow("openai:gpt-4o", end=lambda s: s.use_end_tool("end_chat"))().graph()
+    assert "AskStep -->|end_chat| EndStep" in graph

@@ -265,3 +265,21 @@ async def test_u8_concurrent_steps_outside_a_turn_says_where_to_call_it() -> Non
         "FanFlow.concurrent_steps() was called outside a turn. Call it from spawn_steps(), a "
         "tool or a hook while the engine runs the flow."
     )
+
+
+def test_u8_the_graph_draws_the_move_spawn_steps_makes() -> None:
+    class Moving(FanFlow):
+        name = "Moving"
+
+        def define_steps(self) -> list[Step]:
+            return [AskStep(self), OtherStep(self)]
+
+        async def spawn_steps(self) -> str:
+            await self.goto(OtherStep)
+            return "moved"
+
+    assert "AskStep -->|spawn_steps| OtherStep" in Moving().graph()
+
+
+class OtherStep(Step):
+    """Where a batch turn moves the coordinator in the graph test."""
