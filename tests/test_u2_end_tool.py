@@ -103,7 +103,7 @@ async def test_u2_a_step_without_use_end_tool_offers_no_end_tool() -> None:
 
 
 def test_u2_use_end_tool_is_chainable() -> None:
-    flow = _flow("openai:gpt-4o")()
+    flow = _flow(ScriptedChatModel(script=["unused"]))()
     step = AskStep(flow)
     assert step.use_end_tool().use_memory("ask") is step
 
@@ -133,14 +133,14 @@ def test_u2_use_end_tool_is_chainable() -> None:
     ],
 )
 def test_u2_use_end_tool_refuses_bad_arguments(args: Any, kwargs: Any, message: str) -> None:
-    step = AskStep(_flow("openai:gpt-4o")())
+    step = AskStep(_flow(ScriptedChatModel(script=["unused"]))())
     with pytest.raises(ValueError) as caught:
         step.use_end_tool(*args, **kwargs)
     assert str(caught.value) == message
 
 
 def test_u2_the_end_tool_needs_an_end_step_registered() -> None:
-    flow = _flow("openai:gpt-4o", with_end_step=False)
+    flow = _flow(ScriptedChatModel(script=["unused"]), with_end_step=False)
     with pytest.raises(FlowDefinitionError) as caught:
         FlowEngine([flow], store=MemoryStore())
     assert str(caught.value) == (
@@ -158,7 +158,7 @@ def test_u2_the_end_tool_name_must_not_clash_with_a_step_tool() -> None:
 
     class ClashFlow(Flow):
         def config_model(self) -> Any:
-            return "openai:gpt-4o"
+            return ScriptedChatModel(script=["unused"])
 
         def define_steps(self) -> list[Step]:
             return [ClashStep(self).use_end_tool("end_chat"), EndStep(self)]
@@ -169,5 +169,7 @@ def test_u2_the_end_tool_name_must_not_clash_with_a_step_tool() -> None:
 
 
 def test_u2_the_graph_draws_the_end_tool_move() -> None:
-    graph = _flow("openai:gpt-4o", end=lambda s: s.use_end_tool("end_chat"))().graph()
+    graph = _flow(
+        ScriptedChatModel(script=["unused"]), end=lambda s: s.use_end_tool("end_chat")
+    )().graph()
     assert "AskStep -->|end_chat| EndStep" in graph
