@@ -64,12 +64,34 @@ class NestedRuns:
         frame = _prepare(parent, [child])[0]
         return await _run_child(parent, frame, message, self._ctx)
 
-    async def run_steps(self, parent: Step, children: Sequence[Child]) -> list[Any]:
+    async def run_steps(
+        self, parent: Step, children: Sequence[Child], max_concurrency: int | None = None
+    ) -> list[Any]:
         """Run several children nested in the current turn; their replies, in order (V3)."""
-        return await _run_steps(parent, children, self._ctx)
+        limit = _limit(parent, max_concurrency)
+        return await _run_steps(parent, children, self._ctx, limit)
 
 
-async def _run_steps(parent: Step, children: Sequence[Child], ctx: TurnContext) -> list[Any]:
+def _limit(parent: Step, value: Any) -> asyncio.Semaphore | None:
+    """The semaphore of `run_steps(max_concurrency=...)`, checked at the call."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise fail_turn(
+            ValueError(
+                f"{parent.name}.run_steps(max_concurrency={value!r}): the cap is how many "
+                "children run at once, an int of 1 or more (or None for no cap)."
+            )
+        )
+    return asyncio.Semaphore(value)
+
+
+async def _run_steps(
+    parent: Step,
+    children: Sequence[Child],
+    ctx: TurnContext,
+    limit: asyncio.Semaphore | None = None,
+) -> list[Any]:
     if isinstance(children, (str, bytes)) or not isinstance(children, Sequence):
         raise fail_turn(
             TypeError(
@@ -85,7 +107,7 @@ async def _run_steps(parent: Step, children: Sequence[Child], ctx: TurnContext) 
     runs = [(frame, message, ctx) for frame, (_, message) in zip(frames, pairs, strict=True)]
     if _share_history(parent, [frame.step for frame, _, _ in runs]):
         return [await _run_child(parent, frame, message, ctx) for frame, message, ctx in runs]
-    return await _concurrently(parent, runs)
+    return await _concurrently(parent, runs, limit)
 
 
 def _pair(parent: Step, item: Any) -> tuple[type[Step], str | None]:
@@ -172,13 +194,19 @@ async def _run_child(parent: Step, frame: RunFrame, message: str | None, ctx: Tu
 
 
 async def _concurrently(
-    parent: Step, runs: list[tuple[RunFrame, str | None, TurnContext]]
+    parent: Step,
+    runs: list[tuple[RunFrame, str | None, TurnContext]],
+    limit: asyncio.Semaphore | None = None,
 ) -> list[Any]:
     """Run children as tasks; the first failure cancels the others and is raised (V3)."""
-    tasks = [
-        asyncio.ensure_future(_run_child(parent, frame, message, ctx))
-        for frame, message, ctx in runs
-    ]
+
+    async def capped(frame: RunFrame, message: str | None, ctx: TurnContext) -> Any:
+        if limit is None:
+            return await _run_child(parent, frame, message, ctx)
+        async with limit:
+            return await _run_child(parent, frame, message, ctx)
+
+    tasks = [asyncio.ensure_future(capped(frame, message, ctx)) for frame, message, ctx in runs]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
     finally:

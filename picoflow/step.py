@@ -239,15 +239,19 @@ class Step:
         return await self._nested_runs().run_step(self, step, message)
 
     async def run_steps(
-        self, steps: Sequence[type[Step] | tuple[type[Step], str | None]]
+        self,
+        steps: Sequence[type[Step] | tuple[type[Step], str | None]],
+        *,
+        max_concurrency: int | None = None,
     ) -> list[Any]:
         """Run several steps as `run_step` does, concurrently; their replies in order (V3).
 
         Give a class, or a `(StepClass, message)` pair. Steps that share a namespace with each
         other or with this step run one after another, in order, so their histories never
-        interleave. The same class twice is a ValueError; if any child fails, the turn fails.
+        interleave. `max_concurrency` caps how many run at once (e.g. a provider's rate
+        limit). The same class twice is a ValueError; if any child fails, the turn fails.
         """
-        return await self._nested_runs().run_steps(self, steps)
+        return await self._nested_runs().run_steps(self, steps, max_concurrency)
 
     async def call_tool(self, name: str, args: Mapping[str, Any] | None = None) -> str:
         """Run one of the tools `use_tools` gave this step and return its result text.
