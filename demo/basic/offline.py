@@ -115,7 +115,10 @@ _KNOWN_CITIES = (
 )  # fmt: skip
 _OTHER = re.compile(r"\b(" + "|".join(_KNOWN_CITIES) + r")\b", re.I)
 _AFTER_IN = re.compile(r"\b(?:in|for)\s+([A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?)")
-_NOT_PLACES = {"General", "Today", "Tomorrow", "The", "There", "Here", "Me", "Sure"}
+_NOT_PLACES = {
+    "General", "Today", "Tomorrow", "The", "There", "Here", "Me", "Sure", "Weather", "Temperature",
+    "Celsius", "Fahrenheit", "Town", "Advance",
+}  # fmt: skip
 
 
 def _cities(said: str) -> list[str]:
