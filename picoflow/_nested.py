@@ -26,7 +26,9 @@ from ._turn import RunFrame, TurnContext, append_message
 from .errors import FlowDefinitionError
 from .step import Step
 
-__all__ = ["NestedRuns"]
+__all__ = ["NestedRuns", "FAILURE_POLICIES"]
+
+FAILURE_POLICIES = ("atomic", "retain-successes")
 
 Child = type[Step] | tuple[type[Step], str | None]
 
@@ -65,11 +67,24 @@ class NestedRuns:
         return await _run_child(parent, frame, message, self._ctx)
 
     async def run_steps(
-        self, parent: Step, children: Sequence[Child], max_concurrency: int | None = None
+        self,
+        parent: Step,
+        children: Sequence[Child],
+        max_concurrency: int | None = None,
+        failure_policy: str = "atomic",
     ) -> list[Any]:
         """Run several children nested in the current turn; their replies, in order (V3)."""
         limit = _limit(parent, max_concurrency)
-        return await _run_steps(parent, children, self._ctx, limit)
+        if failure_policy not in FAILURE_POLICIES:
+            raise fail_turn(
+                ValueError(
+                    f"{parent.name}.run_steps(failure_policy={failure_policy!r}): the policy is "
+                    "'atomic' (a failing child fails the turn) or 'retain-successes' (its "
+                    "exception takes its place in the results)."
+                )
+            )
+        keep = failure_policy == "retain-successes"
+        return await _run_steps(parent, children, self._ctx, limit, keep)
 
 
 def _limit(parent: Step, value: Any) -> asyncio.Semaphore | None:
@@ -91,6 +106,7 @@ async def _run_steps(
     children: Sequence[Child],
     ctx: TurnContext,
     limit: asyncio.Semaphore | None = None,
+    keep: bool = False,
 ) -> list[Any]:
     if isinstance(children, (str, bytes)) or not isinstance(children, Sequence):
         raise fail_turn(
@@ -106,8 +122,20 @@ async def _run_steps(
     frames = _prepare(parent, [cls for cls, _ in pairs])
     runs = [(frame, message, ctx) for frame, (_, message) in zip(frames, pairs, strict=True)]
     if _share_history(parent, [frame.step for frame, _, _ in runs]):
-        return [await _run_child(parent, frame, message, ctx) for frame, message, ctx in runs]
-    return await _concurrently(parent, runs, limit)
+        return [await _child(parent, frame, message, ctx, keep) for frame, message, ctx in runs]
+    return await _concurrently(parent, runs, limit, keep)
+
+
+async def _child(
+    parent: Step, frame: RunFrame, message: str | None, ctx: TurnContext, keep: bool
+) -> Any:
+    """One child; with `keep` (retain-successes) its failure is its result, not the turn's."""
+    if not keep:
+        return await _run_child(parent, frame, message, ctx)
+    try:
+        return await _run_child(parent, frame, message, ctx)
+    except Exception as exc:
+        return exc
 
 
 def _pair(parent: Step, item: Any) -> tuple[type[Step], str | None]:
@@ -197,14 +225,15 @@ async def _concurrently(
     parent: Step,
     runs: list[tuple[RunFrame, str | None, TurnContext]],
     limit: asyncio.Semaphore | None = None,
+    keep: bool = False,
 ) -> list[Any]:
     """Run children as tasks; the first failure cancels the others and is raised (V3)."""
 
     async def capped(frame: RunFrame, message: str | None, ctx: TurnContext) -> Any:
         if limit is None:
-            return await _run_child(parent, frame, message, ctx)
+            return await _child(parent, frame, message, ctx, keep)
         async with limit:
-            return await _run_child(parent, frame, message, ctx)
+            return await _child(parent, frame, message, ctx, keep)
 
     tasks = [asyncio.ensure_future(capped(frame, message, ctx)) for frame, message, ctx in runs]
     try:

@@ -243,15 +243,19 @@ class Step:
         steps: Sequence[type[Step] | tuple[type[Step], str | None]],
         *,
         max_concurrency: int | None = None,
+        failure_policy: str = "atomic",
     ) -> list[Any]:
         """Run several steps as `run_step` does, concurrently; their replies in order (V3).
 
         Give a class, or a `(StepClass, message)` pair. Steps that share a namespace with each
         other or with this step run one after another, in order, so their histories never
         interleave. `max_concurrency` caps how many run at once (e.g. a provider's rate
-        limit). The same class twice is a ValueError; if any child fails, the turn fails.
+        limit). The same class twice is a ValueError. If a child fails, the turn fails
+        (`failure_policy="atomic"`), or, with "retain-successes", the exception takes the
+        child's place in the results and the others run on.
         """
-        return await self._nested_runs().run_steps(self, steps, max_concurrency)
+        runs = self._nested_runs()
+        return await runs.run_steps(self, steps, max_concurrency, failure_policy)
 
     async def call_tool(self, name: str, args: Mapping[str, Any] | None = None) -> str:
         """Run one of the tools `use_tools` gave this step and return its result text.
