@@ -19,21 +19,21 @@ if TYPE_CHECKING:
 __all__ = ["flow_moves"]
 
 
-def flow_moves(flow: Flow, initial: str) -> tuple[list[Move], list[str]]:
-    """The end-tool and batch moves of a flow object, and notes on what could not be read."""
-    from .flow import Flow
-    from .step import EndStep
+def flow_moves(flow: Flow, initial: str, ends: list[str]) -> tuple[list[Move], list[str]]:
+    """The end-tool and batch moves of a flow object, and notes on what could not be read.
 
+    `ends` names the flow's EndSteps, in registry order (the end tool goes to the first).
+    """
     moves: list[Move] = []
     notes: list[str] = []
-    ends = [name for name, step in flow.steps.items() if isinstance(step, EndStep)]
     for source, step in flow.steps.items():
         chosen = step._end_tool
         if chosen is not None and ends:
             moves.append(Move(source, ends[0], chosen.name, "go"))
-    spawn = type(flow).spawn_steps
-    if spawn is Flow.spawn_steps:
+    owner = next(k for k in type(flow).__mro__ if "spawn_steps" in vars(k))
+    if owner.__module__ == "picoflow.flow":  # Flow's own: it moves nothing (no cycle import)
         return moves, notes
+    spawn = type(flow).spawn_steps
     tree = _parse(spawn)
     if tree is None:
         notes.append(

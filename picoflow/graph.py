@@ -82,7 +82,8 @@ def flow_graph(flow: Flow) -> FlowGraph:
             notes.append(f"{move.source}.{move.via}: {move.target} is not registered in "
                          f"{flow.name}.define_steps(), so the move is not drawn.")  # fmt: skip
     initial = _initial(flow)
-    extra_moves, extra_notes = flow_moves(flow, initial)  # end tool (U2), spawn_steps (U8)
+    ends = [name for name, step in steps.items() if isinstance(step, EndStep)]
+    extra_moves, extra_notes = flow_moves(flow, initial, ends)  # end tool (U2), spawn_steps (U8)
     moves += extra_moves
     notes += extra_notes
     reached = {m.target for m in moves} | {initial}
