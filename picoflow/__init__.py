@@ -24,6 +24,7 @@ from .flow import Flow
 from .memory import SummaryConfig
 from .models import ModelLike, ModelSpec
 from .policies import reset, sliding_window, summarise, token_window, turn_window
+from .prompts import FlowPrompt, Prompt, parse_json
 from .step import EndStep, Step
 from .tools import ToolCall, tool, tool_group
 from .transitions import ToolResult, direct, finish, go, handoff, stay
@@ -61,6 +62,10 @@ __all__ = [
     "turn_window",
     "token_window",
     "reset",
+    # prompts.py
+    "Prompt",
+    "FlowPrompt",
+    "parse_json",
     # errors.py
     "PicoflowError",
     "FlowDefinitionError",

@@ -29,7 +29,9 @@ from .errors import FlowDefinitionError
 from .flow import Flow
 from .step import Step
 
-__all__ = ["NestedRuns"]
+__all__ = ["NestedRuns", "FAILURE_POLICIES"]
+
+FAILURE_POLICIES = ("atomic", "retain-successes")
 
 Child = type[Step] | tuple[type[Step], str | None]
 
@@ -67,12 +69,48 @@ class NestedRuns:
         frame = _prepare(parent, [child])[0]
         return await _run_child(parent, frame, message, self._ctx)
 
-    async def run_steps(self, parent: Step, children: Sequence[Child]) -> list[Any]:
+    async def run_steps(
+        self,
+        parent: Step,
+        children: Sequence[Child],
+        max_concurrency: int | None = None,
+        failure_policy: str = "atomic",
+    ) -> list[Any]:
         """Run several children nested in the current turn; their replies, in order (V3)."""
-        return await _run_steps(parent, children, self._ctx)
+        limit = _limit(parent, max_concurrency)
+        if failure_policy not in FAILURE_POLICIES:
+            raise fail_turn(
+                ValueError(
+                    f"{parent.name}.run_steps(failure_policy={failure_policy!r}): the policy is "
+                    "'atomic' (a failing child fails the turn) or 'retain-successes' (its "
+                    "exception takes its place in the results)."
+                )
+            )
+        keep = failure_policy == "retain-successes"
+        return await _run_steps(parent, children, self._ctx, limit, keep)
 
 
-async def _run_steps(parent: Step, children: Sequence[Child], ctx: TurnContext) -> list[Any]:
+def _limit(parent: Step, value: Any) -> asyncio.Semaphore | None:
+    """The semaphore of `run_steps(max_concurrency=...)`, checked at the call."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise fail_turn(
+            ValueError(
+                f"{parent.name}.run_steps(max_concurrency={value!r}): the cap is how many "
+                "children run at once, an int of 1 or more (or None for no cap)."
+            )
+        )
+    return asyncio.Semaphore(value)
+
+
+async def _run_steps(
+    parent: Step,
+    children: Sequence[Child],
+    ctx: TurnContext,
+    limit: asyncio.Semaphore | None = None,
+    keep: bool = False,
+) -> list[Any]:
     if isinstance(children, (str, bytes)) or not isinstance(children, Sequence):
         raise fail_turn(
             TypeError(
@@ -87,8 +125,26 @@ async def _run_steps(parent: Step, children: Sequence[Child], ctx: TurnContext) 
     frames = _prepare(parent, [cls for cls, _ in pairs])
     runs = [(frame, message, ctx) for frame, (_, message) in zip(frames, pairs, strict=True)]
     if _share_history(parent, [frame.step for frame, _, _ in runs]):
-        return [await _run_child(parent, frame, message, ctx) for frame, message, ctx in runs]
-    return await _concurrently(parent, runs)
+        return [await _child(parent, frame, message, ctx, keep) for frame, message, ctx in runs]
+    return await _concurrently(parent, runs, limit, keep)
+
+
+async def _child(
+    parent: Step,
+    frame: RunFrame,
+    message: str | None,
+    ctx: TurnContext,
+    keep: bool,
+    *,
+    record: bool = True,
+) -> Any:
+    """One child; with `keep` (retain-successes) its failure is its result, not the turn's."""
+    if not keep:
+        return await _run_child(parent, frame, message, ctx, record=record)
+    try:
+        return await _run_child(parent, frame, message, ctx, record=record)
+    except Exception as exc:
+        return exc
 
 
 def _pair(parent: Step, item: Any) -> tuple[type[Step], str | None]:
@@ -194,13 +250,20 @@ def _record(parent: Step, frame: RunFrame, *, returned: bool = False) -> None:
 
 
 async def _concurrently(
-    parent: Step, runs: list[tuple[RunFrame, str | None, TurnContext]]
+    parent: Step,
+    runs: list[tuple[RunFrame, str | None, TurnContext]],
+    limit: asyncio.Semaphore | None = None,
+    keep: bool = False,
 ) -> list[Any]:
     """Run children as tasks; the first failure cancels the others and is raised (V3)."""
-    tasks = [
-        asyncio.ensure_future(_run_child(parent, frame, message, ctx, record=False))
-        for frame, message, ctx in runs
-    ]
+
+    async def capped(frame: RunFrame, message: str | None, ctx: TurnContext) -> Any:
+        if limit is None:
+            return await _child(parent, frame, message, ctx, keep, record=False)
+        async with limit:
+            return await _child(parent, frame, message, ctx, keep, record=False)
+
+    tasks = [asyncio.ensure_future(capped(frame, message, ctx)) for frame, message, ctx in runs]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
     finally:

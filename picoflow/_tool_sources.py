@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from ._end_tool import check_end_tool, end_tool_entries
 from .errors import FlowDefinitionError
 from .tools import ToolSpec, collect_tools
 
@@ -112,7 +113,7 @@ def step_tools(recall: ExtraTools, mcp: MCPConnections) -> ExtraTools:
     from .mcp import MCPServer
 
     def for_step(step: Step) -> list[ToolEntry]:
-        found = recall(step)
+        found = end_tool_entries(step) + recall(step)  # U2: the end tool right after the step's
         for source in step._tool_sources:
             if isinstance(source, MCPServer):
                 found += [langchain_entry(t) for t in mcp.tools(source.name)]
@@ -158,6 +159,7 @@ def check_tool_names(step: Step, extra: Iterable[str] = ()) -> None:
     """Every tool a step offers has its own name: the model calls tools by name."""
     names = [spec.name for spec in collect_tools(type(step))]
     names += ["conversation_search"] if step._recall else []
+    names += [end] if (end := check_end_tool(step)) is not None else []
     names += [s.name for s in step._tool_sources if isinstance(s, BaseTool)]
     names += list(extra)
     twice = sorted({name for name in names if names.count(name) > 1})

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ._bank import bank_tools, require_bank
+from ._batch import BatchRuns, is_batch_turn, run_batch
 from ._engine_checks import (
     as_ttl,
     as_turn_timeout,
@@ -386,7 +387,10 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
         doc = await self._open(flow, doc, spaces, message, config, owner)
         record.set("picoflow.step_before", flow._session.current)
         try:
-            reply = await run_or_hold(flow, message, context, doc)  # K2, K6: a person may hold it
+            if is_batch_turn(flow):  # U8: config._concurrent runs spawn_steps instead
+                reply = await run_batch(flow)
+            else:  # K2, K6: a person may hold the turn
+                reply = await run_or_hold(flow, message, context, doc)
             saved = await self._save(flow, doc, context, fresh, deadline)
         finally:
             if context.budget is not None and context.budget.owner is not None:
@@ -445,6 +449,7 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
         )
         flow._nested = NestedRuns(context)  # steps may run other steps in this turn (V2, V3)
         flow._store = self._store  # L5: flow.memory_bank()
+        flow._batch = BatchRuns(self, TurnResult)  # and start sessions of the same flow (U8)
         return context
 
     async def _connect_tools(self, flow: Flow) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pydash
@@ -27,7 +27,9 @@ from .tools import ToolSpec, collect_tools
 
 if TYPE_CHECKING:
     from ._bank import MemoryBank
+    from ._batch import BatchRuns
     from ._nested import NestedRuns
+    from .engine import TurnResult
 
 __all__ = ["Flow"]
 
@@ -64,6 +66,7 @@ class Flow:
         self._nested: NestedRuns | None = None  # set by the engine for a turn (V2, V3)
         self._owner: str | None = None  # the session's owner (H4), set by the engine (L1)
         self._store: Any = None  # the engine's store, for the owner's memory bank (L5)
+        self._batch: BatchRuns | None = None  # set by the engine for a turn (U8)
 
     # -- what subclasses define ---------------------------------------------------------------
 
@@ -117,6 +120,51 @@ class Flow:
         None (the default) lets the refused reply stand, with a warning.
         """
         return None
+
+    async def spawn_steps(self) -> str:
+        """A batch turn (`config._concurrent` truthy) runs this instead of the step loop (U8).
+
+        Override it to fan out with `concurrent_steps`; the text it returns is the turn's
+        reply. The session stays where it is unless it moves (`await self.goto(Step)`) or
+        ends (`self.complete()`). See docs/batch.md.
+        """
+        raise FlowDefinitionError(
+            f"The run's config has _concurrent set, so this turn is a batch turn, but "
+            f"{type(self).__name__} does not override spawn_steps(). Define "
+            "`async def spawn_steps(self) -> str` (it may call concurrent_steps), or leave "
+            "_concurrent out of the config."
+        )
+
+    async def concurrent_steps(
+        self,
+        items: Iterable[Any],
+        batch_size: int,
+        on_config: Callable[[Any], Any],
+        on_bot_response: Callable[[Any, TurnResult], Any] | None = None,
+        *,
+        url: str | None = None,
+        transport: Any = None,
+    ) -> list[TurnResult]:
+        """Run one new session of this flow per item, `batch_size` at a time (U8).
+
+        Batches run in order, the items of a batch concurrently; each item is a full turn of
+        a new session whose config is `on_config(item)` (without `_concurrent`). They run in
+        this process, or are POSTed to `url` (default: the `SELF_URL` environment variable, the
+        full run endpoint of a picoflow server) through httpx, with `transport` if given.
+        `on_bot_response(item, result)` (sync or async) gets each item's `TurnResult`, a
+        failed one included: one item's failure does not stop the others. Returns every
+        result in item order.
+
+        Raises:
+            TypeError, ValueError: bad arguments (checked before any item runs).
+        """
+        batch = self._batch
+        if batch is None:
+            raise RuntimeError(
+                f"{self.name}.concurrent_steps() was called outside a turn. Call it from "
+                "spawn_steps(), a tool or a hook while the engine runs the flow."
+            )
+        return await batch.run(self, items, batch_size, on_config, on_bot_response, url, transport)
 
     def complete(self) -> None:
         """End the session when this turn is saved, as `finish()` does from a step (V7)."""

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._flow_moves import flow_moves
 from ._moves import Move, read_moves
 from .errors import FlowDefinitionError
 from .step import EndStep
@@ -87,6 +88,10 @@ def flow_graph(flow: Flow) -> FlowGraph:
             notes.append(f"{move.source}.{move.via}: {move.target} is not registered in "
                          f"{flow.name}.define_steps(), so the move is not drawn.")  # fmt: skip
     initial = _initial(flow)
+    ends = [name for name, step in steps.items() if isinstance(step, EndStep)]
+    extra_moves, extra_notes = flow_moves(flow, initial, ends)  # end tool (U2), spawn_steps (U8)
+    moves += extra_moves
+    notes += extra_notes
     reached = {m.target for m in moves} | {initial}
     notes += [
         f"{name}: no move to it was found in the code." for name in steps if name not in reached

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from ._bank.spec import LongTermSpec
+    from ._end_tool import EndTool
     from ._nested import NestedRuns
     from .flow import Flow
 
@@ -74,6 +75,7 @@ class Step:
         self._long_term: LongTermSpec | None = None  # use_long_term_memory (L2)
         self._tool_sources: list[Any] = []  # LangChain BaseTools and MCP servers (use_tools)
         self._distil: DistilSpec | None = None
+        self._end_tool: EndTool | None = None  # use_end_tool (U2)
 
     # -- identity and registration ------------------------------------------------------------
 
@@ -124,6 +126,22 @@ class Step:
         from ._bank.spec import LongTermSpec
 
         self._long_term = LongTermSpec(tools, inject, budget_tokens)
+        return self
+
+    def use_end_tool(self, name: str = "terminate_session", *, prompt: str | None = None) -> Self:
+        """Offer the built-in end tool: calling it moves to the flow's `EndStep` (U2).
+
+        `name` is "terminate_session" or, as G2 PicoFlow apps call it, "end_chat". The tool
+        takes a `prompt` argument, which becomes EndStep's closing instruction
+        (`go(EndStep).with_prompt(prompt)`); a fixed `prompt` given here is used instead of the
+        model's. Mention it in the step's prompt (`FlowPrompt.END_CHAT`). See docs/transitions.md.
+
+        Raises:
+            ValueError: another name, or a blank fixed prompt.
+        """
+        from ._end_tool import end_tool_of
+
+        self._end_tool = end_tool_of(self, name, prompt)
         return self
 
     def use_tools(self, *tools: Any) -> Self:
@@ -273,15 +291,23 @@ class Step:
         return await self._nested_runs().run_step(self, step, message)
 
     async def run_steps(
-        self, steps: Sequence[type[Step] | tuple[type[Step], str | None]]
+        self,
+        steps: Sequence[type[Step] | tuple[type[Step], str | None]],
+        *,
+        max_concurrency: int | None = None,
+        failure_policy: str = "atomic",
     ) -> list[Any]:
         """Run several steps as `run_step` does, concurrently; their replies in order (V3).
 
         Give a class, or a `(StepClass, message)` pair. Steps that share a namespace with each
         other or with this step run one after another, in order, so their histories never
-        interleave. The same class twice is a ValueError; if any child fails, the turn fails.
+        interleave. `max_concurrency` caps how many run at once (e.g. a provider's rate
+        limit). The same class twice is a ValueError. If a child fails, the turn fails
+        (`failure_policy="atomic"`), or, with "retain-successes", the exception takes the
+        child's place in the results and the others run on.
         """
-        return await self._nested_runs().run_steps(self, steps)
+        runs = self._nested_runs()
+        return await runs.run_steps(self, steps, max_concurrency, failure_policy)
 
     async def call_tool(self, name: str, args: Mapping[str, Any] | None = None) -> str:
         """Run one of the tools `use_tools` gave this step and return its result text.

@@ -54,6 +54,9 @@ PUBLIC = {
     "MemoryBank",  # SPEC L5: what engine.memory_bank(owner) returns
     "is_session_current",  # SPEC U6
     "session_idle_ms",  # SPEC U6
+    "Prompt",  # SPEC U1
+    "FlowPrompt",  # SPEC U1
+    "parse_json",  # SPEC U1
     "__version__",
 }
 

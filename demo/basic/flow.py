@@ -1,221 +1,240 @@
-"""BasicFlow, ported from PicoFlow's demo: one step per runner feature.
+"""BasicFlow, ported from PicoFlow's demo point by point (research/pico-demo-flows.md section 1).
 
-    WeatherStep ─(two get_weather calls, one group handler)─▶ FooLogicStep ─▶ GooLogicStep
-        ─▶ FavoritesStep (reply parsed by on_response) ─▶ NameStep (nested InContextStep,
-        structured reply) ─▶ DOBStep (reads NameStep's state) ─▶ AddressStep ─▶ finish()
+A tour of runner features rather than a business flow::
 
-A new session starts at WeatherStep, or at FavoritesStep when the run's config says
-``{"skip_weather": true}``. The model is chosen once: ``BasicFlow.using(model)``; plain
-``BasicFlow`` uses the offline demo model (``"offline:basic"``, see ``demo/basic/offline.py``).
+    WeatherStep ─(get_weather NYC + LA)─▶ FooLogicStep ─▶ GooLogicStep ─▶ FavoritesStep
+        ─(its reply parses as JSON)─▶ NameStep (nested InContextStep, structured reply)
+        ─▶ DOBStep (prompt reads NameStep's state) ─▶ AddressStep ─(valid address)─▶ EndStep
+
+A new session starts at WeatherStep, or at PresidentStep when the run's config says
+``{"isPresident": true}`` (the workers of the batch mode). The model is chosen once:
+``BasicFlow.using(model, mini=...)``; PicoFlow runs Weather, Name, DOB, Address and End on
+``gpt-4o-mini`` and the rest on the flow's ``gpt-4o``. Plain ``BasicFlow`` uses the offline demo
+model (``"offline:basic"``, see ``demo/basic/offline.py``) for all of them. The prompts are the
+files in ``prompt/`` next to this module.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from datetime import date
+import logging
 from typing import Annotated, Any, ClassVar
 
+from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel, Field
 
-from picoflow import (
-    Flow,
-    LogicStep,
-    ModelLike,
-    Step,
-    ToolCall,
-    finish,
-    go,
-    stay,
-    tool,
-    tool_group,
-)
+from demo.basic.validators import validate_address
+from picoflow import EndStep, Flow, LogicStep, ModelLike, Prompt, Step, go, parse_json, stay, tool
+
+logger = logging.getLogger(__name__)
 
 OFFLINE_MODEL = "offline:basic"
-CITIES = ("NYC", "LA")
-FORECAST = {"NYC": "sunny, 24°C", "LA": "cloudy, 19°C"}
-PLACEHOLDER_NAMES = {"john doe", "jane doe"}
-US_STATES = frozenset(
-    "AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ "
-    "NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY DC".split()
-)
-_ZIP = re.compile(r"^\d{5}(-\d{4})?$")
+CITIES = ("NYC", "LA")  # exactly these, case-sensitive, no aliases: the model learns it from
+ONLY_TWO_CITIES = "Only LA and NYC cities are allowed"  # this feedback, not from the prompt
+NOT_JOHN_DOE = "Cannot accept John Doe, please choose a different name."
+INVALID_ADDRESS = "Invalid address"
+FOLLOW_SYSTEM_PROMPT = "Follow system prompt"
+ORDINALS = ("10th", "11th", "12th", "13th", "14th", "15th", "16th")  # the batch items (1.7)
+BATCH_SIZE = 3
+
+
+def _prompt(name: str) -> str:
+    return Prompt.file(f"prompt/{name}").strip()
+
+
+TRAVEL_ROLE = _prompt("role.md")  # DemoPrompt.TravelRole
+ABRUPT_END = _prompt("abrupt_end.md")  # DemoPrompt.AbruptEnd: the prompt of every exit
+FROM_ADDRESS_END = _prompt("from_address_end.md")  # DemoPrompt.FromAddressEnd: unused upstream
+FAVORITES_SCHEMA = Prompt.file("prompt/favorites.json")
 
 
 class WeatherStep(Step):
-    """Needs the weather of NYC and LA, asked for in one response of two tool calls."""
+    """A two-city gate: both NYC and LA must be asked for (in one message or over several)."""
 
     def get_prompt(self) -> str:
-        return (
-            "You are a weather assistant. Call get_weather once for NYC and once for LA, both "
-            "in the same reply, then nothing else."
-        )
+        return f"{TRAVEL_ROLE}\n\n{_prompt('weather.md')}"
 
     @tool
-    def get_weather(self, city: Annotated[str, Field(description="City code, e.g. NYC")]) -> Any:
-        """Get today's weather for a city."""
-        # Never called: every response of get_weather calls goes to weather_of_both below.
-        # The method gives the model the tool's schema.
-        return None
-
-    @tool_group("get_weather")
-    def weather_of_both(self, calls: list[ToolCall]) -> Any:
-        cities = sorted(str(call.args["city"]).upper() for call in calls)
-        if cities != sorted(CITIES):
-            return stay(
-                f"I can only report NYC and LA together; you asked for {', '.join(cities)}. "
-                "Call get_weather for NYC and for LA in one reply."
-            )
-        weather = {city: FORECAST[city] for city in CITIES}
-        return (
-            go(FooLogicStep)
-            .with_state({"weather": weather})
-            .with_tool_feedback("; ".join(f"{c}: {w}" for c, w in weather.items()))
-        )
+    def get_weather(
+        self,
+        cityName: Annotated[str, Field(description="name of city")],  # noqa: N803
+    ) -> Any:
+        """Capture the weather of one city."""
+        if cityName not in CITIES:
+            return stay(ONLY_TWO_CITIES)
+        self.save_state({f"cityName_{cityName}": True})
+        if self.get_state("cityName_LA") and self.get_state("cityName_NYC"):
+            return go(FooLogicStep)
+        return stay()  # the model asks for the other city
 
 
 class FooLogicStep(LogicStep):
-    """A logic step: passes the weather on, adding its own mark (no model call)."""
-
     async def run_logic(self) -> Any:
-        return go(GooLogicStep).with_state({"weather": self.get_state("weather"), "via": ["Foo"]})
+        return go(GooLogicStep).with_state({"fooData": "fooValue"})  # saved on GooLogicStep
 
 
 class GooLogicStep(LogicStep):
-    """A second logic step in the same turn: hands over to FavoritesStep."""
-
     async def run_logic(self) -> Any:
-        via = [*(self.get_state("via") or []), "Goo"]
-        return go(FavoritesStep).with_state({"weather": self.get_state("weather"), "via": via})
-
-
-class Favorites(BaseModel):
-    color: str
-    food: str
+        return go(FavoritesStep).with_state({"gooData": "gooValue"})  # saved on FavoritesStep
 
 
 class FavoritesStep(Step):
-    """No tools: the model answers with a JSON object, which on_response parses."""
+    """No tools: the model asks three questions, then answers with JSON, which moves on."""
+
+    def on_crossing(self, message: BaseMessage | None, prior_step: str | None) -> Any:
+        return HumanMessage("Hi")  # whatever was forwarded is dropped
 
     def get_prompt(self) -> str:
-        weather = self.get_state("weather")
-        note = f" Today's weather: {json.dumps(weather)}." if weather else ""
-        schema = json.dumps(Favorites.model_json_schema()["properties"])
-        return (
-            "Ask the user for their favourite colour and food." + note + " Once you know both, "
-            f"answer with only a JSON object with these properties: {schema}."
-        )
+        return Prompt.replace(_prompt("favorites.md"), {"QUESTION_SCHEMA": FAVORITES_SCHEMA})
 
-    def on_response(self, reply: str) -> Any:
-        favorites = _parse_json(reply, Favorites)
-        if favorites is None:
-            return None  # a question or a remark: it stands, the user answers next turn
-        self.save_state({"favorites": favorites.model_dump()})
-        return go(NameStep)
+    def on_response(self, reply: Any) -> Any:
+        favorites = parse_json(str(reply))
+        if not favorites:
+            return None  # a question: it is the reply, the user answers next turn
+        self.save_state({"favorites": favorites})  # not checked against the schema, as upstream
+        return go(NameStep)  # the JSON is not kept; NameStep's model answers in this turn
 
 
 class MovieIdea(BaseModel):
-    title: str
-    who: str = Field(description="the role the user would play")
+    """InContextStep's structured reply (`structOutputSchema`)."""
+
+    title: str = Field(description="movie title")
+    genre: str = Field(description="main genre")
+    releaseYear: int = Field(description="release year")  # noqa: N815
+    rating: float = Field(ge=0, le=10, description="rating from 0 to 10")
+    summary: str = Field(description="short plot summary")
 
 
 class InContextStep(Step):
-    """A nested child with a structured reply: suggests a film role for a name."""
+    """Reached only nested, from `user_name`: a structured reply the parent keeps."""
 
     output_schema = MovieIdea
 
     def get_prompt(self) -> str:
-        return "Suggest one classic film and the role the named person would play in it."
+        return _prompt("in_context.md")
 
-    def on_response(self, reply: MovieIdea) -> Any:
-        self.save_state({"who": reply.who, "title": reply.title})
-        return None
+    def on_response(self, reply: Any) -> Any:
+        self.save_state({"who": reply.model_dump()})
+        return None  # the object is run_step's return value
 
 
 class NameStep(Step):
     def get_prompt(self) -> str:
-        favorites = self.flow.get_step_state(FavoritesStep, "favorites") or {}
-        return (
-            f"The user likes {favorites.get('color')} and {favorites.get('food')}. Ask for "
-            "their full name and record it with save_name."
-        )
+        return f"{TRAVEL_ROLE}\n\n{_prompt('name.md')}"
 
     @tool
-    async def save_name(self, name: str) -> Any:
-        """Record the user's full name."""
-        if name.strip().lower() in PLACEHOLDER_NAMES:
-            return stay(f"'{name}' is a placeholder, not a name. Ask for the user's real name.")
-        idea = await self.run_step(InContextStep, f"The person is {name}.")
-        self.save_state({"name": name, "role": f"{idea.who} in {idea.title}"})
-        return go(DOBStep).with_tool_feedback(f"Saved. Film idea: {idea.who} in {idea.title}.")
+    async def user_name(self, name: Annotated[str, Field(description="name of user")]) -> Any:
+        """Capture the user's name."""
+        self.save_state({"name": name})
+        self.save_state(self.get_context("myRunData") or {})  # top level: None from a request
+        answer = await self.run_step(InContextStep, FOLLOW_SYSTEM_PROMPT)
+        self.save_state({"inContext": answer.model_dump()})
+        if name == "John Doe":  # saved and the nested step ran first, as upstream
+            return stay(NOT_JOHN_DOE)
+        return go(DOBStep)
 
 
 class DOBStep(Step):
     def get_prompt(self) -> str:
         name = self.flow.get_step_state(NameStep, "name")
-        return f"Ask {name} for their date of birth (YYYY-MM-DD) and record it with save_dob."
+        return f"{TRAVEL_ROLE}\n\n" + Prompt.replace(_prompt("dob.md"), {"UserName": name})
 
     @tool
-    def save_dob(self, dob: Annotated[date, Field(description="YYYY-MM-DD")]) -> Any:
-        """Record the user's date of birth."""
-        if dob >= date.today():
-            return stay("A date of birth lies in the past. Ask again.")
-        return go(AddressStep).with_state({"dob": dob.isoformat()})
+    def dob(
+        self,
+        year: Annotated[int, Field(description="year of dob")],
+        month: Annotated[int, Field(description="month of dob")],
+        day: Annotated[int, Field(description="day of dob")],
+    ) -> Any:
+        """Capture the date of birth of the user."""
+        self.save_state({"year": year, "month": month, "day": day})  # no validation, as upstream
+        return go(AddressStep)
 
 
 class AddressStep(Step):
     def get_prompt(self) -> str:
-        return "Ask for the user's US mailing address and record it with save_address."
+        return f"{TRAVEL_ROLE}\n\n{_prompt('address.md')}"
 
     @tool
-    def save_address(self, street: str, city: str, state: str, zip_code: str) -> Any:
-        """Record the user's US address (two-letter state code, 5-digit ZIP)."""
-        problems = []
-        if state.upper() not in US_STATES:
-            problems.append(f"'{state}' is not a US state code")
-        if not _ZIP.match(zip_code):
-            problems.append(f"'{zip_code}' is not a US ZIP code")
-        if problems:
-            return stay("Invalid address: " + "; ".join(problems) + ". Ask the user to fix it.")
-        address = {"street": street, "city": city, "state": state.upper(), "zip": zip_code}
-        self.save_state({"address": address})
-        name = self.flow.get_step_state(NameStep, "name")
-        return finish(f"Thank you, {name}! Everything is recorded. Goodbye.")
+    def address(self, address: str) -> Any:
+        """Capture the address of the user."""
+        parts = validate_address(address)
+        if parts is None:
+            return stay(INVALID_ADDRESS)
+        self.save_state({"address": parts})
+        return go(EndStep).with_prompt(ABRUPT_END).with_state({"fromAddress": 5})
+
+
+class PresidentStep(Step):
+    """The batch worker: asks its own question on entry and completes the session at once."""
+
+    def on_crossing(self, message: BaseMessage | None, prior_step: str | None) -> Any:
+        nth = self.get_context("config.nth")
+        self.flow.complete()
+        return HumanMessage(f"Who is the {nth} President of United State")  # sic
+
+    def get_prompt(self) -> str:
+        return _prompt("president.md")
 
 
 class BasicFlow(Flow):
-    """PicoFlow's BasicFlow: weather, logic steps, favourites, name, date of birth, address."""
+    """PicoFlow's BasicFlow: weather gate, logic steps, favourites, name, birth date, address."""
 
     chat_model: ClassVar[ModelLike | None] = None
+    mini_model: ClassVar[ModelLike | None] = None
 
     @classmethod
-    def using(cls, model: ModelLike) -> type[BasicFlow]:
-        """This flow bound to ``model``; it keeps the persisted flow name "BasicFlow"."""
-        return type(cls.name, (cls,), {"name": cls.name, "chat_model": model})
+    def using(cls, model: ModelLike, mini: ModelLike | None = None) -> type[BasicFlow]:
+        """This flow on `model` (and `mini` for the steps PicoFlow runs on gpt-4o-mini).
+
+        The persisted flow name stays "BasicFlow".
+        """
+        attributes = {"name": cls.name, "chat_model": model, "mini_model": mini}
+        return type(cls.name, (cls,), attributes)
 
     def config_model(self) -> ModelLike:
         return self.chat_model if self.chat_model is not None else OFFLINE_MODEL
 
-    def initial_step(self) -> type[Step] | None:
-        return FavoritesStep if self.get_context("config.skip_weather") else WeatherStep
+    async def spawn_steps(self) -> str:
+        """Batch mode (1.7): one PresidentStep session per ordinal, three at a time.
+
+        Runs when the request's config has ``_concurrent: true``; each worker's answer is saved
+        on this session's PresidentStep under its ordinal.
+        """
+        await self.goto(PresidentStep)  # PicoFlow's activate(PresidentStep)
+        president = self.get_step(PresidentStep)
+        await self.concurrent_steps(
+            ORDINALS,
+            BATCH_SIZE,
+            on_config=lambda item: {"nth": item, "isPresident": True},
+            on_bot_response=lambda item, result: president.save_state({item: result.message}),
+        )
+        finished = f"Finished concurrent flow: {self.name}"
+        logger.info(finished, extra={"session_id": self.get_session_id()})
+        self.complete()
+        return finished
+
+    def initial_step(self) -> type[Step]:
+        return PresidentStep if self.get_context("config.isPresident") else WeatherStep
 
     def define_steps(self) -> list[Step]:
+        mini = self.mini_model if self.mini_model is not None else self.config_model()
+        # end_chat: to EndStep with AbruptEnd, whatever the model passes; AddressStep's goes
+        # through EndStep's own handler upstream (callStepTool), which keeps the model's prompt.
         return [
-            WeatherStep(self),
-            FooLogicStep(self),
-            GooLogicStep(self),
-            FavoritesStep(self),
-            NameStep(self),
-            InContextStep(self),
-            DOBStep(self),
-            AddressStep(self),
+            WeatherStep(self).use_model(mini).use_end_tool("end_chat", prompt=ABRUPT_END),
+            NameStep(self)
+            .use_memory("default")
+            .use_model(mini)
+            .use_end_tool("end_chat", prompt=ABRUPT_END),
+            AddressStep(self).use_memory("default").use_model(mini).use_end_tool("end_chat"),
+            DOBStep(self)
+            .use_memory("default")
+            .use_model(mini)
+            .use_end_tool("end_chat", prompt=ABRUPT_END),
+            FooLogicStep(self).use_memory("default"),
+            GooLogicStep(self).use_memory("default"),
+            InContextStep(self).use_memory("separate"),
+            PresidentStep(self).use_memory("president"),
+            FavoritesStep(self).use_memory("favorite"),
+            EndStep(self).use_memory("temp").use_model(mini),
         ]
-
-
-def _parse_json(text: str, schema: type[Favorites]) -> Favorites | None:
-    """PicoFlow's StringUtil.parseJson, typed: strip a ```json fence, parse, validate."""
-    body = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
-    try:
-        return schema.model_validate_json(body)
-    except ValueError:
-        return None

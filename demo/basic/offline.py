@@ -2,49 +2,40 @@
 
 It is a `ScriptedChatModel` with a policy (a public test-kit class), so it enters the flow
 through the engine's provider registry like any model: ``"offline:basic"``. It reads only the
-messages and the names of the bound tools, which is all an LLM behind an API would see.
+messages (the system prompt included) and the names of the bound tools, which is all an LLM
+behind an API would see: it learns which cities pass from the tool feedback, the favourites'
+options from the JSON schema in the prompt, and the user's name from the date-of-birth prompt.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+from datetime import date
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from picoflow import ModelSpec
 from picoflow.testing import ScriptedChatModel, structured, tool_call, tool_calls
 
-_CITY = re.compile(r"\b(NYC|LA|[A-Z][a-z]+(?: [A-Z][a-z]+)?)\b")
-_NAME = re.compile(r"(?:name is|i am|i'm|call me)\s+([A-Za-z][A-Za-z .'-]+)", re.I)
-_DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
-_ADDRESS = re.compile(
-    r"(?P<street>\d+[^,]+),\s*(?P<city>[^,]+),\s*(?P<state>[A-Za-z]{2})\s+(?P<zip>[\d-]+)"
-)
-_COLOR = re.compile(r"colou?r is (\w+)", re.I)
-_FOOD = re.compile(r"food is ([\w ]+?)(?:[.,!]|$| and)", re.I)
-# How people name the two cities the weather tool knows, folded to the names it takes.
-_ALIASES = (
-    (re.compile(r"\bnew york(?: city)?\b|\bny(?:c| city)?\b", re.I), "NYC"),
-    (re.compile(r"\blos angeles\b|\bl\.a\.|\bla\b(?![\w'])", re.I), "LA"),
-)
-_SKIP = {"What", "The", "I", "Hi", "Hello", "Weather", "Please", "How", "And", "In", "Continue"}
+__all__ = ["respond", "relay", "offline_provider"]
 
 
 def respond(messages: list[BaseMessage], tools: list[str]) -> AIMessage | str:
     """The reply to `messages` for a step offering `tools`."""
-    last = messages[-1]
-    said = last.text if last.type == "human" else ""
-    if last.type == "tool":  # a tool answered with feedback: tell the user what was wrong
-        return relay(last.text)
+    system = messages[0].text if messages and isinstance(messages[0], SystemMessage) else ""
     if tools == ["final_result"]:
-        person = said.removeprefix("The person is ").rstrip(".")
-        return structured({"title": "Casablanca", "who": f"{person} as Rick Blaine"})
+        return structured(MOVIE_IDEA)
     for name, rule in _RULES.items():
         if name in tools:
-            return rule(said)
-    return _favorites(said)
+            return rule(messages, tools, system)
+    if "favoriteColor" in system:
+        return _favorites(messages, system)
+    if "historian" in system:
+        return _president(_last_human(messages))
+    return _closing(system)
 
 
 def relay(feedback: str) -> str:
@@ -54,55 +45,504 @@ def relay(feedback: str) -> str:
     return "Sorry: " + " ".join(facts or sentences)
 
 
-def _weather(said: str) -> AIMessage | str:
+# -- reading the conversation ------------------------------------------------------------------
+
+
+def _last_human(messages: list[BaseMessage]) -> str:
+    for message in reversed(messages):
+        if message.type == "human":
+            return str(message.text)
+    return ""
+
+
+def _just_said(messages: list[BaseMessage]) -> str:
+    """The user's message when it is the newest one (the model answers it), else ""."""
+    last = messages[-1] if messages else None
+    return str(last.text) if last is not None and last.type == "human" else ""
+
+
+def _fresh_results(messages: list[BaseMessage]) -> list[ToolMessage]:
+    """The tool results at the end of the history (those the model has not answered yet)."""
+    results: list[ToolMessage] = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolMessage):
+            break
+        results.insert(0, message)
+    return results
+
+
+def _calls(messages: list[BaseMessage], name: str) -> list[tuple[dict[str, Any], str]]:
+    """Every call of tool `name` in the history with its result text."""
+    results = {m.tool_call_id: str(m.text) for m in messages if isinstance(m, ToolMessage)}
+    found = []
+    for message in messages:
+        for call in getattr(message, "tool_calls", None) or []:
+            if call["name"] == name and call["id"] in results:
+                found.append((call["args"], results[call["id"]]))
+    return found
+
+
+_END = re.compile(
+    r"\b(bye|goodbye|quit|stop|exit|end (?:the|this)? ?chat|i'?m done|forget it|no thanks)\b",
+    re.I,
+)
+_QUESTION = re.compile(r"\?\s*$|^\s*(why|what|how|do|does|is|are|can|which|who|where)\b", re.I)
+
+
+def _wants_to_leave(said: str) -> bool:
+    return bool(_END.search(said))
+
+
+def _end(tools: list[str]) -> AIMessage:
+    name = "terminate_session" if "terminate_session" in tools else "end_chat"
+    return tool_call(name, prompt="Say goodbye to the user.")
+
+
+# -- WeatherStep ---------------------------------------------------------------------------------
+
+_ALIASES = (
+    (re.compile(r"\bnew york(?: city)?\b|\bny(?:c| city)?\b", re.I), "NYC"),
+    (re.compile(r"\blos angeles\b|\bl\.a\.?(?![\w])|\bla\b(?![\w'])", re.I), "LA"),
+)
+_KNOWN_CITIES = (
+    "San Francisco", "San Diego", "San Jose", "Las Vegas", "New Orleans", "Salt Lake City",
+    "Washington", "Chicago", "Miami", "Boston", "Denver", "Seattle", "Austin", "Houston",
+    "Dallas", "Phoenix", "Philadelphia", "Atlanta", "Portland", "Detroit", "Nashville",
+    "Orlando", "Minneapolis", "Baltimore", "Honolulu", "Anchorage", "Springfield", "London",
+    "Paris", "Berlin", "Madrid", "Rome", "Tokyo", "Sydney", "Toronto", "Vancouver", "Dublin",
+    "Amsterdam", "Lisbon", "Mexico City", "Beijing", "Shanghai", "Mumbai", "Delhi", "Cairo",
+    "Moscow", "Istanbul", "Dubai", "Singapore", "Hong Kong", "Seoul", "Bangkok", "Rio",
+)  # fmt: skip
+_OTHER = re.compile(r"\b(" + "|".join(_KNOWN_CITIES) + r")\b", re.I)
+_AFTER_IN = re.compile(r"\b(?:in|for)\s+([A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?)")
+_NOT_PLACES = {
+    "General", "Today", "Tomorrow", "The", "There", "Here", "Me", "Sure", "Weather", "Temperature",
+    "Celsius", "Fahrenheit", "Town", "Advance",
+}  # fmt: skip
+
+
+def _cities(said: str) -> list[str]:
+    """The cities the user names, in order: NYC and LA as the tool spells them, others as said."""
+    found: list[tuple[int, str]] = []
     for alias, city in _ALIASES:
-        said = alias.sub(city, said)
-    cities = [c for c in _CITY.findall(said) if c not in _SKIP]
+        found += [(m.start(), city) for m in alias.finditer(said)]
+    for match in _OTHER.finditer(said):
+        if not any(start == match.start() for start, _ in found):
+            found.append((match.start(), match.group(1).title()))
+    for match in _AFTER_IN.finditer(said):
+        name = match.group(1)
+        taken = any(abs(start - match.start(1)) < 3 for start, _ in found)
+        if name not in _NOT_PLACES and not taken and not _ALIASES[0][0].match(name):
+            found.append((match.start(1), name))
+    names: list[str] = []
+    for _, city in sorted(found):
+        if city not in names:
+            names.append(city)
+    return names
+
+
+def _weather(messages: list[BaseMessage], tools: list[str], system: str) -> AIMessage | str:
+    results = _fresh_results(messages)
+    if results:
+        return _weather_feedback(messages, results)
+    said = _just_said(messages)
+    cities = _cities(said)
     if cities:
-        return tool_calls(*[("get_weather", {"city": city}) for city in cities])
-    return "Which cities would you like the weather for? I can report NYC and LA."
+        return tool_calls(*[("get_weather", {"cityName": city}) for city in cities])
+    if _wants_to_leave(said):
+        return _end(tools)
+    return "Which two cities would you like me to compare today's temperature for?"
 
 
-def _name(said: str) -> AIMessage | str:
-    found = _NAME.search(said)
-    if found:
-        return tool_call("save_name", name=found.group(1).strip().rstrip("."))
-    return "Lovely! What is your full name?"
+def _weather_feedback(messages: list[BaseMessage], results: list[ToolMessage]) -> str:
+    accepted = [args["cityName"] for args, text in _calls(messages, "get_weather") if text == "ok"]
+    refused = [r for r in results if r.text != "ok"]
+    have = ", ".join(dict.fromkeys(accepted))
+    if refused:
+        first = f"Sorry, {refused[0].text.rstrip('.')}."
+        if have:
+            return f"{first} I have {have}; which other city should I compare it with?"
+        return f"{first} Which two cities would you like to compare?"
+    return f"Got {have}. Which other city should I compare it with?"
 
 
-def _dob(said: str) -> AIMessage | str:
-    found = _DATE.search(said)
-    if found:
-        return tool_call("save_dob", dob=found.group(1))
-    return "When were you born? Please give the date as YYYY-MM-DD."
+# -- FavoritesStep -------------------------------------------------------------------------------
+
+_ITEMS = {"color": "favoriteColor", "movie": "favoriteMovie", "season": "favoriteSeason"}
+_ASK = {
+    "color": "What is your favourite colour: {options}?",
+    "movie": "What is your favourite movie?",
+    "season": "And your favourite season: {options}?",
+}
+_LABELS = {
+    "color": re.compile(r"\bcolou?r(?:\s+is|:)?\s+(?P<v>[a-z]+)", re.I),
+    "movie": re.compile(
+        r"\b(?:movie|film)(?:\s+is|:)?\s+(?P<v>[^,.;!?]+?)(?:\s*(?:[,.;!?]|\band\b)|$)", re.I
+    ),
+    "season": re.compile(r"\bseason(?:\s+is|:)?\s+(?P<v>[a-z]+)", re.I),
+}
+_SYNONYMS = {"fall": "autumn"}
+_OTHER_COLORS = {"green", "yellow", "black", "purple", "orange", "pink", "grey", "gray", "brown"}
+_FILLERS = re.compile(
+    r"^(?:and|but|hmm+|um+|uh+|well|ok(?:ay)?|oh|so|wait|sorry|actually|definitely|"
+    r"obviously|for sure|i guess|i think|i love|i like|i'd say|probably|maybe|please|my"
+    r"|it's|its|is|fav(?:ou?rite)?)\b[\s,.:!-]*",
+    re.I,
+)
+_TRAILING = re.compile(
+    r"[\s,.:!-]*\b(?:obviously|for sure|i guess|i think|please|probably|maybe|then)$", re.I
+)
+_NEGATED = re.compile(r"\bnot\s+\w+", re.I)
 
 
-def _address(said: str) -> AIMessage | str:
-    found = _ADDRESS.search(said)
-    if found:
-        parts = {k: v.strip() for k, v in found.groupdict().items()}
-        return tool_call(
-            "save_address",
-            street=parts["street"],
-            city=parts["city"],
-            state=parts["state"],
-            zip_code=parts["zip"],
+def _options(system: str) -> dict[str, list[str]]:
+    """The enums of the schema in the prompt (the model reads them there)."""
+    start, end = system.find("{"), system.rfind("}")
+    try:
+        schema = json.loads(system[start : end + 1])
+    except ValueError:
+        return {}
+    properties = schema.get("properties", {})
+    return {item: properties.get(key, {}).get("enum", []) for item, key in _ITEMS.items()}
+
+
+def _asked_item(text: str) -> str | None:
+    for item, pattern in (("color", r"colou?r"), ("movie", r"movie|film"), ("season", r"season")):
+        if re.search(pattern, text, re.I):
+            return item
+    return None
+
+
+def _enum_value(word: str, choices: list[str], fuzzy: bool) -> str | None:
+    word = _SYNONYMS.get(word.lower(), word.lower())
+    if word in choices:
+        return word
+    if fuzzy and len(word) >= 4:
+        close = difflib.get_close_matches(word, choices, n=1, cutoff=0.75)
+        return close[0] if close else None
+    return None
+
+
+def _read_answer(
+    said: str, asked: str | None, options: dict[str, list[str]], known: dict[str, str]
+) -> dict[str, str]:
+    """The favourites one user message gives: labelled, enum words, or the answer to `asked`."""
+    text = _NEGATED.sub(" ", said)  # "not blue, white": blue is taken back
+    found, text = _labelled(text, options)
+    rest: list[str] = []
+    for segment in re.split(r"[,;]|\band\b|(?<=[a-z])\.\s", text):
+        enums = _enums_in(segment, asked, options)
+        found.update(enums)
+        cleaned = _without_fillers(segment)
+        if not enums and cleaned and cleaned.lower() not in _OTHER_COLORS:
+            rest.append(cleaned)
+    if "movie" not in found and "movie" not in known and rest:
+        if asked == "movie" or len(found) + len(rest) > 1:
+            found["movie"] = rest[0]
+    return found
+
+
+def _labelled(text: str, options: dict[str, list[str]]) -> tuple[dict[str, str], str]:
+    """Answers given with their label ("movie: Alien"), and the text without them."""
+    found: dict[str, str] = {}
+    for item, pattern in _LABELS.items():
+        for match in pattern.finditer(text):
+            value = match.group("v").strip()
+            if item != "movie":
+                value = _enum_value(value, options.get(item, []), True) or ""
+            if value:
+                found[item] = value
+                text = text.replace(match.group(0), " , ")
+    return found, text
+
+
+def _enums_in(segment: str, asked: str | None, options: dict[str, list[str]]) -> dict[str, str]:
+    """Colour and season words of a segment; typos only in a short answer to that question."""
+    words = segment.strip(" .!?:-").split()
+    found: dict[str, str] = {}
+    for word in words:
+        for item in ("color", "season"):
+            fuzzy = asked == item and len(words) <= 2
+            enum = _enum_value(word.strip(".!?"), options.get(item, []), fuzzy)
+            if enum:
+                found[item] = enum
+    return found
+
+
+def _without_fillers(segment: str) -> str:
+    cleaned = segment.strip(" .!?:-")
+    while True:
+        shorter = _TRAILING.sub("", _FILLERS.sub("", cleaned)).strip(" .!?:-")
+        if shorter == cleaned:
+            return cleaned
+        cleaned = shorter
+
+
+def _favorites(messages: list[BaseMessage], system: str) -> str:
+    options = _options(system)
+    known: dict[str, str] = {}
+    asked: str | None = None
+    question = False
+    for message in messages[1:]:
+        if message.type == "ai":
+            asked = _asked_item(str(message.text))
+        elif message.type == "human":
+            said = str(message.text)
+            question = bool(_QUESTION.search(said))
+            if not question:
+                known.update(_read_answer(said, asked, options, known))
+    if len(known) == len(_ITEMS):
+        return json.dumps({_ITEMS[item]: known[item] for item in _ITEMS})
+    missing = next(item for item in _ITEMS if item not in known)
+    ask = _ASK[missing].format(options=", ".join(options.get(missing, [])))
+    if question:
+        if asked in ("color", "season"):
+            return f"You can choose {', '.join(options.get(asked, []))}. " + _ASK[asked].format(
+                options=", ".join(options.get(asked, []))
+            )
+        return "Any movie you like, old or new. " + ask
+    return ask
+
+
+# -- NameStep ----------------------------------------------------------------------------------
+
+_INTRO = re.compile(
+    r"\b(?:my name is|my name's|name's|name is|i am|i'm|im|call me|it's|its|this is)\s+"
+    r"(?P<name>[^,;!?]+)",
+    re.I,
+)
+_CUT = re.compile(r"\s+(?:and|but|born|from|nice|thanks|thank|here|,)\b.*$", re.I)
+_NAME_WORD = re.compile(r"^[A-Za-z][A-Za-z'.-]*$")
+_NOT_NAMES = {
+    "sorry", "typo", "hi", "hello", "hey", "yes", "no", "thanks", "nice", "to", "meet", "you",
+    "i", "am", "is", "my", "name", "the", "and", "it", "its", "please", "ok", "okay", "sure",
+    "a", "what", "why", "this", "for", "here", "mean", "actually", "wait", "continue", "oops",
+    "fine", "well", "so", "me", "just", "born", "on", "in", "was", "of", "not", "i'm", "im",
+    "it's", "name's", "call", "that's", "i'd", "do", "need", "want", "your", "we",
+}  # fmt: skip
+_CORRECTION = re.compile(r"\b(sorry|typo|i mean|actually|no wait|oops|correction)\b", re.I)
+
+
+def _as_name(text: str) -> str | None:
+    words = _CUT.sub("", text.strip()).strip(" .!").split()
+    if not 1 <= len(words) <= 4 or not all(_NAME_WORD.match(w) for w in words):
+        return None
+    if any(w.lower().strip(".") in _NOT_NAMES for w in words):
+        return None
+    return " ".join(_capitalised(w) for w in words)
+
+
+def _capitalised(word: str) -> str:
+    if word != word.lower():
+        return word  # as the user wrote it: McDonald, O'Brien
+    return re.sub(r"(^|['-])([a-z])", lambda m: m.group(1) + m.group(2).upper(), word)
+
+
+def _names_in(said: str) -> list[str]:
+    found = [(m.start(), n) for m in _INTRO.finditer(said) if (n := _as_name(m.group("name")))]
+    offset = 0
+    for segment in re.split(r"[,;]", said):
+        name = _as_name(segment)
+        if name and not any(n == name for _, n in found):
+            found.append((offset, name))
+        offset += len(segment) + 1
+    return [name for _, name in sorted(found)]
+
+
+def _name(messages: list[BaseMessage], tools: list[str], system: str) -> AIMessage | str:
+    results = _fresh_results(messages)
+    if results:
+        return relay(str(results[-1].text)) + " What name should I use?"
+    said = _just_said(messages)
+    if said and _wants_to_leave(said):
+        return _end(tools)
+    names = _names_in(said) if not _QUESTION.search(said) or _INTRO.search(said) else []
+    if names:
+        return tool_call("user_name", name=names[-1] if _CORRECTION.search(said) else names[0])
+    if said and _QUESTION.search(said):
+        return "I need your name to personalise the rest of this chat. What is your name?"
+    return "Thanks! What is your name?"
+
+
+# -- DOBStep -------------------------------------------------------------------------------------
+
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        "january february march april may june july august september october november "
+        "december".split()
+    )
+}
+_MONTH = r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"  # noqa: E501
+_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>\d{4}|'\d{2})"
+_DATE_PATTERNS = (
+    re.compile(r"\b(?P<year>\d{4})[-/.](?P<month>\d{1,2})[-/.](?P<day>\d{1,2})\b"),
+    re.compile(r"\b(?P<a>\d{1,2})[/.-](?P<b>\d{1,2})[/.-](?P<year>\d{4}|\d{2})\b"),
+    re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}", re.I),
+    re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}", re.I),
+)
+
+
+class _Ambiguous(Exception):
+    """A date such as 03/04/1990, which reads both ways."""
+
+
+def _year(text: str) -> int:
+    if text.startswith("'") or len(text) == 2:
+        two = int(text.strip("'"))
+        return 2000 + two if two <= date.today().year % 100 else 1900 + two
+    return int(text)
+
+
+def _month_of(name: str) -> int:
+    key = name.lower().rstrip(".")
+    return next(n for m, n in _MONTHS.items() if m.startswith(key[:3]))
+
+
+def _dates_in(said: str) -> list[tuple[int, date]]:
+    """Every date in the message with its position; raises _Ambiguous for a two-way one."""
+    found: list[tuple[int, date]] = []
+    for pattern in _DATE_PATTERNS:
+        for match in pattern.finditer(said):
+            if any(abs(start - match.start()) < 3 for start, _ in found):
+                continue
+            parts = match.groupdict()
+            year = _year(parts["year"])
+            if "a" in parts and parts.get("a") is not None:
+                a, b = int(parts["a"]), int(parts["b"])
+                if a <= 12 and b <= 12 and a != b:
+                    raise _Ambiguous(match.group(0))
+                month, day = (a, b) if a <= 12 and b > 12 else (b, a)
+            elif parts.get("mon"):
+                month, day = _month_of(parts["mon"]), int(parts["day"])
+            else:
+                month, day = int(parts["month"]), int(parts["day"])
+            try:
+                found.append((match.start(), date(year, month, day)))
+            except ValueError:
+                continue
+    return sorted(found)
+
+
+def _dob(messages: list[BaseMessage], tools: list[str], system: str) -> AIMessage | str:
+    results = _fresh_results(messages)
+    arrived = bool(results) and all(r.name != "dob" for r in results)
+    said = _last_human(messages) if arrived else _just_said(messages)
+    user = re.search(r"date of birth of (.+?)\.", system.replace("\n", " "))
+    who = user.group(1) if user and "{{" not in user.group(1) else ""
+    try:
+        dates = _dates_in(said)
+    except _Ambiguous as exc:
+        return (
+            f"{exc.args[0]} could be read two ways. Please enter your date of birth again with "
+            "the month as a word, e.g. 3 April 1990."
         )
-    return "What is your US mailing address (street, city, state code and ZIP)?"
+    if dates:
+        born = dates[-1][1]
+        if born < date.today():
+            return tool_call("dob", year=born.year, month=born.month, day=born.day)
+        return "That date is not in the past. Please enter your date of birth again."
+    if not arrived and said and _wants_to_leave(said):
+        return _end(tools)
+    if not arrived and said and _QUESTION.search(said):
+        return "It is part of the profile this demo collects. What is your date of birth?"
+    return (
+        f"Nice to meet you, {who}! What is your date of birth?"
+        if who
+        else ("What is your date of birth?")
+    )
 
 
-def _favorites(said: str) -> str:
-    color, food = _COLOR.search(said), _FOOD.search(said)
-    if color and food:
-        return json.dumps({"color": color.group(1), "food": food.group(1).strip()})
-    return "Tell me your favourite colour and your favourite food."
+# -- AddressStep ---------------------------------------------------------------------------------
+
+_SUFFIX = (
+    r"(?:st|street|rd|road|ave|avenue|blvd|boulevard|way|ln|lane|dr|drive|ct|court|terrace|"
+    r"ter|pl|place|pkwy|parkway|hwy|highway|cir|circle|sq|square|loop|trail|row)\.?"
+    r"(?:\s+(?:nw|ne|sw|se|n|s|e|w))?"
+)
+_LOOSE = re.compile(
+    rf"(?P<street>\d+[a-z]?\s+[^,]*?\b{_SUFFIX})\s*,?\s+(?:in\s+)?(?P<city>[a-z][a-z .'-]*?)"
+    r"\s*,?\s+(?P<state>[a-z]{2})\.?\s+(?P<zip>\d{5}(?:-\d{4})?)\b",
+    re.I,
+)
+_WITH_COMMAS = re.compile(
+    r"(?P<street>\d+[^,]*?),\s*(?P<city>[^,\d]+?),\s*(?P<state>[a-z]{2})\.?\s+"
+    r"(?P<zip>\d{5}(?:-\d{4})?)\b",
+    re.I,
+)
+
+
+def _address_in(said: str) -> str | None:
+    for pattern in (_WITH_COMMAS, _LOOSE):
+        found = pattern.search(said)
+        if found:
+            street, city = found["street"].strip(), found["city"].strip()
+            return f"{street}, {city}, {found['state'].upper()} {found['zip']}"
+    return None
+
+
+def _address(messages: list[BaseMessage], tools: list[str], system: str) -> AIMessage | str:
+    results = _fresh_results(messages)
+    arrived = bool(results) and all(r.name != "address" for r in results)
+    if results and not arrived:
+        return (
+            "Sorry, that address was not accepted. Please give a US address as street, city, "
+            "two-letter state and ZIP, e.g. 12 Main St, Springfield, IL 62701."
+        )
+    said = _last_human(messages) if arrived else _just_said(messages)
+    found = _address_in(said)
+    if found:
+        return tool_call("address", address=found)
+    if not arrived and said and _wants_to_leave(said):
+        return _end(tools)
+    if not arrived and said and _QUESTION.search(said):
+        return (
+            "It is only kept in this demo's session. Please give it as street, city, state and "
+            "ZIP, e.g. 12 Main St, Springfield, IL 62701."
+        )
+    if not arrived and said:
+        return "I need a full address: street, city, state and ZIP. What is your address?"
+    return "Thank you. What is your address?"
+
+
+# -- InContextStep, PresidentStep, EndStep -------------------------------------------------------
+
+MOVIE_IDEA = {
+    "title": "The Last Signal from Europa",
+    "genre": "Science Fiction",
+    "releaseYear": 2027,
+    "rating": 7.5,
+    "summary": "Four students decode a message from beneath Europa's ice and must decide "
+    "whether to answer it.",
+}
+PRESIDENTS = {
+    1: "George Washington", 2: "John Adams", 3: "Thomas Jefferson", 4: "James Madison",
+    5: "James Monroe", 6: "John Quincy Adams", 7: "Andrew Jackson", 8: "Martin Van Buren",
+    9: "William Henry Harrison", 10: "John Tyler", 11: "James K. Polk", 12: "Zachary Taylor",
+    13: "Millard Fillmore", 14: "Franklin Pierce", 15: "James Buchanan", 16: "Abraham Lincoln",
+    17: "Andrew Johnson", 18: "Ulysses S. Grant", 19: "Rutherford B. Hayes",
+    20: "James A. Garfield",
+}  # fmt: skip
+
+
+def _president(said: str) -> str:
+    found = re.search(r"(\d+)(?:st|nd|rd|th)", said)
+    number = int(found.group(1)) if found else 0
+    if number in PRESIDENTS:
+        return f"The {found.group(0)} President of the United States was {PRESIDENTS[number]}."  # type: ignore[union-attr]
+    return "Which president would you like to know about? Give me the number, e.g. 16th."
+
+
+def _closing(system: str) -> str:
+    return "Thank you for chatting with me. As you asked, our conversation ends here. Goodbye!"
 
 
 _RULES: dict[str, Any] = {
     "get_weather": _weather,
-    "save_name": _name,
-    "save_dob": _dob,
-    "save_address": _address,
+    "user_name": _name,
+    "dob": _dob,
+    "address": _address,
 }
 
 
