@@ -24,7 +24,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..engine import TurnResult
@@ -34,6 +34,7 @@ from ._schemas import ErrorEnvelope
 
 __all__ = [
     "ApiError",
+    "ClientGone",
     "RETRY_AFTER_SECONDS",
     "turn_error",
     "install_error_handlers",
@@ -126,6 +127,18 @@ TURN_FAILURES: dict[str, _Failure] = {
 }
 
 
+class ClientGone(Exception):
+    """The client closed the connection while its body was being read.
+
+    Normal on the internet (a tab closed, a phone out of coverage), so it is logged as one
+    line with no traceback: a traceback per dropped upload floods the log.
+    """
+
+    def __init__(self, received: int) -> None:
+        super().__init__(f"the client went away after sending {received} bytes of its body")
+        self.received = received
+
+
 class ApiError(Exception):
     """A failure to answer with the error envelope; raised by routes, rendered by a handler."""
 
@@ -190,6 +203,7 @@ def install_error_handlers(app: FastAPI) -> None:
     then re-raises, so the server also logs the traceback; the other handlers do not re-raise.
     """
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(ClientGone, _client_gone)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(PicoflowError, _picoflow_error)
@@ -231,6 +245,21 @@ async def _api_error(request: Request, exc: Exception) -> JSONResponse:
         extra={"request_id": request_id, "session_id": exc.session},
     )
     return render(request, exc)
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """One INFO line: nobody is left to read a reply, and a dropped upload is no failure."""
+    assert isinstance(exc, ClientGone)
+    request_id = request_id_for(request)
+    logger.info(
+        "%s %s: %s (request id %s)",
+        request.method,
+        request.url.path,
+        exc,
+        request_id,
+        extra={"request_id": request_id},
+    )
+    return Response(status_code=400, headers={REQUEST_ID_HEADER: request_id})
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -31,7 +31,13 @@ from ._headers import (
     wants_raw,
 )
 from ._idempotency import IDEMPOTENCY_HEADER, IdempotencyCache, check_key, fingerprint
-from ._limits import Limits, read_run_request
+from ._limits import (
+    Limits,
+    check_header_sizes,
+    check_single,
+    read_run_request,
+    refuse_empty_message,
+)
 from ._schemas import EndEnvelope, ErrorEnvelope, Health, RunEnvelope, RunRequest, envelope_of
 from ._stream import STREAM_HEADERS, idempotent_events, replayed_events, sse_events
 
@@ -45,6 +51,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorEnvelope, "description": "These credentials may not use the API."},
     409: {"model": ErrorEnvelope, "description": "Another request saved the session first."},
     413: {"model": ErrorEnvelope, "description": "The body, message or config is too large."},
+    415: {"model": ErrorEnvelope, "description": "The body is not sent as application/json."},
+    431: {"model": ErrorEnvelope, "description": "Too many headers, or too large ones."},
     422: {"model": ErrorEnvelope, "description": "Can never succeed as sent; do not retry."},
     500: {"model": ErrorEnvelope, "description": "A bug; `requestId` names the log entry."},
     503: {"model": ErrorEnvelope, "description": "Unavailable for now; see `Retry-After`."},
@@ -85,6 +93,7 @@ async def _principal(request: Request, settings: Settings) -> str | None:
 
 
 async def _session_id(
+    request: Request,
     chat_session_id: Annotated[
         str | None,
         Header(
@@ -105,6 +114,7 @@ async def _session_id(
 
     An empty header means "no session yet": some clients always send it, empty on turn one.
     """
+    check_single(request, SESSION_HEADER, SESSION_HEADER_ALT)
     first, second = chat_session_id or None, chat_session_id_alt or None
     if first and second and first != second:
         raise ApiError(
@@ -125,6 +135,7 @@ async def _session_id(
 
 
 async def _idempotency_key(
+    request: Request,
     key: Annotated[
         str | None,
         Header(
@@ -134,13 +145,19 @@ async def _idempotency_key(
         ),
     ] = None,
 ) -> str | None:
+    check_single(request, IDEMPOTENCY_HEADER)
     return check_key(key)
+
+
+async def _headers_within_limits(request: Request) -> None:
+    settings: ServerSettings = request.app.state.picoflow
+    check_header_sizes(request, settings.limits)
 
 
 Principal = Annotated[str | None, Depends(_principal)]
 SessionId = Annotated[str | None, Depends(_session_id)]
 IdempotencyKey = Annotated[str | None, Depends(_idempotency_key)]
-router = APIRouter()
+router = APIRouter(dependencies=[Depends(_headers_within_limits)])
 
 
 async def _turn_request(
@@ -236,6 +253,7 @@ async def stream_turn(
         doc = await settings.engine.get_session(session_id, owner=principal)
         if doc is not None and doc.get("run_status") == "running":
             headers.update(session_headers(session_id))
+            refuse_empty_message(doc, body.message)
     return StreamingResponse(
         _stream_events(request, settings, body, session_id, principal, key),
         media_type="text/event-stream",

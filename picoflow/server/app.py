@@ -42,6 +42,8 @@ def create_app(
     max_config_bytes: int = 16 * 1024,
     max_message_chars: int = 8000,
     max_json_depth: int = 32,
+    max_header_bytes: int = 32 * 1024,
+    max_headers: int = 100,
     expose_docs: bool = True,
     cors_origins: Iterable[str] = (),
 ) -> FastAPI:
@@ -64,6 +66,8 @@ def create_app(
             session, so it bounds what one session costs the store.
         max_message_chars: Longer messages get 413, which bounds what one turn can cost.
         max_json_depth: Bodies nested deeper than this get 400.
+        max_header_bytes: Requests whose headers (names and values) add up to more get 431.
+        max_headers: Requests with more headers than this get 431.
         expose_docs: False removes `/docs`, `/redoc` and `/openapi.json` (a public server
             need not describe itself).
         cors_origins: Browser origins allowed to call the API from other sites (e.g.
@@ -73,7 +77,16 @@ def create_app(
     Raises:
         ValueError: a limit is not a positive integer.
     """
-    limits = Limits(max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
+    sizes = (max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
+    limits = Limits(*sizes, max_header_bytes=max_header_bytes, max_headers=max_headers)
+    app = _new_app(engine, expose_docs)
+    app.state.picoflow = ServerSettings(engine=engine, limits=limits, authorize=authorize)
+    _allow_cross_site(app, list(cors_origins))
+    return app
+
+
+def _new_app(engine: FlowEngine, expose_docs: bool) -> FastAPI:
+    """The app with its routes, error handlers and static files; settings come after."""
     docs: dict[str, Any] = {} if expose_docs else _NO_DOCS
     app = FastAPI(
         title="picoflow",
@@ -82,12 +95,10 @@ def create_app(
         lifespan=_closing(engine),
         **docs,
     )
-    app.state.picoflow = ServerSettings(engine=engine, limits=limits, authorize=authorize)
     install_error_handlers(app)
     app.include_router(router)
     _describe_run_body(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    _allow_cross_site(app, list(cors_origins))
     return app
 
 
