@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from ._engine_checks import check_flow, turn_input_problem
+from ._fresh_scripts import FreshScripts
 from ._housekeeping.scheduler import Housekeeping
 from ._loop import run_turn
 from ._mcp import MCPConnections
@@ -142,6 +143,7 @@ class FlowEngine:
         self._store: Store = store if store is not None else _store_from_environment()
         self._sessions = Sessions(self._store, _as_ttl(session_ttl))
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
+        self._fresh_scripts = FreshScripts()  # F4: a test model rebuilt every turn
 
     def flow_names(self) -> list[str]:
         """The registered flow names."""
@@ -372,6 +374,7 @@ class FlowEngine:
             if _overrides(flow, "init"):
                 await flow.init()
             await flow._call_hook(flow.current_step.on_restore)
+        self._fresh_scripts.check(flow, doc["id"], context.default_model)
         reply = await run_turn(flow, message, context)
         saved = await self._save(flow, doc, context, fresh, deadline)
         return TurnResult(
