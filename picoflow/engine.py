@@ -20,6 +20,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from ._engine_checks import check_flow, turn_input_problem
 from ._fresh_scripts import FreshScripts
 from ._housekeeping.scheduler import Housekeeping
+from ._idempotent import KEY_REUSED, IdempotentTurn, keep_reply, run_keyed, session_id_for_new
 from ._loop import run_turn
 from ._mcp import MCPConnections
 from ._migration import migrate
@@ -34,14 +35,7 @@ from .flow import Flow
 from .mcp import MCPServer
 from .memory import Namespace
 from .models import ProviderFactory, ProviderRegistry, parse_model
-from .session import (
-    continuation,
-    empty_usage,
-    is_session_id,
-    load_flow,
-    new_document,
-    new_session_id,
-)
+from .session import continuation, empty_usage, is_session_id, load_flow, new_document
 from .stores import Store
 from .stores.base import JSONDict
 from .tools import collect_groups
@@ -89,6 +83,7 @@ class TurnResult:
     warnings: list[str] = field(default_factory=list)
     usage: dict[str, dict[str, int]] = field(default_factory=empty_usage)
     error: str | None = None
+    replayed: bool = False  # O4: the first result of this idempotency key, not a new turn
 
 
 @dataclass(frozen=True)
@@ -162,13 +157,20 @@ class FlowEngine:
         config: dict[str, Any] | None = None,
         *,
         owner: str | None = None,
+        idempotency_key: str | None = None,
     ) -> TurnResult:
         """Run one turn; never raises for run failures (they come back as success=False).
 
         `owner` (H4) names who runs the turn: a new session records it, and a session recorded
         with another owner (or none) is treated as unknown, so a new session starts (P5).
-        Without `owner` the caller is trusted with any session id.
+        Without `owner` the caller is trusted with any session id. With `idempotency_key`
+        (O4), the result is saved with the turn, and the same request sent again with the same
+        key, to this engine or any other on the store, gets that result (`replayed=True`)
+        instead of a second turn; see `docs/deployment.md`.
         """
+        if idempotency_key is not None:
+            request = (flow_name, message, session_id, config)
+            return await self._run_keyed(idempotency_key, request, None, owner=owner)
         return await self._run(flow_name, message, session_id, config, None, owner=owner)
 
     async def stream(
@@ -179,6 +181,7 @@ class FlowEngine:
         config: dict[str, Any] | None = None,
         *,
         owner: str | None = None,
+        idempotency_key: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Run one turn, yielding its events as they happen; the last one is "done".
 
@@ -190,9 +193,12 @@ class FlowEngine:
         def emit(kind: str, data: dict[str, Any]) -> None:
             queue.put_nowait(StreamEvent(kind, data))
 
-        task = asyncio.ensure_future(
-            self._run(flow_name, message, session_id, config, emit, owner=owner)
-        )
+        if idempotency_key is not None:  # O4: as in `run`; a replay has only "done"
+            request = (flow_name, message, session_id, config)
+            turn = self._run_keyed(idempotency_key, request, emit, owner=owner)
+        else:
+            turn = self._run(flow_name, message, session_id, config, emit, owner=owner)
+        task = asyncio.ensure_future(turn)
         try:
             while not (task.done() and queue.empty()):
                 getter = asyncio.ensure_future(queue.get())
@@ -248,6 +254,25 @@ class FlowEngine:
                     f"The turn failed and the session was not changed: {type(exc).__name__}: {exc}",
                     type(exc).__name__,
                 )
+
+    async def _run_keyed(
+        self,
+        key: str,
+        request: tuple[str, str, str | None, dict[str, Any] | None],
+        emit: Callable[[str, dict[str, Any]], None] | None,
+        *,
+        owner: str | None,
+    ) -> TurnResult:
+        """O4: a turn whose result is saved with it; a retry of it gets that result instead."""
+        turn = IdempotentTurn.of(owner, key, *request)
+        return await run_keyed(
+            self._sessions,
+            turn,
+            (request[2], owner),
+            lambda: self._run(*request, emit, owner=owner),
+            replayed=_replayed,
+            refused=lambda text: _failure(request[2], text, KEY_REUSED),
+        )
 
     async def get_session(self, session_id: str, *, owner: str | None = None) -> JSONDict | None:
         """The stored session document (P1), or None (also if `owner` is not its owner)."""
@@ -361,7 +386,7 @@ class FlowEngine:
         for problem in await self._connect_tools(flow):
             flow.add_warning(problem)
         if doc is None:
-            doc = new_document(new_session_id(), flow_class.name, config)
+            doc = new_document(session_id_for_new(), flow_class.name, config)
             if owner is not None:
                 doc["owner"] = owner  # H4: a top-level key, so no flow code can change it
             load_flow(flow, doc)
@@ -376,6 +401,7 @@ class FlowEngine:
             await flow._call_hook(flow.current_step.on_restore)
         self._fresh_scripts.check(flow, doc["id"], context.default_model)
         reply = await run_turn(flow, message, context)
+        doc = keep_reply(doc, flow, reply)  # O4: the key's record goes in the turn's own save
         saved = await self._save(flow, doc, context, fresh, deadline)
         return TurnResult(
             session_id=saved["id"],
@@ -513,6 +539,19 @@ def _failure(session_id: str | None, message: str, error: str) -> TurnResult:
         completed=False,
         step=None,
         error=error,
+    )
+
+
+def _replayed(session_id: str, reply: JSONDict) -> TurnResult:
+    """The first result of an idempotency key, as recorded with its turn (O4)."""
+    return TurnResult(
+        session_id,
+        reply["message"],
+        success=True,
+        completed=reply["completed"],
+        step=reply["step"],
+        content_type=reply["content_type"],
+        replayed=True,
     )
 
 

@@ -122,6 +122,8 @@ TURN_FAILURES: dict[str, _Failure] = {
         ),
         _MODEL_DOWN,
     ),
+    # O4: the key's record, saved with its first turn, is for another request.
+    "IdempotencyKeyReused": _Failure(422, "idempotency_key_reused", None),
     "TurnTimeout": _TIMEOUT,  # H6: the engine's turn_timeout stopped the turn
     "TimeoutError": _TIMEOUT,
 }

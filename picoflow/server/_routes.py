@@ -205,6 +205,7 @@ async def run_turn(
         session_id,
         body.config,
         owner=principal,
+        idempotency_key=key,  # O4: the record is saved with the turn, for any worker's retry
     )
     replayed = False
     if key is None:
@@ -215,7 +216,7 @@ async def run_turn(
         result, replayed = await settings.idempotency.run(slot, request_print, start)
     if not result.success:
         raise turn_error(result, request, body.flow_name)
-    return _reply(result, request, replayed)
+    return _reply(result, request, replayed or result.replayed)
 
 
 def _reply(result: TurnResult, request: Request, replayed: bool) -> Response:
@@ -282,7 +283,9 @@ def _stream_events(
     if first is not None:
         return replayed_events(first, request, flow)
     claim = settings.idempotency.begin(slot, request_print)
-    events = settings.engine.stream(flow, body.message, session_id, body.config, owner=principal)
+    events = settings.engine.stream(
+        flow, body.message, session_id, body.config, owner=principal, idempotency_key=key
+    )
     return idempotent_events(events, request, flow, claim)
 
 
