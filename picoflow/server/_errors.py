@@ -44,7 +44,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
-_ROUTES = "POST /ai/run, POST /ai/stream, POST /ai/end, GET /ai/flows, GET /healthcheck"
+_ROUTES = "POST /ai/run, POST /ai/stream, POST /ai/end, GET /ai/flows, GET /healthcheck, GET /ready"
 _NOTHING_SAVED = "nothing was changed"
 
 

@@ -31,6 +31,7 @@ from ._headers import (
     wants_raw,
 )
 from ._idempotency import IDEMPOTENCY_HEADER, IdempotencyCache, check_key, fingerprint
+from ._lifecycle import RunningTurns, store_problem
 from ._limits import (
     Limits,
     check_header_sizes,
@@ -39,7 +40,7 @@ from ._limits import (
     refuse_empty_message,
 )
 from ._schemas import EndEnvelope, ErrorEnvelope, Health, RunEnvelope, RunRequest, envelope_of
-from ._stream import STREAM_HEADERS, idempotent_events, replayed_events, sse_events
+from ._stream import STREAM_HEADERS, idempotent_events, replayed_events
 
 __all__ = ["router", "ServerSettings", "STATIC_DIR"]
 
@@ -77,6 +78,7 @@ class ServerSettings:
     limits: Limits
     authorize: Authorize | None = None
     idempotency: IdempotencyCache = field(default_factory=IdempotencyCache)
+    turns: RunningTurns = field(default_factory=RunningTurns)  # O6: what shutdown waits for
 
 
 async def _settings(request: Request) -> ServerSettings:
@@ -197,6 +199,7 @@ async def run_turn(
     `text/markdown`). A client that wants the bare reply instead names its media type in
     `Accept` (e.g. `Accept: text/markdown`); the session id is then in the header only.
     """
+    settings.turns.check_open()
     body = await _turn_request(request, settings, session_id)
     start = partial(
         settings.engine.run,
@@ -208,12 +211,16 @@ async def run_turn(
         idempotency_key=key,  # O4: the record is saved with the turn, for any worker's retry
     )
     replayed = False
-    if key is None:
-        result = await start()
-    else:
-        slot = (principal, key)
-        request_print = fingerprint(body.flow_name, body.message, session_id, body.config)
-        result, replayed = await settings.idempotency.run(slot, request_print, start)
+    settings.turns.enter()
+    try:
+        if key is None:
+            result = await start()
+        else:
+            slot = (principal, key)
+            request_print = fingerprint(body.flow_name, body.message, session_id, body.config)
+            result, replayed = await settings.idempotency.run(slot, request_print, start)
+    finally:
+        settings.turns.leave()
     if not result.success:
         raise turn_error(result, request, body.flow_name)
     return _reply(result, request, replayed or result.replayed)
@@ -248,6 +255,7 @@ async def stream_turn(
     The `done` event carries the `/ai/run` envelope plus `status`. The session header is set
     when the request continues a running session; a new session's id is in `done`.
     """
+    settings.turns.check_open()
     body = await _turn_request(request, settings, session_id)
     headers = {**STREAM_HEADERS, REQUEST_ID_HEADER: request_id_for(request)}
     if session_id is not None:
@@ -276,7 +284,7 @@ def _stream_events(
         events = settings.engine.stream(
             flow, body.message, session_id, body.config, owner=principal
         )
-        return sse_events(events, request, flow)
+        return idempotent_events(events, request, flow, None, settings.turns)
     slot = (principal, key)
     request_print = fingerprint(flow, body.message, session_id, body.config)
     first = settings.idempotency.waiting(slot, request_print)
@@ -286,7 +294,7 @@ def _stream_events(
     events = settings.engine.stream(
         flow, body.message, session_id, body.config, owner=principal, idempotency_key=key
     )
-    return idempotent_events(events, request, flow, claim)
+    return idempotent_events(events, request, flow, claim, settings.turns)
 
 
 @router.post("/ai/end", response_model=EndEnvelope, responses=_ERRORS, summary="End a session")
@@ -316,6 +324,21 @@ async def list_flows(principal: Principal, settings: Settings) -> list[str]:
 async def healthcheck() -> dict[str, Any]:
     """Answer while the process serves requests; it does not touch the store."""
     return Health(timestamp=datetime.now(UTC).isoformat()).to_wire()
+
+
+@router.get(
+    "/ready", response_model=Health, responses={503: _ERRORS[503]}, summary="Readiness check"
+)
+async def ready(settings: Settings) -> dict[str, Any]:
+    """200 when this server can run turns: its store answers and it is not shutting down (O6).
+
+    503 with `Retry-After` otherwise (`store_unavailable`, `shutting_down`).
+    """
+    settings.turns.check_open()
+    problem = await store_problem(settings.engine.store)
+    if problem is not None:
+        raise problem
+    return Health(status="ready", timestamp=datetime.now(UTC).isoformat()).to_wire()
 
 
 @router.get("/", include_in_schema=False)

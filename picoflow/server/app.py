@@ -46,6 +46,7 @@ def create_app(
     max_headers: int = 100,
     expose_docs: bool = True,
     cors_origins: Iterable[str] = (),
+    shutdown_grace: float = 30.0,
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
@@ -73,26 +74,29 @@ def create_app(
         cors_origins: Browser origins allowed to call the API from other sites (e.g.
             `["https://chat.example.com"]`, or `["*"]`); none by default, so only the chat
             page served by this app can call it from a browser.
+        shutdown_grace: Seconds a shutdown waits for running turns before closing the store
+            (O6); new turns meanwhile get 503 `shutting_down`.
 
     Raises:
         ValueError: a limit is not a positive integer.
     """
     sizes = (max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
     limits = Limits(*sizes, max_header_bytes=max_header_bytes, max_headers=max_headers)
-    app = _new_app(engine, expose_docs)
-    app.state.picoflow = ServerSettings(engine=engine, limits=limits, authorize=authorize)
+    settings = ServerSettings(engine=engine, limits=limits, authorize=authorize)
+    app = _new_app(settings, expose_docs, shutdown_grace)
+    app.state.picoflow = settings
     _allow_cross_site(app, list(cors_origins))
     return app
 
 
-def _new_app(engine: FlowEngine, expose_docs: bool) -> FastAPI:
+def _new_app(settings: ServerSettings, expose_docs: bool, grace: float) -> FastAPI:
     """The app with its routes, error handlers and static files; settings come after."""
     docs: dict[str, Any] = {} if expose_docs else _NO_DOCS
     app = FastAPI(
         title="picoflow",
         version=__version__,
         description=_DESCRIPTION,
-        lifespan=_closing(engine),
+        lifespan=_closing(settings, grace),
         **docs,
     )
     install_error_handlers(app)
@@ -102,14 +106,20 @@ def _new_app(engine: FlowEngine, expose_docs: bool) -> FastAPI:
     return app
 
 
-def _closing(engine: FlowEngine) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """The app's lifespan: settle the collector (see `_heap`), close the engine when it stops."""
+def _closing(
+    settings: ServerSettings, grace: float
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: settle the collector (see `_heap`), then drain and close.
+
+    When it stops, running turns get `grace` seconds to finish (O6); then the engine closes.
+    """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settle_heap()
         yield
-        await engine.aclose()
+        await settings.turns.drain(grace)
+        await settings.engine.aclose()
 
     return lifespan
 

@@ -244,7 +244,14 @@ async def test_openapi_describes_the_wire_names() -> None:
         content = run["responses"][status]["content"]["application/json"]["schema"]
         assert content == {"$ref": "#/components/schemas/ErrorEnvelope"}
     assert "HTTPValidationError" not in components
-    assert set(schema["paths"]) == {"/ai/run", "/ai/stream", "/ai/end", "/ai/flows", "/healthcheck"}
+    assert set(schema["paths"]) == {
+        "/ai/run",
+        "/ai/stream",
+        "/ai/end",
+        "/ai/flows",
+        "/healthcheck",
+        "/ready",
+    }
 
 
 async def test_cors_allows_and_exposes_the_session_header() -> None:
