@@ -34,6 +34,7 @@ class TurnResult:
     usage: dict[str, dict[str, int]] = field(default_factory=empty_usage)
     error: str | None = None
     pending_approvals: list[dict[str, Any]] = field(default_factory=list)  # K1
+    replayed: bool = False  # O4: the first result of this idempotency key, not a new turn
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,9 @@ from ._engine_checks import (
 )
 from ._expiration import ttl_from_environment
 from ._flow_providers import merged_providers
+from ._fresh_scripts import FreshScripts
 from ._housekeeping.scheduler import Housekeeping
+from ._idempotent import KeyedRuns, keep_reply, session_id_for_new
 from ._mcp import MCPConnections
 from ._memory_api import MemoryOperations
 from ._migration import migrate
@@ -57,7 +59,6 @@ from .session import (
     is_session_id,
     load_flow,
     new_document,
-    new_session_id,
 )
 from .stores import Store
 from .stores._url import store_from_environment
@@ -85,7 +86,7 @@ class _DeadlinePassed(Exception):
     """Raised when a turn's deadline stopped it before its save; never escapes `run`."""
 
 
-class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
+class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
     """Runs flows; holds the store, the model providers and the per-session locks.
 
     Approvals and handoff (K3-K6) come from `PeopleInTheLoop`: `resolve_approval`,
@@ -139,6 +140,7 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
         self._sessions = Sessions(self._store, ttl)
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
         self._housekeeping.telemetry = self._telemetry
+        self._fresh_scripts = FreshScripts()  # F4: a test model rebuilt every turn
         if self._budgets is not None and self._budgets.counts_owners:
             check_ledger(self._store)
 
@@ -170,12 +172,16 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
 
         `owner` (H4) names who runs the turn: a new session records it, and a session recorded
         with another owner (or none) is treated as unknown, so a new session starts (P5).
-        Without `owner` the caller is trusted with any session id. `idempotency_key` (H5, K5):
-        a turn of this session already run with the same key is not run again, in any process;
-        its recorded reply is returned.
+        Without `owner` the caller is trusted with any session id. With `idempotency_key`
+        (O4, H5, K5), the result is saved with the turn, and the same request sent again with
+        the same key, to this engine or any other on the store, gets that result
+        (`replayed=True`) instead of a second turn; see `docs/deployment.md`.
         """
         token = IDEMPOTENCY.set(idempotency_key)
         try:
+            if idempotency_key is not None:
+                request = (flow_name, message, session_id, config)
+                return await self._run_keyed(idempotency_key, request, None, owner=owner)
             return await self._run(flow_name, message, session_id, config, None, owner=owner)
         finally:
             IDEMPOTENCY.reset(token)
@@ -201,9 +207,12 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
             queue.put_nowait(StreamEvent(kind, data))
 
         token = IDEMPOTENCY.set(idempotency_key)  # the task copies the context now (K5)
-        task = asyncio.ensure_future(
-            self._run(flow_name, message, session_id, config, emit, owner=owner)
-        )
+        if idempotency_key is not None:  # O4: as in `run`; a replay has only "done"
+            request = (flow_name, message, session_id, config)
+            turn = self._run_keyed(idempotency_key, request, emit, owner=owner)
+        else:
+            turn = self._run(flow_name, message, session_id, config, emit, owner=owner)
+        task = asyncio.ensure_future(turn)
         IDEMPOTENCY.reset(token)
         try:
             while not (task.done() and queue.empty()):
@@ -385,12 +394,14 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
         for problem in await self._connect_tools(flow):
             flow.add_warning(problem)
         doc = await self._open(flow, doc, spaces, message, config, owner)
+        self._fresh_scripts.check(flow, doc["id"], context.default_model)
         record.set("picoflow.step_before", flow._session.current)
         try:
             if is_batch_turn(flow):  # U8: config._concurrent runs spawn_steps instead
                 reply = await run_batch(flow)
             else:  # K2, K6: a person may hold the turn
                 reply = await run_or_hold(flow, message, context, doc)
+            doc = keep_reply(doc, flow, reply)  # O4: the key's record goes in the turn's save
             saved = await self._save(flow, doc, context, fresh, deadline)
         finally:
             if context.budget is not None and context.budget.owner is not None:
@@ -421,7 +432,7 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits):
         """Load the session into the flow (or start a new one) and run the opening hooks."""
         flow._owner = owner if doc is None else doc.get("owner")  # L1: whose memory bank
         if doc is None:
-            doc = new_document(new_session_id(), flow.name, config)
+            doc = new_document(session_id_for_new(), flow.name, config)
             if owner is not None:
                 doc["owner"] = owner  # H4: a top-level key, so no flow code can change it
             load_flow(flow, doc)

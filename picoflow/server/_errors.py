@@ -24,7 +24,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..engine import TurnResult
@@ -34,6 +34,7 @@ from ._schemas import ErrorEnvelope
 
 __all__ = [
     "ApiError",
+    "ClientGone",
     "RETRY_AFTER_SECONDS",
     "turn_error",
     "install_error_handlers",
@@ -43,7 +44,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
-_ROUTES = "POST /ai/run, POST /ai/stream, POST /ai/end, GET /ai/flows, GET /healthcheck"
+_ROUTES = "POST /ai/run, POST /ai/stream, POST /ai/end, GET /ai/flows, GET /healthcheck, GET /ready"
 _NOTHING_SAVED = "nothing was changed"
 
 
@@ -123,9 +124,23 @@ TURN_FAILURES: dict[str, _Failure] = {
         ),
         _MODEL_DOWN,
     ),
+    # O4: the key's record, saved with its first turn, is for another request.
+    "IdempotencyKeyReused": _Failure(422, "idempotency_key_reused", None),
     "TurnTimeout": _TIMEOUT,  # H6: the engine's turn_timeout stopped the turn
     "TimeoutError": _TIMEOUT,
 }
+
+
+class ClientGone(Exception):
+    """The client closed the connection while its body was being read.
+
+    Normal on the internet (a tab closed, a phone out of coverage), so it is logged as one
+    line with no traceback: a traceback per dropped upload floods the log.
+    """
+
+    def __init__(self, received: int) -> None:
+        super().__init__(f"the client went away after sending {received} bytes of its body")
+        self.received = received
 
 
 class ApiError(Exception):
@@ -192,6 +207,7 @@ def install_error_handlers(app: FastAPI) -> None:
     then re-raises, so the server also logs the traceback; the other handlers do not re-raise.
     """
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(ClientGone, _client_gone)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(PicoflowError, _picoflow_error)
@@ -233,6 +249,21 @@ async def _api_error(request: Request, exc: Exception) -> JSONResponse:
         extra={"request_id": request_id, "session_id": exc.session},
     )
     return render(request, exc)
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """One INFO line: nobody is left to read a reply, and a dropped upload is no failure."""
+    assert isinstance(exc, ClientGone)
+    request_id = request_id_for(request)
+    logger.info(
+        "%s %s: %s (request id %s)",
+        request.method,
+        request.url.path,
+        exc,
+        request_id,
+        extra={"request_id": request_id},
+    )
+    return Response(status_code=400, headers={REQUEST_ID_HEADER: request_id})
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -5,21 +5,24 @@ request is not run again: it gets the first result, and if the first is still ru
 waits for it. Keys are scoped to the principal (two callers may pick the same key) and kept in
 this process for `ttl` seconds (the newest `capacity` of them). Only successful turns are kept:
 a failed turn saved nothing (P3), so running its retry is exactly what the client wants.
+
+This cache is the fast path of one process: a retry that reaches it waits for the first
+request instead of running the turn again. What makes a retry safe on *any* worker, even after
+the first one died, is the record the engine saves with the turn itself (`picoflow._idempotent`,
+O4): the routes pass the key to the engine as well.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
+from .._idempotent import fingerprint
 from ..engine import TurnResult
 from ._errors import ApiError
 
@@ -41,15 +44,6 @@ def check_key(key: str | None) -> str | None:
         "works well); send a new one for each new message and the same one when you retry.",
         code="invalid_idempotency_key",
     )
-
-
-def fingerprint(*parts: Any) -> bytes:
-    """What identifies a request, so a key reused for another request can be refused.
-
-    A digest, not the request: 10,000 kept keys must not hold 10,000 messages and configs.
-    """
-    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 Slot = tuple[str | None, str]  # (principal, key): two callers may pick the same key

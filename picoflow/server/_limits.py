@@ -13,15 +13,25 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import Request
 from pydantic import ValidationError
+from starlette.requests import ClientDisconnect
 
-from ._errors import ApiError, validation_problem
+from ..session import continuation
+from ._errors import ApiError, ClientGone, validation_problem
 from ._schemas import RunRequest
 
-__all__ = ["Limits", "read_run_request", "read_json_body"]
+__all__ = [
+    "Limits",
+    "read_json_body",
+    "check_header_sizes",
+    "check_single",
+    "read_run_request",
+    "refuse_empty_message",
+]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INT64 = range(-(2**63), 2**63)
@@ -39,16 +49,55 @@ class Limits:
     max_config_bytes: int = 16 * 1024
     max_message_chars: int = 8000
     max_json_depth: int = 32
+    max_header_bytes: int = 32 * 1024
+    max_headers: int = 100
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_config_bytes", "max_message_chars", "max_json_depth"):
+        for name in (
+            "max_body_bytes",
+            "max_config_bytes",
+            "max_message_chars",
+            "max_json_depth",
+            "max_header_bytes",
+            "max_headers",
+        ):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
 
 
+def check_header_sizes(request: Request, limits: Limits) -> None:
+    """431 for too many or too large headers, whatever the HTTP server in front allows.
+
+    Servers differ (uvicorn's h11 stops at 16 KB of headers, httptools at none), and every
+    header is held in memory for the whole request, so the limit is the app's own.
+    """
+    headers = request.scope["headers"]
+    size = sum(len(name) + len(value) for name, value in headers)
+    if len(headers) > limits.max_headers or size > limits.max_header_bytes:
+        raise ApiError(
+            431,
+            f"The request has {len(headers)} headers of {size} bytes in all; this server "
+            f"accepts at most {limits.max_headers} headers and {limits.max_header_bytes} "
+            "bytes. Send fewer or smaller headers (large cookies are the usual cause).",
+            code="headers_too_large",
+        )
+
+
+def check_single(request: Request, *names: str) -> None:
+    """400 when a header that names one thing is sent twice: which one wins is a guess."""
+    for name in names:
+        if len(request.headers.getlist(name)) > 1:
+            raise ApiError(
+                400,
+                f"The {name} header was sent more than once. Send it once, with one value.",
+                code="duplicate_header",
+            )
+
+
 async def read_run_request(request: Request, limits: Limits) -> RunRequest:
     """The body of `/ai/run` or `/ai/stream`, read within the limits and validated."""
+    _check_media_type(request)
     body = await _read_body(request, limits.max_body_bytes)
     data = _parse(body, limits.max_json_depth)
     try:
@@ -81,12 +130,39 @@ async def _read_body(request: Request, limit: int) -> bytes:
             raise _too_large(f"has {int(declared)} bytes, more", limit)
     chunks: list[bytes] = []
     received = 0
-    async for chunk in request.stream():
-        received += len(chunk)
-        if received > limit:
-            raise _too_large("is longer", limit)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            received += len(chunk)
+            if received > limit:
+                raise _too_large("is longer", limit)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ClientGone(received) from None
     return b"".join(chunks)
+
+
+# What a browser page of another site can send without a CORS preflight: a "simple" request
+# has one of these types (or none), so a turn must never run from such a body.
+_JSON_TYPES = ("application/json",)
+
+
+def _check_media_type(request: Request) -> None:
+    """415 unless the body is declared JSON: text/plain would let any site run turns.
+
+    A page of another origin may POST `text/plain` (or a form) without a CORS preflight; the
+    browser hides the reply from it, but the turn would still run as the visitor (with their
+    cookies). Requiring `application/json` forces the preflight, which CORS then decides.
+    """
+    declared = request.headers.getlist("content-type")
+    media = declared[0].split(";")[0].strip().lower() if len(declared) == 1 else ""
+    if media in _JSON_TYPES or (media.startswith("application/") and media.endswith("+json")):
+        return
+    shown = ", ".join(repr(value[:60]) for value in declared) or "none"
+    raise ApiError(
+        415,
+        f"The request's Content-Type is {shown}, but this server reads only JSON bodies. {HINT}",
+        code="unsupported_media_type",
+    )
 
 
 def _too_large(what: str, limit: int) -> ApiError:
@@ -213,6 +289,22 @@ def _shown(path: str) -> str:
     """A client-chosen path, safe to echo: surrogates escaped, at most 60 characters."""
     shown = _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", path)
     return (shown if len(shown) <= 60 else shown[:59] + "…") or "the top level"
+
+
+def refuse_empty_message(doc: dict[str, Any], message: str) -> None:
+    """400 before a stream starts, for a request the engine would refuse (E2).
+
+    Once the stream has begun its status is 200, so the refusal would reach the client only
+    as a `done` event carrying 400: said here, a client gets the real status.
+    """
+    if message.strip() or continuation(doc, datetime.now(UTC)) != "continue":
+        return
+    raise ApiError(
+        400,
+        "The message is empty. Send the user's text; an empty message only starts a new session.",
+        code="invalid_request",
+        session=doc["id"],
+    )
 
 
 def _check_sizes(run: RunRequest, limits: Limits) -> None:

@@ -31,10 +31,17 @@ from ._headers import (
     wants_raw,
 )
 from ._idempotency import IDEMPOTENCY_HEADER, IdempotencyCache, check_key, fingerprint
-from ._limits import Limits, read_run_request
+from ._lifecycle import RunningTurns, store_problem
+from ._limits import (
+    Limits,
+    check_header_sizes,
+    check_single,
+    read_run_request,
+    refuse_empty_message,
+)
 from ._people_routes import PeopleSettings
 from ._schemas import EndEnvelope, ErrorEnvelope, Health, RunEnvelope, RunRequest, envelope_of
-from ._stream import STREAM_HEADERS, idempotent_events, replayed_events, sse_events
+from ._stream import STREAM_HEADERS, idempotent_events, replayed_events
 
 __all__ = ["router", "ServerSettings", "STATIC_DIR"]
 
@@ -46,6 +53,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorEnvelope, "description": "These credentials may not use the API."},
     409: {"model": ErrorEnvelope, "description": "Another request saved the session first."},
     413: {"model": ErrorEnvelope, "description": "The body, message or config is too large."},
+    415: {"model": ErrorEnvelope, "description": "The body is not sent as application/json."},
+    431: {"model": ErrorEnvelope, "description": "Too many headers, or too large ones."},
     422: {"model": ErrorEnvelope, "description": "Can never succeed as sent; do not retry."},
     500: {"model": ErrorEnvelope, "description": "A bug; `requestId` names the log entry."},
     503: {"model": ErrorEnvelope, "description": "Unavailable for now; see `Retry-After`."},
@@ -72,6 +81,7 @@ class ServerSettings:
     idempotency: IdempotencyCache = field(default_factory=IdempotencyCache)
     people: PeopleSettings = field(default_factory=PeopleSettings)  # K7
     scenario_export: bool = False
+    turns: RunningTurns = field(default_factory=RunningTurns)  # O6: what shutdown waits for
 
 
 async def _settings(request: Request) -> ServerSettings:
@@ -88,6 +98,7 @@ async def _principal(request: Request, settings: Settings) -> str | None:
 
 
 async def _session_id(
+    request: Request,
     chat_session_id: Annotated[
         str | None,
         Header(
@@ -108,6 +119,7 @@ async def _session_id(
 
     An empty header means "no session yet": some clients always send it, empty on turn one.
     """
+    check_single(request, SESSION_HEADER, SESSION_HEADER_ALT)
     first, second = chat_session_id or None, chat_session_id_alt or None
     if first and second and first != second:
         raise ApiError(
@@ -128,6 +140,7 @@ async def _session_id(
 
 
 async def _idempotency_key(
+    request: Request,
     key: Annotated[
         str | None,
         Header(
@@ -137,13 +150,19 @@ async def _idempotency_key(
         ),
     ] = None,
 ) -> str | None:
+    check_single(request, IDEMPOTENCY_HEADER)
     return check_key(key)
+
+
+async def _headers_within_limits(request: Request) -> None:
+    settings: ServerSettings = request.app.state.picoflow
+    check_header_sizes(request, settings.limits)
 
 
 Principal = Annotated[str | None, Depends(_principal)]
 SessionId = Annotated[str | None, Depends(_session_id)]
 IdempotencyKey = Annotated[str | None, Depends(_idempotency_key)]
-router = APIRouter()
+router = APIRouter(dependencies=[Depends(_headers_within_limits)])
 
 
 async def _turn_request(
@@ -183,6 +202,7 @@ async def run_turn(
     `text/markdown`). A client that wants the bare reply instead names its media type in
     `Accept` (e.g. `Accept: text/markdown`); the session id is then in the header only.
     """
+    settings.turns.check_open()
     body = await _turn_request(request, settings, session_id)
     start = partial(
         settings.engine.run,
@@ -191,18 +211,22 @@ async def run_turn(
         session_id,
         body.config,
         owner=principal,
-        idempotency_key=key,  # K5: also recorded with the session, for retries elsewhere
+        idempotency_key=key,  # O4: the record is saved with the turn, for any worker's retry
     )
     replayed = False
-    if key is None:
-        result = await start()
-    else:
-        slot = (principal, key)
-        request_print = fingerprint(body.flow_name, body.message, session_id, body.config)
-        result, replayed = await settings.idempotency.run(slot, request_print, start)
+    settings.turns.enter()
+    try:
+        if key is None:
+            result = await start()
+        else:
+            slot = (principal, key)
+            request_print = fingerprint(body.flow_name, body.message, session_id, body.config)
+            result, replayed = await settings.idempotency.run(slot, request_print, start)
+    finally:
+        settings.turns.leave()
     if not result.success:
         raise turn_error(result, request, body.flow_name)
-    return _reply(result, request, replayed)
+    return _reply(result, request, replayed or result.replayed)
 
 
 def _reply(result: TurnResult, request: Request, replayed: bool) -> Response:
@@ -234,12 +258,14 @@ async def stream_turn(
     The `done` event carries the `/ai/run` envelope plus `status`. The session header is set
     when the request continues a running session; a new session's id is in `done`.
     """
+    settings.turns.check_open()
     body = await _turn_request(request, settings, session_id)
     headers = {**STREAM_HEADERS, REQUEST_ID_HEADER: request_id_for(request)}
     if session_id is not None:
         doc = await settings.engine.get_session(session_id, owner=principal)
         if doc is not None and doc.get("run_status") == "running":
             headers.update(session_headers(session_id))
+            refuse_empty_message(doc, body.message)
     return StreamingResponse(
         _stream_events(request, settings, body, session_id, principal, key),
         media_type="text/event-stream",
@@ -261,7 +287,7 @@ def _stream_events(
         events = settings.engine.stream(
             flow, body.message, session_id, body.config, owner=principal
         )
-        return sse_events(events, request, flow)
+        return idempotent_events(events, request, flow, None, settings.turns)
     slot = (principal, key)
     request_print = fingerprint(flow, body.message, session_id, body.config)
     first = settings.idempotency.waiting(slot, request_print)
@@ -271,7 +297,7 @@ def _stream_events(
     events = settings.engine.stream(
         flow, body.message, session_id, body.config, owner=principal, idempotency_key=key
     )
-    return idempotent_events(events, request, flow, claim)
+    return idempotent_events(events, request, flow, claim, settings.turns)
 
 
 @router.post("/ai/end", response_model=EndEnvelope, responses=_ERRORS, summary="End a session")
@@ -301,6 +327,21 @@ async def list_flows(principal: Principal, settings: Settings) -> list[str]:
 async def healthcheck() -> dict[str, Any]:
     """Answer while the process serves requests; it does not touch the store."""
     return Health(timestamp=datetime.now(UTC).isoformat()).to_wire()
+
+
+@router.get(
+    "/ready", response_model=Health, responses={503: _ERRORS[503]}, summary="Readiness check"
+)
+async def ready(settings: Settings) -> dict[str, Any]:
+    """200 when this server can run turns: its store answers and it is not shutting down (O6).
+
+    503 with `Retry-After` otherwise (`store_unavailable`, `shutting_down`).
+    """
+    settings.turns.check_open()
+    problem = await store_problem(settings.engine.store)
+    if problem is not None:
+        raise problem
+    return Health(status="ready", timestamp=datetime.now(UTC).isoformat()).to_wire()
 
 
 @router.get("/", include_in_schema=False)

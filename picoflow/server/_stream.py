@@ -20,9 +20,10 @@ from ..engine import StreamEvent, TurnResult
 from ._errors import ApiError, turn_error
 from ._headers import request_id_for
 from ._idempotency import Claim
+from ._lifecycle import RunningTurns
 from ._schemas import StreamDone, envelope_of
 
-__all__ = ["STREAM_HEADERS", "sse_events", "sse_frame", "idempotent_events", "replayed_events"]
+__all__ = ["STREAM_HEADERS", "sse_frame", "idempotent_events", "replayed_events"]
 
 # No caching, and no buffering in nginx (X-Accel-Buffering), or tokens arrive all at once.
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -37,33 +38,23 @@ def sse_frame(kind: str, data: dict[str, Any]) -> str:
     return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
 
 
-async def sse_events(
-    events: AsyncIterator[StreamEvent], request: Request, flow_name: str
-) -> AsyncIterator[str]:
-    """Encode a turn's events. Closing this generator closes the engine's stream.
-
-    If the client goes away, Starlette closes this generator; the engine still finishes and
-    saves the turn (it runs in its own task), so the session is never half-written.
-    """
-    generator = cast(AsyncGenerator[StreamEvent, None], events)
-    async with aclosing(generator):
-        async for event in generator:
-            yield _frame(event, request, flow_name)
-
-
 def idempotent_events(
     events: AsyncIterator[StreamEvent],
     request: Request,
     flow_name: str,
-    claim: Claim,
+    claim: Claim | None,
+    turns: RunningTurns | None = None,
 ) -> AsyncIterator[str]:
-    """Encode a turn whose result its retries wait for (H5).
+    """Encode a turn read by a task of its own, whose result its retries wait for (H5).
 
-    The events are read by a task of their own, started now: the first request's result
-    reaches its retries even if this client leaves, or goes before it reads a single event.
+    The task starts now: the first request's result reaches its retries (`claim`) even if this
+    client leaves, or goes before it reads a single event, and `turns` counts the turn until
+    its end, so a shutdown waits for it (O6).
     """
     queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
-    task = asyncio.ensure_future(_pump(events, queue, claim))
+    if turns is not None:
+        turns.enter()
+    task = asyncio.ensure_future(_pump(events, queue, claim, turns))
     _PUMPS.add(task)  # a task only weakly referenced by the loop could be collected mid-turn
     task.add_done_callback(_PUMPS.discard)
     return _drain(queue, request, flow_name)
@@ -73,17 +64,23 @@ _PUMPS: set[asyncio.Future[None]] = set()
 
 
 async def _pump(
-    events: AsyncIterator[StreamEvent], queue: asyncio.Queue[StreamEvent | None], claim: Claim
+    events: AsyncIterator[StreamEvent],
+    queue: asyncio.Queue[StreamEvent | None],
+    claim: Claim | None,
+    turns: RunningTurns | None,
 ) -> None:
     generator = cast(AsyncGenerator[StreamEvent, None], events)
     try:
         async with aclosing(generator):
             async for event in generator:
-                if event.kind == "done" and event.result is not None:
+                if claim is not None and event.kind == "done" and event.result is not None:
                     claim.finish(event.result)
                 queue.put_nowait(event)
     finally:
-        claim.abandon()  # does nothing once finished
+        if claim is not None:
+            claim.abandon()  # does nothing once finished
+        if turns is not None:
+            turns.leave()
         queue.put_nowait(None)
 
 

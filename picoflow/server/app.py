@@ -46,12 +46,15 @@ def create_app(
     max_config_bytes: int = 16 * 1024,
     max_message_chars: int = 8000,
     max_json_depth: int = 32,
+    max_header_bytes: int = 32 * 1024,
+    max_headers: int = 100,
     expose_docs: bool = True,
     cors_origins: Iterable[str] = (),
     metrics: bool = False,
     allow_self_approval: bool = False,
     public_dir: str | os.PathLike[str] | None = None,
     chat_route: bool = False,
+    shutdown_grace: float = 30.0,
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
@@ -69,6 +72,8 @@ def create_app(
         max_config_bytes: A larger `config` (compact JSON) gets 413.
         max_message_chars: Longer messages get 413.
         max_json_depth: Bodies nested deeper get 400.
+        max_header_bytes: Requests whose headers add up to more get 431.
+        max_headers: Requests with more headers than this get 431.
         expose_docs: False removes `/docs`, `/redoc` and `/openapi.json`.
         cors_origins: Browser origins allowed to call the API from other sites; none by
             default, so only the chat page served by this app can call it from a browser.
@@ -76,21 +81,24 @@ def create_app(
         allow_self_approval: Let a principal decide an approval its own session asked for (K7).
         public_dir: A folder served at `/public/` (PicoFlow's static files); off by default.
         chat_route: True also serves `POST /ai/chat` (chat-ui's route), the turn of `/ai/run`.
+        shutdown_grace: Seconds a shutdown waits for running turns before closing the store
+            (O6); new turns meanwhile get 503 `shutting_down`.
 
     Raises:
         ValueError: a limit is not a positive integer, or `public_dir` is not a folder.
     """
-    limits = Limits(max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
-    docs: dict[str, Any] = {} if expose_docs else _NO_DOCS
+    sizes = (max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
+    limits = Limits(*sizes, max_header_bytes=max_header_bytes, max_headers=max_headers)
+    people = PeopleSettings(allow_self_approval=allow_self_approval)
+    settings = ServerSettings(engine, limits, authorize, people=people)
     app = FastAPI(
         title="picoflow",
         version=__version__,
         description=_DESCRIPTION,
-        lifespan=_closing(engine),
-        **docs,
+        lifespan=_closing(settings, shutdown_grace),
+        **({} if expose_docs else _NO_DOCS),
     )
-    people = PeopleSettings(allow_self_approval=allow_self_approval)
-    app.state.picoflow = ServerSettings(engine, limits, authorize, people=people)
+    app.state.picoflow = settings
     _install(app, engine, list(cors_origins), metrics=metrics)
     _serve_picoflow_extras(app, public_dir, chat_route)
     return app
@@ -129,14 +137,20 @@ def _serve_picoflow_extras(
         )
 
 
-def _closing(engine: FlowEngine) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """The app's lifespan: settle the collector (see `_heap`), close the engine when it stops."""
+def _closing(
+    settings: ServerSettings, grace: float
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: settle the collector (see `_heap`), then drain and close.
+
+    When it stops, running turns get `grace` seconds to finish (O6); then the engine closes.
+    """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settle_heap()
         yield
-        await engine.aclose()
+        await settings.turns.drain(grace)
+        await settings.engine.aclose()
 
     return lifespan
 

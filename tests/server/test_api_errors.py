@@ -20,7 +20,7 @@ HINT = (
     'Send a JSON object such as {"flowName": "HotelFlow", "message": "Hi"} with '
     "Content-Type: application/json."
 )
-ROUTES = "POST /ai/run, POST /ai/stream, POST /ai/end, GET /ai/flows, GET /healthcheck"
+ROUTES = "POST /ai/run, POST /ai/stream, POST /ai/end, GET /ai/flows, GET /healthcheck, GET /ready"
 
 
 def failure(message: str, session: str = "", *, code: str) -> dict[str, Any]:
@@ -90,14 +90,16 @@ async def test_malformed_body_is_400_never_a_raw_422(route: str, body: bytes, pr
     )
 
 
-async def test_a_form_body_is_400() -> None:
+async def test_a_form_body_is_415() -> None:
+    """A form is what a page of another site can post without a preflight (issue #25)."""
     _, app = api(chat_flow())
     async with client_for(app) as client:
         reply = await client.post("/ai/run", data={"flowName": "ChatFlow"})
-    assert reply.status_code == 400
+    assert reply.status_code == 415
     assert error_body(reply) == failure(
-        f"The request is not valid (the body is not valid JSON: Expecting value). {HINT}",
-        code="invalid_body",
+        "The request's Content-Type is 'application/x-www-form-urlencoded', but this server "
+        f"reads only JSON bodies. {HINT}",
+        code="unsupported_media_type",
     )
 
 

@@ -260,6 +260,7 @@ async def test_openapi_describes_the_wire_names() -> None:
         "/ai/flows",
         "/healthcheck",
         *people,
+        "/ready",
     }
 
 

@@ -102,14 +102,16 @@ async def test_stream_of_a_direct_markdown_reply_has_no_tokens_and_the_table_in_
 
 
 async def test_stream_failure_ends_with_done_carrying_the_status() -> None:
+    """A refusal found once the turn runs (here: a session of another flow) is the `done`
+    event's status; one the route can see first is a real 400 (test_h1_requests)."""
     model = ScriptedChatModel(script=["Hi!"])
-    _, app = api(two_step_flow(model))
+    _, app = api(two_step_flow(model), chat_flow())
     async with client_for(app) as client:
-        first = await client.post("/ai/run", json={"flowName": "HotelFlow", "message": "hi"})
+        first = await client.post("/ai/run", json={"flowName": "ChatFlow", "message": "hi"})
         session = first.json()["session"]
         reply = await client.post(
             "/ai/stream",
-            json={"flowName": "HotelFlow", "message": " "},
+            json={"flowName": "HotelFlow", "message": "more"},
             headers={"CHAT_SESSION_ID": session},
         )
     assert reply.status_code == 200  # the stream had started; `done` says what /ai/run would
@@ -119,8 +121,9 @@ async def test_stream_failure_ends_with_done_carrying_the_status() -> None:
             {
                 "success": False,
                 "completed": False,
-                "message": "The message is empty. Send the user's text; an empty message only "
-                "starts a new session.",
+                "message": f"Session '{session}' belongs to flow 'ChatFlow', not 'HotelFlow'. "
+                "Continue it with flow 'ChatFlow', or omit the session id to start a new "
+                "session.",
                 "session": session,
                 "contentType": "text/plain",
                 "code": "invalid_request",

@@ -25,7 +25,7 @@ from demo.hotel.flow import PROVIDERS, HotelFlow
 from picoflow import FlowEngine
 from picoflow.server import create_app
 from picoflow.stores import MemoryStore
-from picoflow.testing import transient_error
+from picoflow.testing import ScriptedChatModel, transient_error
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [
@@ -232,3 +232,58 @@ def test_v9_chat_page_takes_back_text_of_a_reply_that_dropped_mid_stream(page: P
         expect(page.locator("body")).to_have_attribute("data-busy", "false")
         expect(bubble).to_have_text("Three 🏨 hotels match.")
         assert model.calls == 2
+
+
+ATTACKER_PAGE = """<!doctype html><title>another site</title><script>
+async function attack(target) {
+  // A "simple" request: text/plain needs no CORS preflight, so the browser sends it at once.
+  await fetch(target + "/ai/run", {method: "POST", mode: "no-cors",
+    headers: {"Content-Type": "text/plain"},
+    body: JSON.stringify({flowName: "ChatFlow", message: "sent by another site"})});
+  return "sent";
+}
+</script>"""
+
+
+@pytest.fixture
+def other_origin() -> Iterator[str]:
+    """A page served from another port of 127.0.0.1: another origin, as another site is."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = ATTACKER_PAGE.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_h1_a_page_of_another_origin_cannot_run_a_turn_with_text_plain(
+    page: Page, other_origin: str
+) -> None:
+    """Issue #25 item 1: the cross-site 'simple' POST reaches the server and is refused (415)
+    before any turn runs: no session is created and the model is never called."""
+    store = MemoryStore()
+    model = ScriptedChatModel(policy=lambda messages, tools: "hello")
+    engine = FlowEngine(flows=[chat_flow(model)], store=store)
+    with live_server(create_app(engine)) as live:
+        page.goto(other_origin)
+        with page.expect_response(f"{live.url}/ai/run") as response:
+            assert page.evaluate("target => attack(target)", live.url) == "sent"
+        assert response.value.status == 415
+        assert repr(store) == "MemoryStore(sessions=0)"
+        assert model.requests == []

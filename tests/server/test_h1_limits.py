@@ -15,6 +15,7 @@ from picoflow.server import create_app
 from picoflow.testing import ScriptedChatModel
 
 MIB = 1024 * 1024
+JSON = {"Content-Type": "application/json"}
 CHUNK = 64 * 1024
 
 
@@ -99,8 +100,8 @@ async def test_h1_a_body_at_the_limit_is_read() -> None:
     body = json.dumps({"flowName": "HotelFlow", "message": "hi"}).encode()
     _, app = api(two_step_flow(model), max_body_bytes=len(body))
     async with client_for(app) as client:
-        fits = await client.post("/ai/run", content=body)
-        over = await client.post("/ai/run", content=body + b" ")
+        fits = await client.post("/ai/run", content=body, headers=JSON)
+        over = await client.post("/ai/run", content=body + b" ", headers=JSON)
     assert fits.status_code == 200
     assert over.status_code == 413
     assert error_body(over) == failure(
@@ -167,7 +168,7 @@ TOO_DEEP = (
 async def test_h1_json_nested_too_deep_is_400_naming_the_limit(body: bytes) -> None:
     _, app = api(chat_flow(), max_json_depth=8)
     async with client_for(app) as client:
-        reply = await client.post("/ai/run", content=body)
+        reply = await client.post("/ai/run", content=body, headers=JSON)
         fits = await client.post("/ai/run", json=nested(8))
     assert reply.status_code == 400
     assert error_body(reply) == failure(TOO_DEEP.format(8), code="too_deep")
@@ -177,7 +178,7 @@ async def test_h1_json_nested_too_deep_is_400_naming_the_limit(body: bytes) -> N
 async def test_h3_invalid_utf8_is_400_not_an_unknown_route() -> None:
     _, app = api(chat_flow())
     async with client_for(app) as client:
-        reply = await client.post("/ai/run", content=b'{"flowName": "Chat\xffFlow"}')
+        reply = await client.post("/ai/run", content=b'{"flowName": "Chat\xffFlow"}', headers=JSON)
     assert reply.status_code == 400
     assert error_body(reply) == failure(
         "The request body is not valid UTF-8 (the byte at offset 18 is not part of a UTF-8 "
@@ -230,7 +231,7 @@ async def test_h3_values_no_store_can_keep_are_400_before_the_turn(
     model = ScriptedChatModel(script=[])
     _, app = api(chat_flow(model))
     async with client_for(app) as client:
-        reply = await client.post("/ai/run", content=body)
+        reply = await client.post("/ai/run", content=body, headers=JSON)
     assert reply.status_code == 400
     assert reply.json()["code"] == code
     assert reply.json()["message"] == message
@@ -240,7 +241,9 @@ async def test_h3_values_no_store_can_keep_are_400_before_the_turn(
 async def test_h1_a_utf8_byte_order_mark_is_ignored() -> None:
     _, app = api(chat_flow())
     async with client_for(app) as client:
-        reply = await client.post("/ai/run", content=b'\xef\xbb\xbf{"flowName": "ChatFlow"}')
+        reply = await client.post(
+            "/ai/run", content=b'\xef\xbb\xbf{"flowName": "ChatFlow"}', headers=JSON
+        )
     assert reply.status_code == 200
 
 
@@ -251,7 +254,7 @@ async def test_h1_a_surrogate_pair_and_a_64_bit_int_are_fine() -> None:
         b'"config": {"low": -9223372036854775808, "high": 9223372036854775807}}'
     )
     async with client_for(app) as client:
-        reply = await client.post("/ai/run", content=body)
+        reply = await client.post("/ai/run", content=body, headers=JSON)
     assert reply.status_code == 200
 
 

@@ -207,3 +207,45 @@ async def test_h5_a_stream_whose_client_left_still_answers_its_retry() -> None:
     assert done[0][1]["message"] == "echo: hello"
     assert len(model.requests) == 1
     assert engine.store.created == [done[0][1]["session"]]
+
+
+@pytest.mark.parametrize("route", ["/ai/run", "/ai/stream"])
+async def test_o4_a_retry_sent_to_another_worker_gets_the_first_result(route: str) -> None:
+    """Two apps on one store, as two worker processes behind a load balancer (no stickiness):
+    the retry of a first turn, sent to the other one, finds the session the first started."""
+    model = echo_model()
+    store = MemoryStore()
+    _, first_app = api(chat_flow(model), store=store)
+    engine, other_app = api(chat_flow(model), store=store)
+    headers = {"Idempotency-Key": "first-turn-7"}
+    async with client_for(first_app) as one, client_for(other_app) as other:
+        first = await one.post(route, json=HELLO, headers=headers)
+        retry = await other.post(route, json=HELLO, headers=headers)
+    if route == "/ai/run":
+        assert retry.headers["Idempotent-Replayed"] == "true"
+        assert retry.json() == first.json()
+        session = first.json()["session"]
+    else:
+        assert sse(retry.text) == [sse(first.text)[-1]]  # only `done`, the first one's
+        session = sse(first.text)[-1][1]["session"]
+    assert len(model.requests) == 1
+    assert humans(await engine.get_session(session)) == ["hello"]
+
+
+async def test_o4_a_key_reused_on_another_worker_is_422() -> None:
+    store = MemoryStore()
+    _, first_app = api(chat_flow(echo_model()), store=store)
+    _, other_app = api(chat_flow(echo_model()), store=store)
+    async with client_for(first_app) as one, client_for(other_app) as other:
+        session = (await one.post("/ai/run", json=HELLO)).json()["session"]
+        headers = {"Idempotency-Key": "k-1", "CHAT_SESSION_ID": session}
+        await one.post("/ai/run", json={**HELLO, "message": "one"}, headers=headers)
+        reply = await other.post("/ai/run", json={**HELLO, "message": "two"}, headers=headers)
+    assert reply.status_code == 422
+    assert error_body(reply) == failure(
+        "The Idempotency-Key 'k-1' was already used for a different request (another flow, "
+        "message, session or config). Send each new message with a new key, and reuse a key "
+        "only to retry the same request.",
+        session,
+        code="idempotency_key_reused",
+    )
