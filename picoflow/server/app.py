@@ -91,16 +91,22 @@ def create_app(
     limits = Limits(*sizes, max_header_bytes=max_header_bytes, max_headers=max_headers)
     people = PeopleSettings(allow_self_approval=allow_self_approval)
     settings = ServerSettings(engine, limits, authorize, people=people)
+    app = _new_app(settings, expose_docs, shutdown_grace)
+    _install(app, engine, list(cors_origins), metrics=metrics)
+    _serve_picoflow_extras(app, public_dir, chat_route)
+    return app
+
+
+def _new_app(settings: ServerSettings, expose_docs: bool, grace: float) -> FastAPI:
+    """The FastAPI app with its lifespan and settings; routes and the rest come after."""
     app = FastAPI(
         title="picoflow",
         version=__version__,
         description=_DESCRIPTION,
-        lifespan=_closing(settings, shutdown_grace),
+        lifespan=_closing(settings, grace),
         **({} if expose_docs else _NO_DOCS),
     )
     app.state.picoflow = settings
-    _install(app, engine, list(cors_origins), metrics=metrics)
-    _serve_picoflow_extras(app, public_dir, chat_route)
     return app
 
 
