@@ -14,6 +14,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -25,7 +26,8 @@ from pymongo.database import Database
 from pymongo.errors import BulkWriteError, ConfigurationError, DuplicateKeyError, PyMongoError
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
-from picoflow.stores import _checks
+from picoflow.stores import _checks, _history
+from picoflow.stores import _mongo_rows as rows
 from picoflow.stores._mongo_docs import (
     SessionEncoder,
     archive_record,
@@ -39,6 +41,8 @@ __all__ = ["MongoStore"]
 
 DEFAULT_DATABASE = "picoflow"
 _ARCHIVE_KEY = [("session_id", 1), ("namespace", 1), ("position", 1)]
+_ROWS_KEY = [("s", 1), ("t", 1)]
+_NOTE_FIELDS = ("message", "step_before", "step_after", "reply")
 _DUPLICATE_KEY = 11000
 # Plain dicts whatever the caller's handle was configured with; dates come back aware (UTC).
 _CODEC: CodecOptions[dict[str, Any]] = CodecOptions(document_class=dict, tz_aware=True)
@@ -66,6 +70,7 @@ class MongoStore:
             "picoflow". Not accepted together with a database handle.
         sessions: The collection of session documents.
         archive: The collection of archived (compacted-away) messages.
+        history: The collection of message rows and revisions (`_mongo_rows`).
         server_selection_timeout: Seconds to wait for a reachable server before a call fails
             with StoreError (URI only; an explicit `serverSelectionTimeoutMS` in it wins).
         timeout: Seconds to wait for the server's reply to one request before the call fails
@@ -84,6 +89,7 @@ class MongoStore:
         sessions: str = "sessions",
         archive: str = "session_archive",
         *,
+        history: str = "session_history",
         server_selection_timeout: float = 2.0,
         timeout: float | None = 10.0,
     ) -> None:
@@ -91,10 +97,11 @@ class MongoStore:
         self._uri, self._client, self._database, self._database_name = _accept(
             uri_or_client, database
         )
-        self._names = (sessions, archive)
+        self._names = (sessions, archive, history)
         self._client_options = _client_options(self._uri, server_selection_timeout, timeout)
         self._encoder = SessionEncoder()
-        self._ready: tuple[_Collection, _Collection] | None = None
+        self._written = rows.WrittenMemory()
+        self._ready: tuple[_Collection, _Collection, _Collection] | None = None
         self._init_lock = asyncio.Lock()
         self._closed = False
 
@@ -105,7 +112,7 @@ class MongoStore:
         shown = repr(target) if target else type(handle).__name__
         return f"MongoStore({shown}, database={self._database_name!r})"
 
-    async def create(self, doc: JSONDict) -> None:
+    async def create(self, doc: JSONDict, *, note: JSONDict | None = None) -> None:
         """Store a new session at revision 0; an existing id is a conflict and changes nothing.
 
         Raises:
@@ -116,30 +123,41 @@ class MongoStore:
         """
         _checks.check_open(self, self._closed)
         session_id = _checks.check_new_doc(doc)
-        record = self._encoder.record(doc, session_id, 0)
-        async with self._collections(f"create session '{session_id}'") as (sessions, _):
+        full_note = _history.check_note(note, session_id)
+        record, lists = self._encoder.split(doc, session_id, 0)
+        async with self._collections(f"create session '{session_id}'") as collections:
+            sessions, archive, history = collections
+            written, token = await self._write_rows(
+                collections, doc, record, lists, None, full_note, []
+            )
             try:
                 await sessions.insert_one(record)
             except DuplicateKeyError as exc:
+                await history.delete_many({"s": session_id, "t": token})
                 actual = await _revision_in(sessions, session_id) or 0
                 message = _checks.conflict_on_create_message(session_id, actual)
                 raise SessionConflictError(session_id, 0, actual, message) from exc
+        self._written.keep(session_id, written)
 
     async def load(self, session_id: str) -> JSONDict | None:
         """Return a fresh copy of the stored document, or None if there is none."""
         _checks.check_open(self, self._closed)
-        async with self._collections(f"load session '{session_id}'") as (sessions, _):
+        async with self._collections(f"load session '{session_id}'") as (sessions, _, history):
             stored = await sessions.find_one({"_id": session_id})
+            if stored is not None:
+                await _fill(history, session_id, stored)
         return None if stored is None else session_from_stored(stored)
 
     async def revision(self, session_id: str) -> int | None:
         """The stored revision, or None: the server sends back one small field."""
         _checks.check_open(self, self._closed)
         action = f"read the revision of session '{session_id}'"
-        async with self._collections(action) as (sessions, _):
+        async with self._collections(action) as (sessions, _, _):
             return await _revision_in(sessions, session_id)
 
-    async def save(self, doc: JSONDict, expected_revision: int) -> int:
+    async def save(
+        self, doc: JSONDict, expected_revision: int, *, note: JSONDict | None = None
+    ) -> int:
         """Replace the session if its revision is still `expected_revision`; return the new one.
 
         Raises:
@@ -151,19 +169,158 @@ class MongoStore:
         """
         _checks.check_open(self, self._closed)
         session_id = _checks.check_saved_doc(doc, expected_revision)
+        full_note = _history.check_note(note, session_id)
         revision = expected_revision + 1
-        record = self._encoder.record(doc, session_id, revision)
-        async with self._collections(f"save session '{session_id}'") as (sessions, _):
+        record, lists = self._encoder.split(doc, session_id, revision)
+        known = self._written.at(session_id, expected_revision)
+        self._written.forget(session_id)  # known again only once this save succeeded
+        async with self._collections(f"save session '{session_id}'") as collections:
+            sessions, _, history = collections
+            if known is None:
+                found = await sessions.find_one(
+                    {"_id": session_id}, {"revision": 1, "_history": 1, "_rows_x": 1}
+                )
+                if found is None:
+                    raise SessionNotFoundError(session_id)
+                if found["revision"] != expected_revision:
+                    raise SessionConflictError(session_id, expected_revision, found["revision"])
+                past, rows_x = list(found.get("_history", [])), found.get("_rows_x")
+            else:
+                past, rows_x = known.history, known.rows_x
+            written, token = await self._write_rows(
+                collections, doc, record, lists, known, full_note, past, rows_x
+            )
             # P2/P4: the filter is the compare-and-set; without upsert, no match writes nothing.
             result = await sessions.replace_one(
                 {"_id": session_id, "revision": expected_revision}, record
             )
             if result.matched_count == 0:
+                await history.delete_many({"s": session_id, "t": token})
                 actual = await _revision_in(sessions, session_id)
                 if actual is None:
                     raise SessionNotFoundError(session_id)
                 raise SessionConflictError(session_id, expected_revision, actual)
+            if revision % rows.SWEEP_EVERY == 0 and len(past) >= len(written.history):
+                await _sweep(history, session_id, written)
+        self._written.keep(session_id, written)
         return revision
+
+    async def history(self, session_id: str, *, limit: int | None = None) -> list[JSONDict]:
+        """The session's kept revisions, newest first: what each turn was (W1)."""
+        _checks.check_open(self, self._closed)
+        action = f"read the history of session '{session_id}'"
+        async with self._collections(action) as (sessions, _, history):
+            found = await sessions.find_one({"_id": session_id}, {"_history": 1})
+            kept = list(reversed(found.get("_history", []))) if found is not None else []
+            kept = kept if limit is None else kept[:limit]
+            tokens = [token for _, token, _ in kept]
+            notes = {
+                row["t"]: row["note"]
+                async for row in history.find(
+                    {"s": session_id, "t": {"$in": tokens}, "r": {"$exists": True}},
+                    {"t": 1, "note": 1},
+                )
+            }
+        return [
+            _history.entry(revision, saved_at, notes.get(token, {}))
+            for revision, token, saved_at in kept
+        ]
+
+    async def load_revision(self, session_id: str, revision: int) -> JSONDict | None:
+        """The document exactly as `revision` saved it, or None if it is not kept (W1)."""
+        _checks.check_open(self, self._closed)
+        _history.check_revision(revision)
+        action = f"load revision {revision} of session '{session_id}'"
+        async with self._collections(action) as (sessions, _, history):
+            found = await sessions.find_one({"_id": session_id}, {"_history": 1})
+            tokens = [t for r, t, _ in (found or {}).get("_history", []) if r == revision]
+            if not tokens:
+                return None
+            row = await history.find_one({"s": session_id, "t": tokens[0], "r": revision})
+            if row is None:
+                return None
+            stored = dict(row["doc"])
+            await _fill(history, session_id, stored)
+        return session_from_stored(stored)
+
+    async def purge(self, now: str) -> int:
+        """Delete every session that expired before `now` (ISO), with all it left (W5).
+
+        MongoDB's TTL monitor does the same within a minute or so (sessions on `_expires_at`,
+        rows and archive on `x`); this does it now.
+        """
+        _checks.check_open(self, self._closed)
+        moment = _history_date(now)
+        async with self._collections("purge expired sessions") as (sessions, archive, history):
+            ids = [
+                found["_id"]
+                async for found in sessions.find({"_expires_at": {"$lt": moment}}, {"_id": 1})
+            ]
+            await history.delete_many({"x": {"$lt": moment}})
+            await archive.delete_many({"x": {"$lt": moment}})
+        for session_id in ids:
+            await self.delete(session_id)
+        return len(ids)
+
+    async def delete_owner(self, owner: str) -> int:
+        """Delete every session `owner` owns, with its history and archive (W5)."""
+        _checks.check_open(self, self._closed)
+        async with self._collections("delete the sessions of an owner") as (sessions, _, _):
+            ids = [found["_id"] async for found in sessions.find({"owner": owner}, {"_id": 1})]
+        for session_id in ids:
+            await self.delete(session_id)
+        return len(ids)
+
+    async def _write_rows(
+        self,
+        collections: tuple[_Collection, _Collection, _Collection],
+        doc: JSONDict,
+        record: JSONDict,
+        lists: dict[str, tuple[list[Any], list[Any]]],
+        known: rows.Written | None,
+        note: JSONDict,
+        past: list[list[Any]],
+        rows_x: datetime | None = None,
+    ) -> tuple[rows.Written, str]:
+        """Insert this save's rows and revision, and finish `record`; return what it wrote.
+
+        Nothing names the rows until `record` is stored, so a failed save leaves them
+        invisible (see `_mongo_rows`).
+        """
+        _, archive, history = collections
+        session_id, revision = record["_id"], record["revision"]
+        token = rows.new_token(revision)
+        parts, new_rows = rows.plan_rows(session_id, revision, token, lists, known)
+        saved_at = _history.now_stamp()
+        listed = [*past, [revision, token, saved_at]]
+        oldest = _history.kept([(r, at) for r, _, at in listed], note)
+        listed = [item for item in listed if item[0] >= oldest]
+        expires = record.get("_expires_at")
+        if expires is not None and (rows_x is None or _aware(expires) > _aware(rows_x)):
+            rows_x = rows.rows_expiry(doc, expires)
+            await history.update_many({"s": session_id}, {"$set": {"x": rows_x}})
+            await archive.update_many({"session_id": session_id}, {"$set": {"x": rows_x}})
+        if parts:
+            record["_parts"] = parts
+        if rows_x is not None:
+            record["_rows_x"] = rows_x
+        revision_row: JSONDict = {
+            "s": session_id,
+            "t": token,
+            "w": revision,
+            "r": revision,
+            "at": saved_at,
+            "note": {name: note[name] for name in _NOTE_FIELDS},
+            "doc": dict(record),
+        }
+        record["_history"] = listed
+        inserted = [*new_rows, revision_row]
+        if rows_x is not None:
+            for row in inserted:
+                row["x"] = rows_x
+        await history.insert_many(inserted, ordered=False)
+        lists_saved = {key: messages for key, (messages, _) in lists.items()}
+        return rows.Written(revision, lists_saved, parts, listed, rows_x), token
 
     async def delete(self, session_id: str) -> bool:
         """Remove the session and its whole archive; True if a session document existed.
@@ -173,10 +330,12 @@ class MongoStore:
         """
         _checks.check_open(self, self._closed)
         self._encoder.forget(session_id)
+        self._written.forget(session_id)
         action = f"delete session '{session_id}'"
-        async with self._collections(action) as (sessions, archive):
+        async with self._collections(action) as (sessions, archive, history):
             deleted = await sessions.delete_one({"_id": session_id})
             await archive.delete_many({"session_id": session_id})
+            await history.delete_many({"s": session_id})
         return bool(deleted.deleted_count)
 
     async def archive(self, session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
@@ -187,11 +346,15 @@ class MongoStore:
         """
         _checks.check_open(self, self._closed)
         _checks.check_entries(session_id, namespace, entries)
-        records = [archive_record(session_id, namespace, entry) for entry in entries]
-        if not records:
+        if not entries:
             return
         action = f"archive messages of session '{session_id}'"
-        async with self._collections(action) as (_, archive):
+        async with self._collections(action) as (sessions, archive, _):
+            # W5: archived messages expire with the session's rows (its TTL field `x`).
+            found = await sessions.find_one({"_id": session_id}, {"_rows_x": 1})
+            expiry = None if found is None else found.get("_rows_x")
+            extra = {} if expiry is None else {"x": expiry}
+            records = [archive_record(session_id, namespace, entry, extra) for entry in entries]
             try:
                 await archive.insert_many(records, ordered=False)
             except BulkWriteError as exc:
@@ -223,7 +386,7 @@ class MongoStore:
         if words:
             selector["$and"] = [{"text": {"$regex": re.escape(word)}} for word in words]
         action = f"search the archive of session '{session_id}'"
-        async with self._collections(action) as (_, archive):
+        async with self._collections(action) as (_, archive, _):
             cursor = (
                 archive.find(selector, {"_id": 0, "text": 0})
                 .sort("position", -1)
@@ -239,11 +402,14 @@ class MongoStore:
         self._closed = True
         self._ready = None
         self._encoder.clear()
+        self._written.clear()
         if self._uri is not None and self._client is not None:
             await self._client.close()
 
     @asynccontextmanager
-    async def _collections(self, action: str) -> AsyncIterator[tuple[_Collection, _Collection]]:
+    async def _collections(
+        self, action: str
+    ) -> AsyncIterator[tuple[_Collection, _Collection, _Collection]]:
         """The sessions and archive collections for one call; driver errors become StoreError.
 
         PyMongo errors are translated here, at the store boundary, and nowhere else.
@@ -256,7 +422,7 @@ class MongoStore:
             )
             raise StoreError(message) from exc
 
-    async def _prepared(self) -> tuple[_Collection, _Collection]:
+    async def _prepared(self) -> tuple[_Collection, _Collection, _Collection]:
         """Connect and create the indexes once; a failed attempt is retried by the next call."""
         if self._ready is not None:
             return self._ready
@@ -270,11 +436,15 @@ class MongoStore:
                     database = self._client[self._database_name]
                 sessions = database.get_collection(self._names[0], codec_options=_CODEC)
                 archive = database.get_collection(self._names[1], codec_options=_CODEC)
+                history = database.get_collection(self._names[2], codec_options=_CODEC)
                 # P5/P6: MongoDB's TTL monitor removes expired sessions; the engine also
                 # treats them as new on load, so the monitor's delay never matters.
                 await sessions.create_index("_expires_at", expireAfterSeconds=0)
                 await archive.create_index(_ARCHIVE_KEY, unique=True)
-                self._ready = (sessions, archive)
+                await archive.create_index("x", expireAfterSeconds=0)
+                await history.create_index(_ROWS_KEY)
+                await history.create_index("x", expireAfterSeconds=0)
+                self._ready = (sessions, archive, history)
             return self._ready
 
     def _hosts(self) -> str:
@@ -359,3 +529,49 @@ def _client_options(
 async def _revision_in(sessions: _Collection, session_id: str) -> int | None:
     found = await sessions.find_one({"_id": session_id}, {"revision": 1, "_id": 0})
     return None if found is None else int(found["revision"])
+
+
+async def _fill(history: _Collection, session_id: str, stored: JSONDict) -> None:
+    """Put the messages a stored document's `_parts` name back into it (see `_mongo_rows`)."""
+    parts = stored.get("_parts")
+    if not parts:
+        return
+    tokens = sorted({token for part in parts.values() for token in part["t"]})
+    found = [
+        row
+        async for row in history.find(
+            {"s": session_id, "t": {"$in": tokens}, "p": {"$exists": True}},
+            {"_id": 0, "t": 1, "n": 1, "p": 1, "m": 1},
+        )
+    ]
+    memory = stored["memory"]
+    for key, messages in rows.assemble(session_id, parts, found).items():
+        memory[key] = {**memory[key], "messages": messages}
+
+
+async def _sweep(history: _Collection, session_id: str, written: rows.Written) -> None:
+    """Delete rows no kept revision (nor the current document) names.
+
+    Only rows older than the current revision: a writer of the next revision may be
+    inserting its rows right now.
+    """
+    tokens = [token for _, token, _ in written.history]
+    named = set(tokens)
+    for part in written.parts.values():
+        named.update(part["t"])
+    async for row in history.find(
+        {"s": session_id, "t": {"$in": tokens}, "r": {"$exists": True}}, {"doc._parts": 1}
+    ):
+        for part in row.get("doc", {}).get("_parts", {}).values():
+            named.update(part["t"])
+    await history.delete_many(
+        {"s": session_id, "t": {"$nin": sorted(named)}, "w": {"$lt": written.revision}}
+    )
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _history_date(stamp: str) -> datetime:
+    return _aware(datetime.fromisoformat(stamp.replace("Z", "+00:00")))

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
-from picoflow.stores import _checks
+from picoflow.stores import _checks, _history, _sqlite_history
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
 from picoflow.stores._sqlite_loop import LoopConnection
@@ -67,6 +67,7 @@ CREATE TABLE IF NOT EXISTS archive (
 );
 """
     + MESSAGES_SCHEMA
+    + _sqlite_history.HISTORY_SCHEMA
 )
 
 # `\` escapes `%` and `_` in the LIKE patterns built by _like_pattern.
@@ -122,7 +123,7 @@ class SQLiteStore:
         """Show the file path, the first thing to check when a store fails."""
         return f"SQLiteStore({self._path!r})"
 
-    async def create(self, doc: JSONDict) -> None:
+    async def create(self, doc: JSONDict, *, note: JSONDict | None = None) -> None:
         """Store a new session at revision 0; an existing id is a conflict and changes nothing.
 
         Raises:
@@ -133,15 +134,17 @@ class SQLiteStore:
             StoreError: the database could not be opened or written.
         """
         session_id = _checks.check_new_doc(doc)
+        full_note = _history.check_note(note, session_id)
         self._limits.check(doc, session_id)
         text, texts = self._codec.parts(doc, session_id)
         plan = self._rows.plan(session_id, None, doc.get("memory"), texts)
+        history = (text, texts, full_note)
         insert = (
             "INSERT OR IGNORE INTO sessions (id, revision, doc, expires_at) VALUES (?, 0, ?, ?)"
         )
         params = (session_id, text, _expires_at(doc))
         actual = await self._write_session(
-            f"create session '{session_id}'", (insert, params), plan, doc, 0
+            f"create session '{session_id}'", (insert, params), plan, doc, 0, history
         )
         if actual is not None:  # the id is taken
             message = _checks.conflict_on_create_message(session_id, actual)
@@ -179,7 +182,9 @@ class SQLiteStore:
                     raise self._failure(action, exc) from exc
         return await self._read(action, lambda db: _revision_of(db, session_id))
 
-    async def save(self, doc: JSONDict, expected_revision: int) -> int:
+    async def save(
+        self, doc: JSONDict, expected_revision: int, *, note: JSONDict | None = None
+    ) -> int:
         """Replace the session if its revision is still `expected_revision`; return the new one.
 
         Raises:
@@ -191,10 +196,12 @@ class SQLiteStore:
             StoreError: the database could not be opened or written.
         """
         session_id = _checks.check_saved_doc(doc, expected_revision)
+        full_note = _history.check_note(note, session_id)
         self._limits.check(doc, session_id)
         revision = expected_revision + 1
         text, texts = self._codec.parts({**doc, "revision": revision}, session_id)
         plan = self._rows.plan(session_id, expected_revision, doc.get("memory"), texts)
+        history = (text, texts, full_note)
         update = (
             "UPDATE sessions SET revision = ?, doc = ?, expires_at = ? "
             "WHERE id = ? AND revision = ?"
@@ -202,7 +209,7 @@ class SQLiteStore:
         params = (revision, text, _expires_at(doc), session_id, expected_revision)
         # P2/P4: the WHERE clause is the compare-and-set, judged holding the write lock.
         actual = await self._write_session(
-            f"save session '{session_id}'", (update, params), plan, doc, revision
+            f"save session '{session_id}'", (update, params), plan, doc, revision, history
         )
         if actual is None:
             return revision
@@ -218,12 +225,59 @@ class SQLiteStore:
 
         def delete(db: sqlite3.Connection, gate: Gate) -> bool:
             with _immediate(db, gate):
-                deleted = db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-                db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-                db.execute("DELETE FROM archive WHERE session_id = ?", (session_id,))
-                return deleted.rowcount > 0
+                found = _revision_of(db, session_id) is not None
+                _sqlite_history.delete_history(db, [session_id])
+                return found
 
         return await self._write(f"delete session '{session_id}'", delete)
+
+    async def history(self, session_id: str, *, limit: int | None = None) -> list[JSONDict]:
+        """The session's kept revisions, newest first: what each turn was (W1)."""
+        return await self._read(
+            f"read the history of session '{session_id}'",
+            lambda db: _sqlite_history.history(db, session_id, limit),
+        )
+
+    async def load_revision(self, session_id: str, revision: int) -> JSONDict | None:
+        """The document exactly as `revision` saved it, or None if it is not kept (W1)."""
+        _history.check_revision(revision)
+        stored = await self._read(
+            f"load revision {revision} of session '{session_id}'",
+            lambda db: _sqlite_history.load_revision(db, session_id, revision),
+        )
+        if stored is None:
+            return None
+        return fill(_checks.decode(stored[0], session_id), stored[1], session_id)
+
+    async def purge(self, now: str) -> int:
+        """Delete every session that expired before `now` (ISO), with all it left (W5)."""
+        return await self._delete_where(
+            "purge expired sessions",
+            "SELECT id FROM sessions WHERE expires_at IS NOT NULL AND expires_at < ?",
+            now,
+        )
+
+    async def delete_owner(self, owner: str) -> int:
+        """Delete every session `owner` owns, with its history and archive (W5)."""
+        return await self._delete_where(
+            "delete the sessions of an owner",
+            "SELECT id FROM sessions WHERE json_extract(doc, '$.owner') = ?",
+            owner,
+        )
+
+    async def _delete_where(self, action: str, select: str, value: str) -> int:
+        def delete(db: sqlite3.Connection, gate: Gate) -> list[str]:
+            with _immediate(db, gate):
+                ids = [row[0] for row in db.execute(select, (value,)).fetchall()]
+                _sqlite_history.delete_history(db, ids)
+                return ids
+
+        ids = await self._write(action, delete)
+        for session_id in ids:
+            self._codec.forget(session_id)
+            self._limits.forget(session_id)
+            self._rows.forget(session_id)
+        return len(ids)
 
     async def archive(self, session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
         """Keep evicted messages by position; a position already archived keeps its first entry.
@@ -300,15 +354,22 @@ class SQLiteStore:
         plan: Plan,
         doc: JSONDict,
         revision: int,
+        history: tuple[str, dict[str, list[str]], JSONDict],
     ) -> int | None:
         """Write a session row and, if it matched, its message rows; remember what was written.
 
         Returns None on success, else what `_write_row` found stored.
         """
         session_id, (sql, params) = doc["id"], statement
+
+        def revision_rows(db: sqlite3.Connection) -> None:
+            text, texts, note = history
+            _sqlite_history.record(db, session_id, revision, text, texts, plan, note)
+
         try:
             actual = await self._write(
-                action, lambda db, gate: _write_row(db, gate, sql, params, session_id, plan)
+                action,
+                lambda db, gate: _write_row(db, gate, sql, params, session_id, plan, revision_rows),
             )
         except BaseException:
             self._rows.forget(session_id)  # the outcome is not known: rewrite in full next time
@@ -513,6 +574,7 @@ def _write_row(
     params: tuple[Any, ...],
     session_id: str,
     plan: Plan,
+    history: Callable[[sqlite3.Connection], None],
 ) -> int | None:
     """Write the session row holding the lock, and its message rows if it matched.
 
@@ -522,6 +584,7 @@ def _write_row(
     with _immediate(db, gate):
         if db.execute(sql, params).rowcount:
             apply(db, session_id, plan)
+            history(db)  # W1: the revision, in the same transaction
             return None
         actual = _revision_of(db, session_id)
         return _MISSING if actual is None else actual

@@ -1,0 +1,189 @@
+"""MongoStore's message rows and revisions: a save writes what the turn added (#25, W1).
+
+Rewriting the whole session document every turn made a turn's cost grow with the conversation
+(408 KB at turn 300 of HotelFlow, a server that re-encodes it on every update). So the messages
+of a session live in the history collection, as immutable rows written once, and the session
+document keeps, per namespace, how many messages it has and which batches of rows hold them:
+
+    session: {..., "memory": {"explore": {"messages": [], ...}},
+              "_parts": {"explore": {"n": 42, "t": ["1.9f2c", "7.03ab", ...]}},
+              "_history": [[revision, token, saved_at], ...]}
+    message row: {"s": session id, "t": token, "w": revision, "n": namespace, "p": position,
+                  "m": message, "x": expiry}
+    revision row: {"s", "t", "w", "r": revision, "at": saved_at, "note": {...}, "doc": the
+                   session document as saved, without `_history`, "x"}
+
+A save draws a fresh token, inserts the rows of what changed (new messages, a changed system
+slot) and its revision row under that token, then replaces the (small) session document with a
+compare-and-set on the revision. A namespace's messages are its batches applied in order (each
+row sets its position) and cut to `n`. Only the session document decides which rows count: the
+rows of a writer that lost the compare-and-set (or crashed before it) carry a token no
+document names, are invisible, and are deleted by the loser or by the next sweep. Reading an
+old revision is the same assembly from its revision row's `_parts`.
+
+When this store does not know what it wrote at the expected revision (another process saved,
+a restart, a plain list), or a namespace has `MAX_BATCHES` batches, the namespace is written in
+full under one token, so the batch list stays short.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from picoflow.errors import StoreError
+from picoflow.stores.base import REMEMBERED_SESSIONS, JSONDict, SavedMessages, unchanged
+
+__all__ = [
+    "MAX_BATCHES",
+    "Written",
+    "WrittenMemory",
+    "assemble",
+    "new_token",
+    "plan_rows",
+    "rows_expiry",
+]
+
+MAX_BATCHES = 32
+SWEEP_EVERY = 16  # revisions between two sweeps of rows no kept revision names
+
+
+@dataclass(slots=True)
+class Written:
+    """What this store wrote at `revision`: the lists saved, their batches, the history."""
+
+    revision: int
+    lists: dict[str, list[Any]]  # stored namespace key -> the SavedMessages object saved
+    parts: dict[str, JSONDict]  # stored namespace key -> {"n": count, "t": [tokens]}
+    history: list[list[Any]]  # [[revision, token, saved_at], ...] oldest first
+    rows_x: datetime | None  # the expiry the session's rows carry
+
+
+class WrittenMemory:
+    """The last `Written` of the most recently saved sessions."""
+
+    def __init__(self, capacity: int = REMEMBERED_SESSIONS) -> None:
+        self._capacity = capacity
+        self._sessions: OrderedDict[str, Written] = OrderedDict()
+
+    def at(self, session_id: str, revision: int) -> Written | None:
+        known = self._sessions.get(session_id)
+        return known if known is not None and known.revision == revision else None
+
+    def keep(self, session_id: str, written: Written) -> None:
+        self._sessions[session_id] = written
+        self._sessions.move_to_end(session_id)
+        while len(self._sessions) > self._capacity:
+            self._sessions.popitem(last=False)
+
+    def forget(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+
+    def clear(self) -> None:
+        self._sessions.clear()
+
+
+def new_token(revision: int) -> str:
+    """A batch name no other writer draws: the revision, and 32 random bits."""
+    return f"{revision}.{secrets.token_hex(4)}"
+
+
+def plan_rows(
+    session_id: str,
+    revision: int,
+    token: str,
+    lists: dict[str, tuple[list[Any], list[Any]]],
+    known: Written | None,
+) -> tuple[dict[str, JSONDict], list[JSONDict]]:
+    """The `_parts` of the new document and the message rows to insert.
+
+    `lists` maps each stored namespace key to (the messages object, their encoded values).
+    """
+    parts: dict[str, JSONDict] = {}
+    rows: list[JSONDict] = []
+    for key, (messages, encoded) in lists.items():
+        old = known.lists.get(key) if known is not None else None
+        old_part = known.parts.get(key) if known is not None else None
+        positions: list[int] | range
+        if (
+            old is not None
+            and old_part is not None
+            and isinstance(messages, SavedMessages)
+            and len(old_part["t"]) < MAX_BATCHES
+        ):
+            positions = _changed(messages, old)
+            tokens = list(old_part["t"]) + ([token] if positions else [])
+        else:
+            positions = range(len(encoded))
+            tokens = [token] if encoded else []
+        parts[key] = {"n": len(encoded), "t": tokens}
+        rows += [
+            {"s": session_id, "t": token, "w": revision, "n": key, "p": p, "m": encoded[p]}
+            for p in positions
+        ]
+    return parts, rows
+
+
+def _changed(messages: list[Any], old: list[Any]) -> list[int]:
+    """Positions whose object is not the one written last time (see `unchanged`)."""
+    if not messages:
+        return []
+    keep, slot_kept = unchanged(messages, old)
+    return ([] if slot_kept else [0]) + list(range(max(keep, 1), len(messages)))
+
+
+def assemble(session_id: str, parts: JSONDict, rows: list[JSONDict]) -> dict[str, list[Any]]:
+    """Each namespace's messages from its batches' rows, in order, cut to its count.
+
+    Raises:
+        StoreError: a batch a document names is missing rows (changed outside picoflow).
+    """
+    by_batch: dict[tuple[str, str], list[JSONDict]] = {}
+    for row in rows:
+        by_batch.setdefault((row["t"], row["n"]), []).append(row)
+    out: dict[str, list[Any]] = {}
+    for key, part in parts.items():
+        messages: list[Any] = []
+        for token in part["t"]:
+            for row in sorted(by_batch.get((token, key), []), key=lambda r: r["p"]):
+                position = row["p"]
+                if position < len(messages):
+                    messages[position] = row["m"]
+                elif position == len(messages):
+                    messages.append(row["m"])
+                else:
+                    raise _damaged(session_id, key)
+        if len(messages) < part["n"]:
+            raise _damaged(session_id, key)
+        out[key] = messages[: part["n"]]
+    return out
+
+
+def _damaged(session_id: str, key: str) -> StoreError:
+    return StoreError(
+        f"The stored messages of session '{session_id}', namespace '{key}' are incomplete: "
+        "rows its document names are missing from the history collection, so they were "
+        "deleted outside picoflow. Delete the session or restore it from a backup.",
+        retryable=False,
+    )
+
+
+def rows_expiry(doc: JSONDict, expires: datetime | None) -> datetime | None:
+    """When the session's rows may go: its expiry plus its time to live again.
+
+    Rows are stamped once and re-stamped only when the session's expiry passes their stamp,
+    so an active session with a sliding expiry re-stamps its rows once per time to live.
+    """
+    if expires is None:
+        return None
+    try:
+        updated = datetime.fromisoformat(str(doc.get("updated_at")).replace("Z", "+00:00"))
+    except ValueError:
+        return expires
+    if updated.tzinfo is None:
+        return expires
+    ttl = expires - updated
+    return expires + (ttl if ttl > timedelta(0) else timedelta(0))

@@ -1,0 +1,191 @@
+"""SQLiteStore's history (W1, W5): a revision row per save, and message versions.
+
+A full copy of the document per save would cost a long conversation its whole size every turn
+(400 KB at turn 300 of HotelFlow); a chain of deltas with periodic full copies makes reading an
+old revision walk the chain. Instead a revision is stored as two parts, each written once:
+
+- `revisions`: one row per save, with the document minus its messages (a few KB: steps,
+  context, usage), the number of messages of each namespace, and the note of the turn;
+- `message_versions`: a message text is written once, with the revision that wrote it, when
+  it first appears at its position (appended, or a changed system slot, or a full rewrite).
+
+A revision's messages are, per position below its count, the version written by the latest
+revision at or before it. A save therefore writes what the turn added (the same rows the
+`messages` table gets) plus one small row, in the same transaction as the session row, and
+any revision is read with one query, without walking a chain. Retention deletes revision rows
+beyond `keep`/`max_age`, and every `_GC_EVERY` revisions the message versions no kept revision
+can read any more.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from picoflow.errors import StoreError
+from picoflow.stores import _history
+from picoflow.stores._sqlite_rows import Plan
+from picoflow.stores.base import JSONDict
+
+__all__ = [
+    "HISTORY_SCHEMA",
+    "delete_history",
+    "history",
+    "load_revision",
+    "record",
+]
+
+HISTORY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS revisions (
+    session_id TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    saved_at TEXT NOT NULL,
+    note TEXT NOT NULL,
+    doc TEXT NOT NULL,
+    counts TEXT NOT NULL,
+    PRIMARY KEY (session_id, revision)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS message_versions (
+    session_id TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    revision INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (session_id, namespace, position, revision)
+) WITHOUT ROWID;
+"""
+
+_GC_EVERY = 16  # revisions between two sweeps of message versions nobody can read any more
+_NOTE_FIELDS = ("message", "step_before", "step_after", "reply")
+
+
+def record(
+    db: sqlite3.Connection,
+    session_id: str,
+    revision: int,
+    text: str,
+    texts: dict[str, list[str]],
+    plan: Plan,
+    note: JSONDict,
+) -> None:
+    """Write revision `revision` (inside the save's transaction) and apply retention."""
+    counts = json.dumps({namespace: len(items) for namespace, items in texts.items()})
+    kept_note = json.dumps({name: note[name] for name in _NOTE_FIELDS})
+    db.execute(
+        "INSERT OR REPLACE INTO revisions (session_id, revision, saved_at, note, doc, counts) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (session_id, revision, _history.now_stamp(), kept_note, text, counts),
+    )
+    if plan.rows:
+        db.executemany(
+            "INSERT OR REPLACE INTO message_versions "
+            "(session_id, namespace, position, revision, message) VALUES (?, ?, ?, ?, ?)",
+            [(session_id, ns, position, revision, item) for ns, position, item in plan.rows],
+        )
+    oldest = revision - int(note["keep"]) + 1
+    if note["max_age"] is not None:
+        oldest = max(oldest, _oldest_young(db, session_id, revision, note))
+    if oldest > 0:
+        db.execute(
+            "DELETE FROM revisions WHERE session_id = ? AND revision < ?", (session_id, oldest)
+        )
+        if revision % _GC_EVERY == 0:
+            _sweep(db, session_id, oldest)
+
+
+def _oldest_young(db: sqlite3.Connection, session_id: str, revision: int, note: JSONDict) -> int:
+    rows = db.execute(
+        "SELECT revision, saved_at FROM revisions WHERE session_id = ? ORDER BY revision",
+        (session_id,),
+    ).fetchall()
+    return _history.kept([*rows, (revision, _history.now_stamp())], note)
+
+
+def _sweep(db: sqlite3.Connection, session_id: str, oldest: int) -> None:
+    """Delete message versions that no revision from `oldest` on reads."""
+    db.execute(
+        "DELETE FROM message_versions WHERE session_id = ?1 AND revision < ?2 AND EXISTS ("
+        "SELECT 1 FROM message_versions AS newer WHERE newer.session_id = ?1 "
+        "AND newer.namespace = message_versions.namespace "
+        "AND newer.position = message_versions.position "
+        "AND newer.revision > message_versions.revision AND newer.revision <= ?2)",
+        (session_id, oldest),
+    )
+    longest: dict[str, int] = {}
+    for (counts,) in db.execute(
+        "SELECT counts FROM revisions WHERE session_id = ?", (session_id,)
+    ).fetchall():
+        for namespace, count in json.loads(counts).items():
+            longest[namespace] = max(longest.get(namespace, 0), count)
+    namespaces = [
+        row[0]
+        for row in db.execute(
+            "SELECT DISTINCT namespace FROM message_versions WHERE session_id = ?", (session_id,)
+        ).fetchall()
+    ]
+    for namespace in namespaces:
+        db.execute(
+            "DELETE FROM message_versions WHERE session_id = ? AND namespace = ? AND position >= ?",
+            (session_id, namespace, longest.get(namespace, 0)),
+        )
+
+
+def history(db: sqlite3.Connection, session_id: str, limit: int | None) -> list[JSONDict]:
+    """The kept revisions of a session, newest first."""
+    rows = db.execute(
+        "SELECT revision, saved_at, note FROM revisions WHERE session_id = ? "
+        "ORDER BY revision DESC LIMIT ?",
+        (session_id, -1 if limit is None else limit),
+    ).fetchall()
+    return [_history.entry(int(r), at, json.loads(note)) for r, at, note in rows]
+
+
+def load_revision(
+    db: sqlite3.Connection, session_id: str, revision: int
+) -> tuple[str, list[tuple[str, str]]] | None:
+    """A revision's document text and its (namespace, message) rows in order, in one snapshot."""
+    db.execute("BEGIN")
+    try:
+        row = db.execute(
+            "SELECT doc, counts FROM revisions WHERE session_id = ? AND revision = ?",
+            (session_id, revision),
+        ).fetchone()
+        if row is None:
+            return None
+        counts: dict[str, int] = json.loads(row[1])
+        found = db.execute(
+            "SELECT namespace, position, message FROM message_versions AS v "
+            "WHERE session_id = ?1 AND revision <= ?2 AND revision = ("
+            "SELECT MAX(revision) FROM message_versions AS w WHERE w.session_id = ?1 "
+            "AND w.namespace = v.namespace AND w.position = v.position AND w.revision <= ?2) "
+            "ORDER BY namespace, position",
+            (session_id, revision),
+        ).fetchall()
+    finally:
+        db.execute("ROLLBACK")
+    rows = [(ns, text) for ns, position, text in found if position < counts.get(ns, 0)]
+    _check_complete(session_id, revision, counts, rows)
+    return row[0], rows
+
+
+def _check_complete(
+    session_id: str, revision: int, counts: dict[str, int], rows: list[tuple[str, Any]]
+) -> None:
+    have: dict[str, int] = {}
+    for namespace, _ in rows:
+        have[namespace] = have.get(namespace, 0) + 1
+    if any(have.get(namespace, 0) != count for namespace, count in counts.items()):
+        raise StoreError(
+            f"Revision {revision} of session '{session_id}' cannot be rebuilt: some of its "
+            "message versions are missing, so the history tables were changed outside "
+            "picoflow. Restore the file from a backup, or ignore this revision.",
+            retryable=False,
+        )
+
+
+def delete_history(db: sqlite3.Connection, session_ids: list[str]) -> None:
+    """Remove every trace of these sessions (inside the caller's transaction)."""
+    for table in ("sessions", "messages", "archive", "revisions", "message_versions"):
+        column = "id" if table == "sessions" else "session_id"
+        db.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(s,) for s in session_ids])
