@@ -12,6 +12,7 @@ from .engine import FlowEngine, StreamEvent, TurnResult
 from .errors import (
     FlowDefinitionError,
     PicoflowError,
+    RevisionNotFoundError,
     SessionConflictError,
     SessionNotFoundError,
     StoreError,
@@ -54,6 +55,7 @@ __all__ = [
     "FlowDefinitionError",
     "SessionConflictError",
     "SessionNotFoundError",
+    "RevisionNotFoundError",
     "StoreError",
     "ToolLoopError",
     "__version__",

@@ -18,12 +18,14 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from ._engine_checks import check_flow, turn_input_problem
+from ._engine_history import HistoryMethods
 from ._housekeeping.scheduler import Housekeeping
 from ._loop import run_turn
 from ._mcp import MCPConnections
 from ._migration import migrate
 from ._nested import NestedRuns
 from ._recall import recall_tools
+from ._revisions import Revisions, retention, turn_note
 from ._sessions import Sessions
 from ._state import now_iso
 from ._tool_sources import check_tool_names, foreign_tool_names, mcp_servers_of, step_tools
@@ -107,7 +109,7 @@ class StreamEvent:
     result: TurnResult | None = None
 
 
-class FlowEngine:
+class FlowEngine(HistoryMethods):
     """Runs flows; holds the store, the model providers and the per-session locks."""
 
     def __init__(
@@ -119,13 +121,17 @@ class FlowEngine:
         *,
         turn_timeout: float | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        history_limit: int = 50,
+        history_max_age: timedelta | float | None = None,
     ) -> None:
         """Check every flow now, so a mistake fails here rather than at a live turn (F5).
 
         `turn_timeout` (seconds) bounds a whole turn before its save: a model or tool that
         hangs fails the turn instead of holding the session's lock forever (H6). `sleep` is
         how model-call retries wait (V9); tests pass one that records the delays and returns
-        at once, so backoff is tested without waiting.
+        at once, so backoff is tested without waiting. `history_limit` revisions are kept per
+        session, none older than `history_max_age` (seconds or a timedelta) but the current
+        one (W5).
         """
         self._sleep = sleep
         self._registry = ProviderRegistry(providers)
@@ -140,8 +146,10 @@ class FlowEngine:
                 check_tool_names(step)
         self._mcp = MCPConnections(mcp_servers_of(built))
         self._store: Store = store if store is not None else _store_from_environment()
-        self._sessions = Sessions(self._store, _as_ttl(session_ttl))
+        kept = retention(history_limit, history_max_age)
+        self._sessions = Sessions(self._store, _as_ttl(session_ttl), kept)
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
+        self._revisions = Revisions(self._sessions, _as_ttl(session_ttl), self._housekeeping.cancel)
 
     def flow_names(self) -> list[str]:
         """The registered flow names."""
@@ -212,6 +220,7 @@ class FlowEngine:
         emit: Callable[[str, dict[str, Any]], None] | None,
         *,
         owner: str | None,
+        edit: int | None = None,
     ) -> TurnResult:
         problem = turn_input_problem(self._flows, flow_name, message, session_id, config)
         if problem is not None:
@@ -219,7 +228,9 @@ class FlowEngine:
         async with self._sessions.lock(session_id):
             try:
                 flow_class = self._flows[flow_name]
-                return await self._turn(flow_class, message, session_id, config, emit, owner=owner)
+                return await self._turn(
+                    flow_class, message, session_id, config, emit, owner=owner, edit=edit
+                )
             except _DeadlinePassed:
                 logger.warning(
                     "turn stopped at its deadline of %ss",
@@ -247,8 +258,16 @@ class FlowEngine:
                     type(exc).__name__,
                 )
 
-    async def get_session(self, session_id: str, *, owner: str | None = None) -> JSONDict | None:
-        """The stored session document (P1), or None (also if `owner` is not its owner)."""
+    async def get_session(
+        self, session_id: str, *, owner: str | None = None, revision: int | None = None
+    ) -> JSONDict | None:
+        """The stored session document (P1), or None (also if `owner` is not its owner).
+
+        With `revision`, the document exactly as that revision saved it (W1), or None if the
+        session keeps no such revision.
+        """
+        if revision is not None:
+            return await self._revisions.revision(session_id, revision, owner)
         if not is_session_id(session_id):
             return None
         doc = await self._store.load(session_id)
@@ -268,6 +287,7 @@ class FlowEngine:
     async def aclose(self) -> None:
         """Wait for background compactions, then close the store's and MCP connections."""
         await self._housekeeping.drain()
+        await self._revisions.drain()
         await self._mcp.aclose()
         await self._store.aclose()
 
@@ -275,9 +295,11 @@ class FlowEngine:
         """Wait until every background compaction has been committed or dropped.
 
         Only `set_summary_config(..., background=True)` starts such work. Tests and batch
-        jobs call this to observe its result; servers need not (`aclose` waits too).
+        jobs call this to observe its result; servers need not (`aclose` waits too). A
+        background purge of expired sessions (W5) is waited for too.
         """
         await self._housekeeping.drain()
+        await self._revisions.drain()
 
     async def preview(
         self, session_id: str, *, message: str | None = None
@@ -313,6 +335,7 @@ class FlowEngine:
         emit: Callable[[str, dict[str, Any]], None] | None,
         *,
         owner: str | None,
+        edit: int | None = None,
     ) -> TurnResult:
         """One turn under the engine's deadline (H6), which ends where the write begins.
 
@@ -323,7 +346,14 @@ class FlowEngine:
         try:
             async with deadline:
                 return await self._turn_within(
-                    flow_class, message, session_id, config, emit, owner=owner, deadline=deadline
+                    flow_class,
+                    message,
+                    session_id,
+                    config,
+                    emit,
+                    owner=owner,
+                    deadline=deadline,
+                    edit=edit,
                 )
         except TimeoutError as exc:
             if deadline.expired():
@@ -340,8 +370,10 @@ class FlowEngine:
         *,
         owner: str | None,
         deadline: asyncio.Timeout,
+        edit: int | None = None,
     ) -> TurnResult:
-        doc, spaces = await self._load_usable(flow_class, session_id, owner)
+        doc, spaces = await self._load_usable(flow_class, session_id, owner, edit)
+        step_before = None if doc is None else doc.get("current_step")
         flow = flow_class()
         if doc is not None and _overrides(flow, "migrate_session"):  # V10: upgrade it first
             doc, spaces = await migrate(flow, doc, spaces)
@@ -373,7 +405,8 @@ class FlowEngine:
                 await flow.init()
             await flow._call_hook(flow.current_step.on_restore)
         reply = await run_turn(flow, message, context)
-        saved = await self._save(flow, doc, context, fresh, deadline)
+        note = turn_note(message, step_before, flow._session.current, reply, edit)
+        saved = await self._save(flow, doc, context, fresh, deadline, note)
         return TurnResult(
             session_id=saved["id"],
             message=reply,
@@ -427,11 +460,17 @@ class FlowEngine:
                 append_message(step, opener)
 
     async def _load_usable(
-        self, flow_class: type[Flow], session_id: str | None, owner: str | None
+        self,
+        flow_class: type[Flow],
+        session_id: str | None,
+        owner: str | None,
+        edit: int | None = None,
     ) -> tuple[JSONDict | None, dict[str, Namespace] | None]:
         """The stored session to continue (and its cached namespaces), or None (P5, H4)."""
         if session_id is None:
             return None, None
+        if edit is not None:  # W4: the session as it was before that turn
+            return await self._revisions.edit_base(session_id, edit, owner), None
         doc, spaces = await self._sessions.load(session_id)
         if doc is not None and not _is_owner(doc, owner):
             return None, None  # H4: another principal's session behaves as an unknown id
@@ -476,6 +515,7 @@ class FlowEngine:
         context: TurnContext,
         fresh: bool,
         deadline: asyncio.Timeout | None = None,
+        note: JSONDict | None = None,
     ) -> JSONDict:
         """Write the turn once (P3).
 
@@ -486,9 +526,10 @@ class FlowEngine:
         ends = deadline.when() if deadline is not None else None  # H6: compaction fits inside
         await self._housekeeping.before_save(flow, doc["memory"], context.usage, context.emit, ends)
         saved = await self._sessions.commit(
-            flow, doc, context.usage, fresh=fresh, deadline=deadline
+            flow, doc, context.usage, fresh=fresh, deadline=deadline, note=note
         )
         self._housekeeping.after_save(flow, saved)
+        self._revisions.purge_soon()
         return saved
 
 

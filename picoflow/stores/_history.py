@@ -9,7 +9,11 @@ revision, with no message, and the default retention.
 The note, as a plain dict (JSON):
 
     {"message": str | None, "step_before": str | None, "step_after": str | None,
-     "reply": str | None, "keep": int, "max_age": float | None}
+     "reply": str | None, "action": str | None, "restored": int | None,
+     "keep": int, "max_age": float | None}
+
+`action` says what made the revision ("turn", "edit", "rewind", "fork", "compaction"; None for
+a caller of the store API), `restored` which revision a rewind copied.
 
 `keep` is how many revisions of the session to keep (the newest; the current one always
 stays), `max_age` how many seconds a revision other than the current one is kept.
@@ -24,6 +28,7 @@ from picoflow.stores.base import JSONDict
 
 __all__ = [
     "DEFAULT_HISTORY_LIMIT",
+    "NOTE_FIELDS",
     "REPLY_EXCERPT",
     "check_note",
     "check_revision",
@@ -40,10 +45,13 @@ _DEFAULT_NOTE: JSONDict = {
     "step_before": None,
     "step_after": None,
     "reply": None,
+    "action": None,
+    "restored": None,
     "keep": DEFAULT_HISTORY_LIMIT,
     "max_age": None,
 }
-_TEXT_FIELDS = ("message", "step_before", "step_after", "reply")
+_TEXT_FIELDS = ("message", "step_before", "step_after", "reply", "action")
+NOTE_FIELDS = (*_TEXT_FIELDS, "restored")  # what a store keeps of a note
 
 
 def check_note(note: JSONDict | None, session_id: str) -> JSONDict:
@@ -68,6 +76,12 @@ def check_note(note: JSONDict | None, session_id: str) -> JSONDict:
                 f"The history note of session '{session_id}': {name} must be a string or "
                 f"None, got {type(full[name]).__name__}."
             )
+    restored = full["restored"]
+    if restored is not None and (not isinstance(restored, int) or isinstance(restored, bool)):
+        raise ValueError(
+            f"The history note of session '{session_id}': restored must be a revision (int) "
+            f"or None, got {restored!r}."
+        )
     keep = full["keep"]
     if not isinstance(keep, int) or isinstance(keep, bool) or keep < 1:
         raise ValueError(
@@ -109,7 +123,7 @@ def entry(revision: int, saved_at: str, note: JSONDict) -> JSONDict:
     return {
         "revision": revision,
         "saved_at": saved_at,
-        **{name: note.get(name) for name in _TEXT_FIELDS},
+        **{name: note.get(name) for name in NOTE_FIELDS},
     }
 
 

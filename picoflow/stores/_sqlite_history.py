@@ -21,15 +21,21 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from picoflow.errors import StoreError
-from picoflow.stores import _history
-from picoflow.stores._sqlite_rows import Plan
+from picoflow.stores import _checks, _history
+from picoflow.stores._codec import JSONCodec
+from picoflow.stores._limits import DocumentChecker
+from picoflow.stores._sqlite_rows import Plan, RowMemory, fill
+from picoflow.stores._sqlite_worker import Gate
 from picoflow.stores.base import JSONDict
 
 __all__ = [
     "HISTORY_SCHEMA",
+    "SQLiteHistory",
     "delete_history",
     "history",
     "load_revision",
@@ -57,7 +63,6 @@ CREATE TABLE IF NOT EXISTS message_versions (
 """
 
 _GC_EVERY = 16  # revisions between two sweeps of message versions nobody can read any more
-_NOTE_FIELDS = ("message", "step_before", "step_after", "reply")
 
 
 def record(
@@ -71,7 +76,7 @@ def record(
 ) -> None:
     """Write revision `revision` (inside the save's transaction) and apply retention."""
     counts = json.dumps({namespace: len(items) for namespace, items in texts.items()})
-    kept_note = json.dumps({name: note[name] for name in _NOTE_FIELDS})
+    kept_note = json.dumps({name: note[name] for name in _history.NOTE_FIELDS})
     db.execute(
         "INSERT OR REPLACE INTO revisions (session_id, revision, saved_at, note, doc, counts) "
         "VALUES (?, ?, ?, ?, ?, ?)",
@@ -189,3 +194,65 @@ def delete_history(db: sqlite3.Connection, session_ids: list[str]) -> None:
     for table in ("sessions", "messages", "archive", "revisions", "message_versions"):
         column = "id" if table == "sessions" else "session_id"
         db.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(s,) for s in session_ids])
+
+
+class SQLiteHistory:
+    """SQLiteStore's history methods (W1, W5); the store supplies reads, writes, transactions."""
+
+    _codec: JSONCodec
+    _limits: DocumentChecker
+    _rows: RowMemory
+
+    # SQLiteStore's own: a read on a reader thread, a write transaction, BEGIN IMMEDIATE.
+    _read: Callable[..., Awaitable[Any]]
+    _write: Callable[..., Awaitable[Any]]
+    _transaction: Callable[[sqlite3.Connection, Gate], AbstractContextManager[None]]
+
+    async def history(self, session_id: str, *, limit: int | None = None) -> list[JSONDict]:
+        """The session's kept revisions, newest first: what each turn was (W1)."""
+        listed: list[JSONDict] = await self._read(
+            f"read the history of session '{session_id}'",
+            lambda db: history(db, session_id, limit),
+        )
+        return listed
+
+    async def load_revision(self, session_id: str, revision: int) -> JSONDict | None:
+        """The document exactly as `revision` saved it, or None if it is not kept (W1)."""
+        _history.check_revision(revision)
+        stored = await self._read(
+            f"load revision {revision} of session '{session_id}'",
+            lambda db: load_revision(db, session_id, revision),
+        )
+        if stored is None:
+            return None
+        return fill(_checks.decode(stored[0], session_id), stored[1], session_id)
+
+    async def purge(self, now: str) -> int:
+        """Delete every session that expired before `now` (ISO), with all it left (W5)."""
+        return await self._delete_where(
+            "purge expired sessions",
+            "SELECT id FROM sessions WHERE expires_at IS NOT NULL AND expires_at < ?",
+            now,
+        )
+
+    async def delete_owner(self, owner: str) -> int:
+        """Delete every session `owner` owns, with its history and archive (W5)."""
+        return await self._delete_where(
+            "delete the sessions of an owner",
+            "SELECT id FROM sessions WHERE json_extract(doc, '$.owner') = ?",
+            owner,
+        )
+
+    async def _delete_where(self, action: str, select: str, value: str) -> int:
+        def delete(db: sqlite3.Connection, gate: Gate) -> list[str]:
+            with self._transaction(db, gate):
+                ids = [row[0] for row in db.execute(select, (value,)).fetchall()]
+                delete_history(db, ids)
+                return ids
+
+        ids = await self._write(action, delete)
+        for session_id in ids:
+            self._codec.forget(session_id)
+            self._limits.forget(session_id)
+            self._rows.forget(session_id)
+        return len(ids)

@@ -42,7 +42,6 @@ __all__ = ["MongoStore"]
 DEFAULT_DATABASE = "picoflow"
 _ARCHIVE_KEY = [("session_id", 1), ("namespace", 1), ("position", 1)]
 _ROWS_KEY = [("s", 1), ("t", 1)]
-_NOTE_FIELDS = ("message", "step_before", "step_after", "reply")
 _DUPLICATE_KEY = 11000
 # Plain dicts whatever the caller's handle was configured with; dates come back aware (UTC).
 _CODEC: CodecOptions[dict[str, Any]] = CodecOptions(document_class=dict, tz_aware=True)
@@ -310,7 +309,7 @@ class MongoStore:
             "w": revision,
             "r": revision,
             "at": saved_at,
-            "note": {name: note[name] for name in _NOTE_FIELDS},
+            "note": {name: note[name] for name in _history.NOTE_FIELDS},
             "doc": dict(record),
         }
         record["_history"] = listed

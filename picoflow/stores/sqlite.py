@@ -34,6 +34,7 @@ from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreErr
 from picoflow.stores import _checks, _history, _sqlite_history
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
+from picoflow.stores._sqlite_history import SQLiteHistory
 from picoflow.stores._sqlite_loop import LoopConnection
 from picoflow.stores._sqlite_rows import MESSAGES_SCHEMA, Plan, RowMemory, apply, fill
 from picoflow.stores._sqlite_worker import Gate, ReaderPool, Worker, WouldWait
@@ -74,7 +75,7 @@ CREATE TABLE IF NOT EXISTS archive (
 _LIKE_CLAUSE = " AND text LIKE ? ESCAPE '\\'"
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteHistory):
     """Keeps sessions in one SQLite file; `":memory:"` keeps them in RAM.
 
     The constructor only records the path: the engine may be built outside an event loop, so
@@ -231,54 +232,6 @@ class SQLiteStore:
 
         return await self._write(f"delete session '{session_id}'", delete)
 
-    async def history(self, session_id: str, *, limit: int | None = None) -> list[JSONDict]:
-        """The session's kept revisions, newest first: what each turn was (W1)."""
-        return await self._read(
-            f"read the history of session '{session_id}'",
-            lambda db: _sqlite_history.history(db, session_id, limit),
-        )
-
-    async def load_revision(self, session_id: str, revision: int) -> JSONDict | None:
-        """The document exactly as `revision` saved it, or None if it is not kept (W1)."""
-        _history.check_revision(revision)
-        stored = await self._read(
-            f"load revision {revision} of session '{session_id}'",
-            lambda db: _sqlite_history.load_revision(db, session_id, revision),
-        )
-        if stored is None:
-            return None
-        return fill(_checks.decode(stored[0], session_id), stored[1], session_id)
-
-    async def purge(self, now: str) -> int:
-        """Delete every session that expired before `now` (ISO), with all it left (W5)."""
-        return await self._delete_where(
-            "purge expired sessions",
-            "SELECT id FROM sessions WHERE expires_at IS NOT NULL AND expires_at < ?",
-            now,
-        )
-
-    async def delete_owner(self, owner: str) -> int:
-        """Delete every session `owner` owns, with its history and archive (W5)."""
-        return await self._delete_where(
-            "delete the sessions of an owner",
-            "SELECT id FROM sessions WHERE json_extract(doc, '$.owner') = ?",
-            owner,
-        )
-
-    async def _delete_where(self, action: str, select: str, value: str) -> int:
-        def delete(db: sqlite3.Connection, gate: Gate) -> list[str]:
-            with _immediate(db, gate):
-                ids = [row[0] for row in db.execute(select, (value,)).fetchall()]
-                _sqlite_history.delete_history(db, ids)
-                return ids
-
-        ids = await self._write(action, delete)
-        for session_id in ids:
-            self._codec.forget(session_id)
-            self._limits.forget(session_id)
-            self._rows.forget(session_id)
-        return len(ids)
-
     async def archive(self, session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
         """Keep evicted messages by position; a position already archived keeps its first entry.
 
@@ -346,6 +299,9 @@ class SQLiteStore:
             await self._loop.close()  # first: it waits for a checkpoint on the writer
         await self._writer.stop()
         await self._readers.stop()
+
+    def _transaction(self, db: sqlite3.Connection, gate: Gate) -> _immediate:
+        return _immediate(db, gate)
 
     async def _write_session(
         self,
