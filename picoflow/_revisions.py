@@ -21,7 +21,7 @@ from .session import expiry, is_session_id, new_session_id
 from .stores import _history
 from .stores.base import JSONDict, Store
 
-__all__ = ["Revisions", "retention", "supports_history", "turn_note"]
+__all__ = ["Revisions", "limit_archive", "retention", "supports_history", "turn_note"]
 
 # How often, at most, a background purge of expired sessions starts after a save (W5).
 PURGE_EVERY_SECONDS = 600.0
@@ -56,6 +56,17 @@ def retention(
             f"limit), got {history_max_age!r}."
         )
     return history_limit, seconds
+
+
+def limit_archive(store: Store, limit: int | None) -> None:
+    """Tell the store how many evicted messages to keep per namespace (W5), if it can trim."""
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise ValueError(
+            f"archive_limit must be an int >= 1 (evicted messages kept per namespace) or None "
+            f"(keep all), got {limit!r}."
+        )
+    if hasattr(store, "archive_limit"):
+        store.archive_limit = limit
 
 
 def turn_note(

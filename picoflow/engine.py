@@ -25,7 +25,7 @@ from ._mcp import MCPConnections
 from ._migration import migrate
 from ._nested import NestedRuns
 from ._recall import recall_tools
-from ._revisions import Revisions, retention, turn_note
+from ._revisions import Revisions, limit_archive, retention, turn_note
 from ._sessions import Sessions
 from ._state import now_iso
 from ._tool_sources import check_tool_names, foreign_tool_names, mcp_servers_of, step_tools
@@ -123,6 +123,7 @@ class FlowEngine(HistoryMethods):
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         history_limit: int = 50,
         history_max_age: timedelta | float | None = None,
+        archive_limit: int | None = 1000,
     ) -> None:
         """Check every flow now, so a mistake fails here rather than at a live turn (F5).
 
@@ -131,7 +132,7 @@ class FlowEngine(HistoryMethods):
         how model-call retries wait (V9); tests pass one that records the delays and returns
         at once, so backoff is tested without waiting. `history_limit` revisions are kept per
         session, none older than `history_max_age` (seconds or a timedelta) but the current
-        one (W5).
+        one; `archive_limit` evicted messages are kept per namespace, the newest (W5).
         """
         self._sleep = sleep
         self._registry = ProviderRegistry(providers)
@@ -147,6 +148,7 @@ class FlowEngine(HistoryMethods):
         self._mcp = MCPConnections(mcp_servers_of(built))
         self._store: Store = store if store is not None else _store_from_environment()
         kept = retention(history_limit, history_max_age)
+        limit_archive(self._store, archive_limit)
         self._sessions = Sessions(self._store, _as_ttl(session_ttl), kept)
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
         self._revisions = Revisions(self._sessions, _as_ttl(session_ttl), self._housekeeping.cancel)

@@ -21,6 +21,11 @@ rows of a writer that lost the compare-and-set (or crashed before it) carry a to
 document names, are invisible, and are deleted by the loser or by the next sweep. Reading an
 old revision is the same assembly from its revision row's `_parts`.
 
+A batch is named by a contiguous run of revisions: from the save that wrote it to the one
+whose document no longer lists it (its *retirement*, recorded in `_retired`). Its rows (and
+the revision row of the save that wrote it, which shares its token) are deleted once retention
+drops every revision that named it: an indexed delete by token, no scan.
+
 When this store does not know what it wrote at the expected revision (another process saved,
 a restart, a plain list), or a namespace has `MAX_BATCHES` batches, the namespace is written in
 full under one token, so the batch list stays short.
@@ -48,7 +53,6 @@ __all__ = [
 ]
 
 MAX_BATCHES = 32
-SWEEP_EVERY = 16  # revisions between two sweeps of rows no kept revision names
 
 
 @dataclass(slots=True)
@@ -60,6 +64,7 @@ class Written:
     parts: dict[str, JSONDict]  # stored namespace key -> {"n": count, "t": [tokens]}
     history: list[list[Any]]  # [[revision, token, saved_at], ...] oldest first
     rows_x: datetime | None  # the expiry the session's rows carry
+    retired: list[list[Any]]  # [[revision, token], ...]: batches no longer named from then on
 
 
 class WrittenMemory:
@@ -125,6 +130,28 @@ def plan_rows(
             for p in positions
         ]
     return parts, rows
+
+
+def retire(
+    old_parts: JSONDict,
+    parts: JSONDict,
+    retired: list[list[Any]],
+    revision: int,
+    dropped: list[str],
+    oldest: int,
+) -> tuple[list[list[Any]], list[str]]:
+    """(batches still retired but named by a kept revision, tokens whose rows may go now).
+
+    `dropped` are the tokens of the revisions retention just removed, `oldest` the oldest
+    revision kept.
+    """
+    before = {token for part in old_parts.values() for token in part["t"]}
+    now = {token for part in parts.values() for token in part["t"]}
+    retired = [*retired, *([revision, token] for token in sorted(before - now))]
+    pending = {token for at, token in retired if at > oldest}
+    gone = {token for at, token in retired if at <= oldest}
+    gone.update(token for token in dropped if token not in now and token not in pending)
+    return [[at, token] for at, token in retired if at > oldest], sorted(gone)
 
 
 def _changed(messages: list[Any], old: list[Any]) -> list[int]:

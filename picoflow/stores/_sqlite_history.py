@@ -189,6 +189,20 @@ def _check_complete(
         )
 
 
+def trim_archive(
+    db: sqlite3.Connection, session_id: str, namespace: str, limit: int | None
+) -> None:
+    """Keep the newest `limit` archived messages of a namespace (W5), in the caller's write."""
+    if limit is None:
+        return
+    db.execute(
+        "DELETE FROM archive WHERE session_id = ?1 AND namespace = ?2 AND position < ("
+        "SELECT position FROM archive WHERE session_id = ?1 AND namespace = ?2 "
+        "ORDER BY position DESC LIMIT 1 OFFSET ?3)",
+        (session_id, namespace, limit - 1),
+    )
+
+
 def delete_history(db: sqlite3.Connection, session_ids: list[str]) -> None:
     """Remove every trace of these sessions (inside the caller's transaction)."""
     for table in ("sessions", "messages", "archive", "revisions", "message_versions"):
@@ -226,6 +240,17 @@ class SQLiteHistory:
         if stored is None:
             return None
         return fill(_checks.decode(stored[0], session_id), stored[1], session_id)
+
+    async def oldest_archived(self, session_id: str, namespace: str) -> int | None:
+        """The lowest archived position (above 1: older entries were trimmed, W5), or None."""
+        oldest: int | None = await self._read(
+            f"read the archive of session '{session_id}'",
+            lambda db: db.execute(
+                "SELECT MIN(position) FROM archive WHERE session_id = ? AND namespace = ?",
+                (session_id, namespace),
+            ).fetchone()[0],
+        )
+        return oldest
 
     async def purge(self, now: str) -> int:
         """Delete every session that expired before `now` (ISO), with all it left (W5)."""

@@ -40,6 +40,7 @@ class MemoryStore:
         self._archive: dict[tuple[str, str], dict[int, tuple[str, str]]] = {}
         # session_id -> its revisions, oldest first: (revision, saved_at, note, encoded) (W1)
         self._revisions: dict[str, list[tuple[int, str, JSONDict, _Encoded]]] = {}
+        self.archive_limit: int | None = None  # W5: entries kept per namespace, newest
         self._closed = False
 
     def __repr__(self) -> str:
@@ -176,6 +177,15 @@ class MemoryStore:
         slot = self._archive.setdefault((session_id, namespace), {})
         for position, (text, message) in encoded:
             slot.setdefault(position, (text, _checks.search_text(message)))
+        if self.archive_limit is not None and len(slot) > self.archive_limit:
+            for position in sorted(slot)[: len(slot) - self.archive_limit]:
+                del slot[position]
+
+    async def oldest_archived(self, session_id: str, namespace: str) -> int | None:
+        """The lowest archived position (above 1: older entries were trimmed, W5), or None."""
+        _checks.check_open(self, self._closed)
+        slot = self._archive.get((session_id, namespace))
+        return min(slot) if slot else None
 
     async def search_archive(
         self,

@@ -100,6 +100,7 @@ class MongoStore:
         self._client_options = _client_options(self._uri, server_selection_timeout, timeout)
         self._encoder = SessionEncoder()
         self._written = rows.WrittenMemory()
+        self.archive_limit: int | None = None  # W5: entries kept per namespace, newest
         self._ready: tuple[_Collection, _Collection, _Collection] | None = None
         self._init_lock = asyncio.Lock()
         self._closed = False
@@ -126,8 +127,9 @@ class MongoStore:
         record, lists = self._encoder.split(doc, session_id, 0)
         async with self._collections(f"create session '{session_id}'") as collections:
             sessions, archive, history = collections
-            written, token = await self._write_rows(
-                collections, doc, record, lists, None, full_note, []
+            before: JSONDict = {"history": [], "rows_x": None, "parts": {}, "retired": []}
+            written, token, _ = await self._write_rows(
+                collections, doc, record, lists, None, full_note, before
             )
             try:
                 await sessions.insert_one(record)
@@ -177,17 +179,28 @@ class MongoStore:
             sessions, _, history = collections
             if known is None:
                 found = await sessions.find_one(
-                    {"_id": session_id}, {"revision": 1, "_history": 1, "_rows_x": 1}
+                    {"_id": session_id},
+                    {"revision": 1, "_history": 1, "_rows_x": 1, "_parts": 1, "_retired": 1},
                 )
                 if found is None:
                     raise SessionNotFoundError(session_id)
                 if found["revision"] != expected_revision:
                     raise SessionConflictError(session_id, expected_revision, found["revision"])
-                past, rows_x = list(found.get("_history", [])), found.get("_rows_x")
+                before: JSONDict = {
+                    "history": list(found.get("_history", [])),
+                    "rows_x": found.get("_rows_x"),
+                    "parts": found.get("_parts", {}),
+                    "retired": found.get("_retired", []),
+                }
             else:
-                past, rows_x = known.history, known.rows_x
-            written, token = await self._write_rows(
-                collections, doc, record, lists, known, full_note, past, rows_x
+                before = {
+                    "history": known.history,
+                    "rows_x": known.rows_x,
+                    "parts": known.parts,
+                    "retired": known.retired,
+                }
+            written, token, gone = await self._write_rows(
+                collections, doc, record, lists, known, full_note, before
             )
             # P2/P4: the filter is the compare-and-set; without upsert, no match writes nothing.
             result = await sessions.replace_one(
@@ -199,8 +212,8 @@ class MongoStore:
                 if actual is None:
                     raise SessionNotFoundError(session_id)
                 raise SessionConflictError(session_id, expected_revision, actual)
-            if revision % rows.SWEEP_EVERY == 0 and len(past) >= len(written.history):
-                await _sweep(history, session_id, written)
+            if gone:  # W5: rows no kept revision names any more (see `_mongo_rows`)
+                await history.delete_many({"s": session_id, "t": {"$in": gone}})
         self._written.keep(session_id, written)
         return revision
 
@@ -278,14 +291,16 @@ class MongoStore:
         lists: dict[str, tuple[list[Any], list[Any]]],
         known: rows.Written | None,
         note: JSONDict,
-        past: list[list[Any]],
-        rows_x: datetime | None = None,
-    ) -> tuple[rows.Written, str]:
-        """Insert this save's rows and revision, and finish `record`; return what it wrote.
+        before: JSONDict,
+    ) -> tuple[rows.Written, str, list[str]]:
+        """Insert this save's rows and revision, and finish `record`.
 
-        Nothing names the rows until `record` is stored, so a failed save leaves them
-        invisible (see `_mongo_rows`).
+        Returns what it wrote, its token, and the tokens whose rows may be deleted once the
+        save succeeded. `before` is what the stored document had: `history`, `rows_x`,
+        `parts`, `retired`. Nothing names the rows until `record` is stored, so a failed save
+        leaves them invisible (see `_mongo_rows`).
         """
+        past, rows_x = before["history"], before["rows_x"]
         _, archive, history = collections
         session_id, revision = record["_id"], record["revision"]
         token = rows.new_token(revision)
@@ -293,7 +308,11 @@ class MongoStore:
         saved_at = _history.now_stamp()
         listed = [*past, [revision, token, saved_at]]
         oldest = _history.kept([(r, at) for r, _, at in listed], note)
+        dropped = [item[1] for item in listed if item[0] < oldest]
         listed = [item for item in listed if item[0] >= oldest]
+        retired, gone = rows.retire(
+            before["parts"], parts, before["retired"], revision, dropped, listed[0][0]
+        )
         expires = record.get("_expires_at")
         if expires is not None and (rows_x is None or _aware(expires) > _aware(rows_x)):
             rows_x = rows.rows_expiry(doc, expires)
@@ -301,6 +320,8 @@ class MongoStore:
             await archive.update_many({"session_id": session_id}, {"$set": {"x": rows_x}})
         if parts:
             record["_parts"] = parts
+        if retired:
+            record["_retired"] = retired
         if rows_x is not None:
             record["_rows_x"] = rows_x
         revision_row: JSONDict = {
@@ -319,7 +340,7 @@ class MongoStore:
                 row["x"] = rows_x
         await history.insert_many(inserted, ordered=False)
         lists_saved = {key: messages for key, (messages, _) in lists.items()}
-        return rows.Written(revision, lists_saved, parts, listed, rows_x), token
+        return rows.Written(revision, lists_saved, parts, listed, rows_x, retired), token, gone
 
     async def delete(self, session_id: str) -> bool:
         """Remove the session and its whole archive; True if a session document existed.
@@ -363,6 +384,20 @@ class MongoStore:
                     error.get("code") != _DUPLICATE_KEY for error in errors
                 ):
                     raise
+            if self.archive_limit is not None:
+                await _trim_archive(archive, session_id, namespace, self.archive_limit)
+
+    async def oldest_archived(self, session_id: str, namespace: str) -> int | None:
+        """The lowest archived position (above 1: older entries were trimmed, W5), or None."""
+        _checks.check_open(self, self._closed)
+        action = f"read the archive of session '{session_id}'"
+        async with self._collections(action) as (_, archive, _):
+            found = await archive.find_one(
+                {"session_id": session_id, "namespace": namespace},
+                {"position": 1},
+                sort=[("position", 1)],
+            )
+        return None if found is None else int(found["position"])
 
     async def search_archive(
         self,
@@ -530,6 +565,14 @@ async def _revision_in(sessions: _Collection, session_id: str) -> int | None:
     return None if found is None else int(found["revision"])
 
 
+async def _trim_archive(archive: _Collection, session_id: str, namespace: str, limit: int) -> None:
+    """Keep the newest `limit` archived messages of a namespace (W5)."""
+    selector = {"session_id": session_id, "namespace": namespace}
+    cursor = archive.find(selector, {"position": 1}).sort("position", -1).skip(limit - 1)
+    async for found in cursor.limit(1):
+        await archive.delete_many({**selector, "position": {"$lt": found["position"]}})
+
+
 async def _fill(history: _Collection, session_id: str, stored: JSONDict) -> None:
     """Put the messages a stored document's `_parts` name back into it (see `_mongo_rows`)."""
     parts = stored.get("_parts")
@@ -546,26 +589,6 @@ async def _fill(history: _Collection, session_id: str, stored: JSONDict) -> None
     memory = stored["memory"]
     for key, messages in rows.assemble(session_id, parts, found).items():
         memory[key] = {**memory[key], "messages": messages}
-
-
-async def _sweep(history: _Collection, session_id: str, written: rows.Written) -> None:
-    """Delete rows no kept revision (nor the current document) names.
-
-    Only rows older than the current revision: a writer of the next revision may be
-    inserting its rows right now.
-    """
-    tokens = [token for _, token, _ in written.history]
-    named = set(tokens)
-    for part in written.parts.values():
-        named.update(part["t"])
-    async for row in history.find(
-        {"s": session_id, "t": {"$in": tokens}, "r": {"$exists": True}}, {"doc._parts": 1}
-    ):
-        for part in row.get("doc", {}).get("_parts", {}).values():
-            named.update(part["t"])
-    await history.delete_many(
-        {"s": session_id, "t": {"$nin": sorted(named)}, "w": {"$lt": written.revision}}
-    )
 
 
 def _aware(moment: datetime) -> datetime:

@@ -112,6 +112,7 @@ class SQLiteStore(SQLiteHistory):
         self._codec = JSONCodec()
         self._limits = DocumentChecker()
         self._rows = RowMemory()
+        self.archive_limit: int | None = None  # W5: entries kept per namespace, newest
         self._writer = Worker(self._connect, "picoflow-sqlite-writer")
         # ":memory:" is one database per connection: reads must use the writer's.
         self._readers: ReaderPool | Worker = (
@@ -250,6 +251,8 @@ class SQLiteStore(SQLiteHistory):
             for entry in entries
         ]
 
+        limit = self.archive_limit
+
         def archive(db: sqlite3.Connection, gate: Gate) -> None:
             with _immediate(db, gate):
                 db.executemany(
@@ -257,6 +260,7 @@ class SQLiteStore(SQLiteHistory):
                     "(session_id, namespace, position, message, text) VALUES (?, ?, ?, ?, ?)",
                     rows,
                 )
+                _sqlite_history.trim_archive(db, session_id, namespace, limit)
 
         await self._write(f"archive messages of session '{session_id}'", archive)
 

@@ -354,3 +354,42 @@ async def test_w5_forget_principal_leaves_nothing_of_that_owner(
     assert not [row for row in rows if "alice" in row]
     assert any("bob-note" in row for row in rows)
     assert await engine.get_session(theirs.session_id or "") is not None
+
+
+async def test_w5_archive_limit_keeps_the_newest_evicted_messages(store: Store) -> None:
+    engine = engine_on(store, archive_limit=3)
+    entries = [{"position": p, "message": {"data": {"content": f"budget {p}"}}} for p in (1, 2)]
+    await store.archive("s-archive-limit-0001", "ChatStep", entries)
+    more = [{"position": p, "message": {"data": {"content": f"budget {p}"}}} for p in (3, 4, 5)]
+    await store.archive("s-archive-limit-0001", "ChatStep", more)
+
+    found = await store.search_archive("s-archive-limit-0001", "ChatStep", "budget")
+
+    assert [entry["position"] for entry in found] == [5, 4, 3]  # oldest went first
+    assert await store.oldest_archived("s-archive-limit-0001", "ChatStep") == 3  # type: ignore[attr-defined]
+    assert await store.oldest_archived("s-archive-limit-0001", "other") is None  # type: ignore[attr-defined]
+    await engine.aclose()
+
+
+def test_w5_a_bad_archive_limit_is_refused_at_start() -> None:
+    with pytest.raises(ValueError, match="archive_limit must be an int >= 1"):
+        FlowEngine(flows=[ChatFlow], store=MemoryStore(), archive_limit=0)
+
+
+async def test_w5_mongo_deletes_rows_that_no_kept_revision_names(
+    mongo: MongoStore, mongo_server: Any, mongo_database: str
+) -> None:
+    engine = engine_on(mongo, history_limit=3)
+    session_id, _ = await chat(engine, *[f"turn {i}" for i in range(40)])  # 32 batches: rewritten
+
+    rows = list(mongo_server.collection(mongo_database, "session_history").find({}))
+    messages = [row for row in rows if "p" in row]
+    revisions = [row for row in rows if "r" in row]
+    current = await engine.get_session(session_id)
+    assert current is not None
+    # The current messages (1 system + 2 per turn), plus what the 3 kept revisions changed.
+    assert len(current["memory"]["ChatStep"]["messages"]) == 81
+    assert len(messages) <= 81 + 3 * 2
+    # Kept revisions, and those whose batches the current document still names: a full
+    # rewrite at revision 32 (32 batches), then one batch per turn (revisions 33-39).
+    assert len(revisions) <= 3 + 8
