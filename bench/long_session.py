@@ -6,7 +6,8 @@ The demo app (`HotelFlow` on its offline model, as `make serve` builds it) is se
 `create_app` and driven through its HTTP interface with httpx's ASGI transport (the whole
 request path, routes, validation and JSON, without a socket). For each store it prints the
 median turn time of turns 1-20 and 280-300, and the same for the store's own part alone
-(every `load`, `revision`, `create` and `save` the engine awaited), so the demo's own growth
+(every `load`, `revision`, `create`, `save`, `archive` and `search_archive` the engine
+awaited), so the demo's own growth
 (its prompts, its listings) is told apart from the store's. The target: the late median at
 most 1.5 times the early one. MongoDB runs on a SecantusDB started here (or `MONGO_URI`).
 """
@@ -51,7 +52,7 @@ LOOP = [
     "same hotels on amenities",
     "does the first one allow pets?",
 ]
-STORE_CALLS = ("load", "revision", "create", "save")
+STORE_CALLS = ("load", "revision", "create", "save", "archive", "search_archive")
 
 
 def script(turns: int) -> list[str]:

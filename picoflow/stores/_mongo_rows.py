@@ -78,6 +78,10 @@ class WrittenMemory:
         known = self._sessions.get(session_id)
         return known if known is not None and known.revision == revision else None
 
+    def latest(self, session_id: str) -> Written | None:
+        """What this store last wrote of the session, whatever revision it is at now."""
+        return self._sessions.get(session_id)
+
     def keep(self, session_id: str, written: Written) -> None:
         self._sessions[session_id] = written
         self._sessions.move_to_end(session_id)

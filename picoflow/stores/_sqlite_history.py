@@ -192,14 +192,17 @@ def _check_complete(
 def trim_archive(
     db: sqlite3.Connection, session_id: str, namespace: str, limit: int | None
 ) -> None:
-    """Keep the newest `limit` archived messages of a namespace (W5), in the caller's write."""
+    """Keep the archived messages of the newest `limit` positions of a namespace (W5).
+
+    Evicted messages take consecutive positions, so that is the newest `limit` of them; one
+    indexed range delete, whatever the archive holds. Runs in the caller's write.
+    """
     if limit is None:
         return
     db.execute(
-        "DELETE FROM archive WHERE session_id = ?1 AND namespace = ?2 AND position < ("
-        "SELECT position FROM archive WHERE session_id = ?1 AND namespace = ?2 "
-        "ORDER BY position DESC LIMIT 1 OFFSET ?3)",
-        (session_id, namespace, limit - 1),
+        "DELETE FROM archive WHERE session_id = ?1 AND namespace = ?2 AND position <= ("
+        "SELECT MAX(position) FROM archive WHERE session_id = ?1 AND namespace = ?2) - ?3",
+        (session_id, namespace, limit),
     )
 
 

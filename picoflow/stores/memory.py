@@ -177,8 +177,9 @@ class MemoryStore:
         slot = self._archive.setdefault((session_id, namespace), {})
         for position, (text, message) in encoded:
             slot.setdefault(position, (text, _checks.search_text(message)))
-        if self.archive_limit is not None and len(slot) > self.archive_limit:
-            for position in sorted(slot)[: len(slot) - self.archive_limit]:
+        if self.archive_limit is not None and slot:  # the newest `archive_limit` positions
+            floor = max(slot) - self.archive_limit
+            for position in [position for position in slot if position <= floor]:
                 del slot[position]
 
     async def oldest_archived(self, session_id: str, namespace: str) -> int | None:

@@ -371,8 +371,12 @@ class MongoStore:
         action = f"archive messages of session '{session_id}'"
         async with self._collections(action) as (sessions, archive, _):
             # W5: archived messages expire with the session's rows (its TTL field `x`).
-            found = await sessions.find_one({"_id": session_id}, {"_rows_x": 1})
-            expiry = None if found is None else found.get("_rows_x")
+            known = self._written.latest(session_id)
+            if known is None:
+                found = await sessions.find_one({"_id": session_id}, {"_rows_x": 1})
+                expiry = None if found is None else found.get("_rows_x")
+            else:
+                expiry = known.rows_x
             extra = {} if expiry is None else {"x": expiry}
             records = [archive_record(session_id, namespace, entry, extra) for entry in entries]
             try:
@@ -385,7 +389,14 @@ class MongoStore:
                 ):
                     raise
             if self.archive_limit is not None:
-                await _trim_archive(archive, session_id, namespace, self.archive_limit)
+                newest = max(entry["position"] for entry in entries)
+                await archive.delete_many(
+                    {
+                        "session_id": session_id,
+                        "namespace": namespace,
+                        "position": {"$lte": newest - self.archive_limit},
+                    }
+                )
 
     async def oldest_archived(self, session_id: str, namespace: str) -> int | None:
         """The lowest archived position (above 1: older entries were trimmed, W5), or None."""
@@ -563,14 +574,6 @@ def _client_options(
 async def _revision_in(sessions: _Collection, session_id: str) -> int | None:
     found = await sessions.find_one({"_id": session_id}, {"revision": 1, "_id": 0})
     return None if found is None else int(found["revision"])
-
-
-async def _trim_archive(archive: _Collection, session_id: str, namespace: str, limit: int) -> None:
-    """Keep the newest `limit` archived messages of a namespace (W5)."""
-    selector = {"session_id": session_id, "namespace": namespace}
-    cursor = archive.find(selector, {"position": 1}).sort("position", -1).skip(limit - 1)
-    async for found in cursor.limit(1):
-        await archive.delete_many({**selector, "position": {"$lt": found["position"]}})
 
 
 async def _fill(history: _Collection, session_id: str, stored: JSONDict) -> None:
