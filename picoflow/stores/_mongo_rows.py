@@ -36,7 +36,7 @@ from __future__ import annotations
 import secrets
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from picoflow.errors import StoreError
@@ -44,6 +44,9 @@ from picoflow.stores.base import REMEMBERED_SESSIONS, JSONDict, SavedMessages, u
 
 __all__ = [
     "MAX_BATCHES",
+    "aware",
+    "date_of",
+    "fill",
     "Written",
     "WrittenMemory",
     "assemble",
@@ -218,3 +221,29 @@ def rows_expiry(doc: JSONDict, expires: datetime | None) -> datetime | None:
         return expires
     ttl = expires - updated
     return expires + (ttl if ttl > timedelta(0) else timedelta(0))
+
+
+async def fill(history: Any, session_id: str, stored: JSONDict) -> None:
+    """Put the messages a stored document's `_parts` name back into it (see `_mongo_rows`)."""
+    parts = stored.get("_parts")
+    if not parts:
+        return
+    tokens = sorted({token for part in parts.values() for token in part["t"]})
+    found = [
+        row
+        async for row in history.find(
+            {"s": session_id, "t": {"$in": tokens}, "p": {"$exists": True}},
+            {"_id": 0, "t": 1, "n": 1, "p": 1, "m": 1},
+        )
+    ]
+    memory = stored["memory"]
+    for key, messages in assemble(session_id, parts, found).items():
+        memory[key] = {**memory[key], "messages": messages}
+
+
+def aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def date_of(stamp: str) -> datetime:
+    return aware(datetime.fromisoformat(stamp.replace("Z", "+00:00")))

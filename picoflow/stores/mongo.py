@@ -14,7 +14,6 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -146,7 +145,7 @@ class MongoStore:
         async with self._collections(f"load session '{session_id}'") as (sessions, _, history):
             stored = await sessions.find_one({"_id": session_id})
             if stored is not None:
-                await _fill(history, session_id, stored)
+                await rows.fill(history, session_id, stored)
         return None if stored is None else session_from_stored(stored)
 
     async def revision(self, session_id: str) -> int | None:
@@ -252,7 +251,7 @@ class MongoStore:
             if row is None:
                 return None
             stored = dict(row["doc"])
-            await _fill(history, session_id, stored)
+            await rows.fill(history, session_id, stored)
         return session_from_stored(stored)
 
     async def purge(self, now: str) -> int:
@@ -262,7 +261,7 @@ class MongoStore:
         rows and archive on `x`); this does it now.
         """
         _checks.check_open(self, self._closed)
-        moment = _history_date(now)
+        moment = rows.date_of(now)
         async with self._collections("purge expired sessions") as (sessions, archive, history):
             ids = [
                 found["_id"]
@@ -314,7 +313,7 @@ class MongoStore:
             before["parts"], parts, before["retired"], revision, dropped, listed[0][0]
         )
         expires = record.get("_expires_at")
-        if expires is not None and (rows_x is None or _aware(expires) > _aware(rows_x)):
+        if expires is not None and (rows_x is None or rows.aware(expires) > rows.aware(rows_x)):
             rows_x = rows.rows_expiry(doc, expires)
             await history.update_many({"s": session_id}, {"$set": {"x": rows_x}})
             await archive.update_many({"session_id": session_id}, {"$set": {"x": rows_x}})
@@ -574,29 +573,3 @@ def _client_options(
 async def _revision_in(sessions: _Collection, session_id: str) -> int | None:
     found = await sessions.find_one({"_id": session_id}, {"revision": 1, "_id": 0})
     return None if found is None else int(found["revision"])
-
-
-async def _fill(history: _Collection, session_id: str, stored: JSONDict) -> None:
-    """Put the messages a stored document's `_parts` name back into it (see `_mongo_rows`)."""
-    parts = stored.get("_parts")
-    if not parts:
-        return
-    tokens = sorted({token for part in parts.values() for token in part["t"]})
-    found = [
-        row
-        async for row in history.find(
-            {"s": session_id, "t": {"$in": tokens}, "p": {"$exists": True}},
-            {"_id": 0, "t": 1, "n": 1, "p": 1, "m": 1},
-        )
-    ]
-    memory = stored["memory"]
-    for key, messages in rows.assemble(session_id, parts, found).items():
-        memory[key] = {**memory[key], "messages": messages}
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def _history_date(stamp: str) -> datetime:
-    return _aware(datetime.fromisoformat(stamp.replace("Z", "+00:00")))
