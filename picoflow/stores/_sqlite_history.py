@@ -12,9 +12,10 @@ old revision walk the chain. Instead a revision is stored as two parts, each wri
 A revision's messages are, per position below its count, the version written by the latest
 revision at or before it. A save therefore writes what the turn added (the same rows the
 `messages` table gets) plus one small row, in the same transaction as the session row, and
-any revision is read with one query, without walking a chain. Retention deletes revision rows
-beyond `keep`/`max_age`, and every `_GC_EVERY` revisions the message versions no kept revision
-can read any more.
+any revision is read with one query, without walking a chain. Retention records in each
+revision row where the kept revisions start (`kept_from`; reads honour it at once), and every
+`_GC_EVERY` revisions deletes the revision rows before it and the message versions no kept
+revision can read any more.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ CREATE TABLE IF NOT EXISTS revisions (
     note TEXT NOT NULL,
     doc TEXT NOT NULL,
     counts TEXT NOT NULL,
+    kept_from INTEGER NOT NULL,
     PRIMARY KEY (session_id, revision)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS message_versions (
@@ -62,7 +64,9 @@ CREATE TABLE IF NOT EXISTS message_versions (
 ) WITHOUT ROWID;
 """
 
-_GC_EVERY = 16  # revisions between two sweeps of message versions nobody can read any more
+_GC_EVERY = 16  # revisions between two deletes of rows no kept revision reads any more
+# Where the kept revisions of session ?1 start, as its newest revision row recorded it.
+_KEPT_FROM = "SELECT kept_from FROM revisions WHERE session_id = ?1 ORDER BY revision DESC LIMIT 1"
 
 
 def record(
@@ -77,10 +81,16 @@ def record(
     """Write revision `revision` (inside the save's transaction) and apply retention."""
     counts = json.dumps({namespace: len(items) for namespace, items in texts.items()})
     kept_note = json.dumps({name: note[name] for name in _history.NOTE_FIELDS})
+    oldest = revision - int(note["keep"]) + 1
+    if note["max_age"] is not None:
+        oldest = max(oldest, _oldest_young(db, session_id, revision, note))
+    # The newest row says where the kept revisions start; the rows before that go every
+    # `_GC_EVERY` revisions, so most commits touch no old page (W1: what a save costs).
     db.execute(
-        "INSERT OR REPLACE INTO revisions (session_id, revision, saved_at, note, doc, counts) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (session_id, revision, _history.now_stamp(), kept_note, text, counts),
+        "INSERT OR REPLACE INTO revisions "
+        "(session_id, revision, saved_at, note, doc, counts, kept_from) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (session_id, revision, _history.now_stamp(), kept_note, text, counts, max(oldest, 0)),
     )
     if plan.rows:
         db.executemany(
@@ -88,15 +98,11 @@ def record(
             "(session_id, namespace, position, revision, message) VALUES (?, ?, ?, ?, ?)",
             [(session_id, ns, position, revision, item) for ns, position, item in plan.rows],
         )
-    oldest = revision - int(note["keep"]) + 1
-    if note["max_age"] is not None:
-        oldest = max(oldest, _oldest_young(db, session_id, revision, note))
-    if oldest > 0:
+    if oldest > 0 and revision % _GC_EVERY == 0:
         db.execute(
             "DELETE FROM revisions WHERE session_id = ? AND revision < ?", (session_id, oldest)
         )
-        if revision % _GC_EVERY == 0:
-            _sweep(db, session_id, oldest)
+        _sweep(db, session_id, oldest)
 
 
 def _oldest_young(db: sqlite3.Connection, session_id: str, revision: int, note: JSONDict) -> int:
@@ -139,8 +145,8 @@ def _sweep(db: sqlite3.Connection, session_id: str, oldest: int) -> None:
 def history(db: sqlite3.Connection, session_id: str, limit: int | None) -> list[JSONDict]:
     """The kept revisions of a session, newest first."""
     rows = db.execute(
-        "SELECT revision, saved_at, note FROM revisions WHERE session_id = ? "
-        "ORDER BY revision DESC LIMIT ?",
+        "SELECT revision, saved_at, note FROM revisions WHERE session_id = ?1 "
+        f"AND revision >= ({_KEPT_FROM}) ORDER BY revision DESC LIMIT ?2",
         (session_id, -1 if limit is None else limit),
     ).fetchall()
     return [_history.entry(int(r), at, json.loads(note)) for r, at, note in rows]
@@ -153,7 +159,8 @@ def load_revision(
     db.execute("BEGIN")
     try:
         row = db.execute(
-            "SELECT doc, counts FROM revisions WHERE session_id = ? AND revision = ?",
+            "SELECT doc, counts FROM revisions WHERE session_id = ?1 AND revision = ?2 "
+            f"AND revision >= ({_KEPT_FROM})",
             (session_id, revision),
         ).fetchone()
         if row is None:
