@@ -49,7 +49,16 @@ class _Recall:
         entries = await self._store.search_archive(
             step.flow.get_session_id() or "", step.namespace, query, page=page, page_size=PAGE_SIZE
         )
-        return render_results(query, page, entries)
+        text = render_results(query, page, entries)
+        oldest_archived = getattr(self._store, "oldest_archived", None)
+        if len(entries) < PAGE_SIZE and oldest_archived is not None:
+            oldest = await oldest_archived(step.flow.get_session_id() or "", step.namespace)
+            if oldest is not None and oldest > 1:  # W5: archive_limit removed older messages
+                text += (
+                    "\nThe oldest messages of this conversation are no longer kept, so older "
+                    "matches may be missing."
+                )
+        return text
 
 
 _SPEC: ToolSpec = collect_tools(_Recall)[0]

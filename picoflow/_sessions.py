@@ -8,6 +8,7 @@ the housekeeping scheduler (which commits its own work with the same `commit`) t
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -26,9 +27,17 @@ __all__ = ["Sessions"]
 class Sessions:
     """Load, lock and commit the sessions of one engine (P3, P4)."""
 
-    def __init__(self, store: Store, ttl: timedelta | None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        ttl: timedelta | None,
+        retention: tuple[int, float | None] = (50, None),
+    ) -> None:
         self.store = store
         self._ttl = ttl
+        # W1/W5: what every save tells the store about its revision, if the store listens.
+        self._keep, self._max_age = retention
+        self._notes = _takes_note(store)
         # Recently saved documents with their live messages, checked by revision on every
         # load: the store stays the one source of truth (see `_hot`).
         self._hot = HotSessions()
@@ -48,6 +57,7 @@ class Sessions:
         *,
         fresh: bool = False,
         deadline: asyncio.Timeout | None = None,
+        note: JSONDict | None = None,
     ) -> JSONDict:
         """Write the flow's session once: `doc` as loaded, changed by the flow, plus `usage`.
 
@@ -66,9 +76,9 @@ class Sessions:
             deadline.reschedule(None)
         try:
             if fresh:
-                await self.store.create(out)
+                await self.create(out, note)
             else:
-                out["revision"] = await self.store.save(out, doc["revision"])
+                out["revision"] = await self.save(out, note, doc["revision"])
         except BaseException:
             for entry in failed:  # not written: they wait for the next save again
                 self._failed.add(out["id"], entry)
@@ -81,6 +91,33 @@ class Sessions:
         entry = log_entry("error", message)
         entry["error"] = error or "Error"
         self._failed.add(session_id, entry)
+    async def create(self, doc: JSONDict, note: JSONDict | None = None) -> None:
+        """Create a session, with the note of its first revision (W1) if the store keeps one."""
+        if self._notes:
+            await self.store.create(doc, note=self._note(note))  # type: ignore[call-arg]
+        else:
+            await self.store.create(doc)
+
+    async def save(
+        self, doc: JSONDict, note: JSONDict | None = None, expected: int | None = None
+    ) -> int:
+        """Save against `expected` (default: `doc["revision"]`); return the new revision."""
+        expected = doc["revision"] if expected is None else expected
+        if self._notes:
+            return await self.store.save(doc, expected, note=self._note(note))  # type: ignore[call-arg]
+        return await self.store.save(doc, expected)
+
+    def _note(self, note: JSONDict | None) -> JSONDict:
+        return {
+            "action": "compaction",
+            **(note or {}),
+            "keep": self._keep,
+            "max_age": self._max_age,
+        }
+
+    def forget_all(self) -> None:
+        """Drop every cached session (many were deleted at once)."""
+        self._hot = HotSessions()
 
     def forget(self, session_id: str) -> None:
         """Drop a session from the cache (it was deleted or closed)."""
@@ -103,3 +140,14 @@ class Sessions:
                 del self._locks[session_id]
             else:
                 self._locks[session_id] = (lock, users - 1)
+
+
+def _takes_note(store: Store) -> bool:
+    """Whether the store's `save` and `create` accept a history note (W1)."""
+    try:
+        return all(
+            "note" in inspect.signature(getattr(store, name)).parameters
+            for name in ("save", "create")
+        )
+    except (TypeError, ValueError):
+        return False

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from contextvars import ContextVar
+from datetime import timedelta
 from typing import Any
 
 from ._bank import bank_tools, require_bank
@@ -22,6 +23,8 @@ from ._engine_checks import (
     turn_input_problem,
     warn_if_config_changed,
 )
+from ._engine_history import HistoryMethods
+from ._engine_loading import SessionLoading, InvalidRequestError, is_owner
 from ._expiration import ttl_from_environment
 from ._flow_providers import merged_providers
 from ._fresh_scripts import FreshScripts
@@ -38,15 +41,13 @@ from ._people.hold import pending_approvals, run_or_hold
 from ._people.keys import IDEMPOTENCY
 from ._recall import recall_tools
 from ._results import StreamEvent, TurnResult
+from ._revisions import Revisions, limit_archive, retention, turn_note
 from ._sessions import Sessions
-from ._state import now_iso
 from ._tool_sources import check_tool_names, foreign_tool_names, mcp_servers_of, step_tools
 from ._turn import TurnContext, append_message
 from .errors import (
     FlowDefinitionError,
     PicoflowError,
-    SessionConflictError,
-    SessionNotFoundError,
     StoreError,
 )
 from .flow import Flow
@@ -54,7 +55,6 @@ from .mcp import MCPServer
 from .memory import Namespace
 from .models import ProviderFactory, ProviderRegistry, parse_model
 from .session import (
-    continuation,
     empty_usage,
     is_session_id,
     load_flow,
@@ -69,6 +69,9 @@ __all__ = ["FlowEngine", "TurnResult", "StreamEvent"]
 
 logger = logging.getLogger(__name__)
 
+# W4: the revision whose turn this turn replaces (`edit_message`), for the turn's own code.
+_EDITING: ContextVar[int | None] = ContextVar("picoflow_editing", default=None)
+
 
 # TurnResult.error of a request refused before it ran (E2): the caller must change it.
 INVALID_REQUEST = "InvalidRequest"
@@ -78,15 +81,13 @@ STORE_REFUSED = "StoreRefused"
 TURN_TIMEOUT = "TurnTimeout"
 
 
-class _InvalidRequest(Exception):
-    """Raised inside a turn for a request that cannot run as sent; never escapes `run`."""
-
-
 class _DeadlinePassed(Exception):
     """Raised when a turn's deadline stopped it before its save; never escapes `run`."""
 
 
-class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
+class FlowEngine(
+    PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns, HistoryMethods, SessionLoading
+):
     """Runs flows; holds the store, the model providers and the per-session locks.
 
     Approvals and handoff (K3-K6) come from `PeopleInTheLoop`: `resolve_approval`,
@@ -105,6 +106,9 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
         turn_timeout: float | None = None,
         budgets: Mapping[str, int | None] | Budgets | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        history_limit: int = 50,
+        history_max_age: timedelta | float | None = None,
+        archive_limit: int | None = 1000,
     ) -> None:
         """Check every flow now, so a mistake fails here rather than at a live turn (F5).
 
@@ -114,6 +118,9 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
         at once, so backoff is tested without waiting. `budgets` (O3) limits spending:
         `{"session_tokens": N, "owner_tokens_per_day": N, "model_calls_per_turn": N}`, any
         subset; a turn that would pass one fails with `BudgetExceeded` and saves nothing.
+        `history_limit` revisions are kept per session, none older than `history_max_age`
+        (seconds or a timedelta) but the current one; `archive_limit` evicted messages are
+        kept per namespace, the newest (W5).
         """
         self._sleep = sleep
         flows = list(flows)
@@ -137,8 +144,10 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
             except ValueError as exc:
                 raise FlowDefinitionError(f"A step uses long-term memory, but {exc}") from None
         ttl = as_ttl(session_ttl) or ttl_from_environment()  # U6: SESSION_EXPIRATION
-        self._sessions = Sessions(self._store, ttl)
+        limit_archive(self._store, archive_limit)
+        self._sessions = Sessions(self._store, ttl, retention(history_limit, history_max_age))
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
+        self._revisions = Revisions(self._sessions, ttl, self._housekeeping.cancel)
         self._housekeeping.telemetry = self._telemetry
         self._fresh_scripts = FreshScripts()  # F4: a test model rebuilt every turn
         if self._budgets is not None and self._budgets.counts_owners:
@@ -235,14 +244,19 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
         emit: Callable[[str, dict[str, Any]], None] | None,
         *,
         owner: str | None,
+        edit: int | None = None,
     ) -> TurnResult:
-        with self._telemetry.turn(flow_name, session_id) as record:
-            result = await self._run_locked(
-                flow_name, message, session_id, config, emit, owner=owner, record=record
-            )
-            record.outcome = "ok" if result.success else (result.error or "error")
-            record.set("picoflow.step_after", result.step)
-            record.set("picoflow.completed", result.completed)
+        token = _EDITING.set(edit)  # W4: this turn replaces the one of that revision
+        try:
+            with self._telemetry.turn(flow_name, session_id) as record:
+                result = await self._run_locked(
+                    flow_name, message, session_id, config, emit, owner=owner, record=record
+                )
+                record.outcome = "ok" if result.success else (result.error or "error")
+                record.set("picoflow.step_after", result.step)
+                record.set("picoflow.completed", result.completed)
+        finally:
+            _EDITING.reset(token)
         if not result.success and is_session_id(session_id):  # U5: on record with the next save
             self._sessions.note_failure(str(session_id), result.message, result.error)
         return result
@@ -279,7 +293,7 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
                     "stopped; the session was not changed. Send the message again.",
                     TURN_TIMEOUT,
                 )
-            except _InvalidRequest as exc:
+            except InvalidRequestError as exc:
                 return _failure(session_id, str(exc), INVALID_REQUEST)
             except PicoflowError as exc:
                 logger.warning("turn failed: %s", exc, extra={"session_id": session_id})
@@ -294,12 +308,20 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
                     type(exc).__name__,
                 )
 
-    async def get_session(self, session_id: str, *, owner: str | None = None) -> JSONDict | None:
-        """The stored session document (P1), or None (also if `owner` is not its owner)."""
+    async def get_session(
+        self, session_id: str, *, owner: str | None = None, revision: int | None = None
+    ) -> JSONDict | None:
+        """The stored session document (P1), or None (also if `owner` is not its owner).
+
+        With `revision`, the document exactly as that revision saved it (W1), or None if the
+        session keeps no such revision.
+        """
+        if revision is not None:
+            return await self._revisions.revision(session_id, revision, owner)
         if not is_session_id(session_id):
             return None
         doc = await self._store.load(session_id)
-        return doc if doc is not None and _is_owner(doc, owner) else None
+        return doc if doc is not None and is_owner(doc, owner) else None
 
     async def end_session(self, session_id: str, *, owner: str | None = None) -> bool:
         """Delete a session and its archive; True if it existed (and `owner` owns it)."""
@@ -315,6 +337,7 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
     async def aclose(self) -> None:
         """Wait for background compactions, then close the store's and MCP connections."""
         await self._housekeeping.drain()
+        await self._revisions.drain()
         await self._mcp.aclose()
         await self._store.aclose()
 
@@ -322,9 +345,11 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
         """Wait until every background compaction has been committed or dropped.
 
         Only `set_summary_config(..., background=True)` starts such work. Tests and batch
-        jobs call this to observe its result; servers need not (`aclose` waits too).
+        jobs call this to observe its result; servers need not (`aclose` waits too). A
+        background purge of expired sessions (W5) is waited for too.
         """
         await self._housekeeping.drain()
+        await self._revisions.drain()
 
     # -- one turn -----------------------------------------------------------------------------
 
@@ -374,7 +399,9 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
         deadline: asyncio.Timeout,
         record: CallRecord,
     ) -> TurnResult:
-        doc, spaces = await self._load_usable(flow_class, session_id, owner)
+        edit = _EDITING.get()
+        doc, spaces = await self._load_usable(flow_class, session_id, owner, edit)
+        step_before = None if doc is None else doc.get("current_step")
         flow = flow_class()
         if doc is not None and _overrides(flow, "migrate_session"):  # V10: upgrade it first
             doc, spaces = await migrate(flow, doc, spaces)
@@ -402,7 +429,8 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
             else:  # K2, K6: a person may hold the turn
                 reply = await run_or_hold(flow, message, context, doc)
             doc = keep_reply(doc, flow, reply)  # O4: the key's record goes in the turn's save
-            saved = await self._save(flow, doc, context, fresh, deadline)
+            note = turn_note(message, step_before, flow._session.current, reply, edit)
+            saved = await self._save(flow, doc, context, fresh, deadline, note)
         finally:
             if context.budget is not None and context.budget.owner is not None:
                 await self._count_owner(context.budget.owner, context.usage)
@@ -492,50 +520,6 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
             if opener is not None:
                 append_message(step, opener)
 
-    async def _load_usable(
-        self, flow_class: type[Flow], session_id: str | None, owner: str | None
-    ) -> tuple[JSONDict | None, dict[str, Namespace] | None]:
-        """The stored session to continue (and its cached namespaces), or None (P5, H4)."""
-        if session_id is None:
-            return None, None
-        with self._telemetry.operation("store.load", session_id=session_id):
-            doc, spaces = await self._sessions.load(session_id)
-        if doc is not None and not _is_owner(doc, owner):
-            return None, None  # H4: another principal's session behaves as an unknown id
-        status = continuation(doc, datetime.now(UTC))
-        if doc is None or status != "continue":
-            if doc is not None and status == "expired":
-                await self._forget_expired(doc)
-            return None, None
-        if doc["flow"] != flow_class.name:
-            raise _InvalidRequest(
-                f"Session '{session_id}' belongs to flow '{doc['flow']}', not "
-                f"'{flow_class.name}'. Continue it with flow '{doc['flow']}', or omit the "
-                "session id to start a new session."
-            )
-        return doc, spaces
-
-    async def _forget_expired(self, doc: JSONDict) -> None:
-        """Delete an expired session and its archive once a turn finds it (P5).
-
-        Nobody can continue it any more, and its messages are personal data: keeping them until
-        someone cleans up is not a good default (MongoDB's TTL index removes only the session).
-        A delete has no revision check, so the session is first closed with one (P4): if
-        another process saved it since it was loaded here, that save wins and nothing is
-        deleted; once closed (`aborted`), no turn anywhere continues it. The caller holds the
-        session's lock, so a background compaction for it can only be dropped.
-        """
-        session_id = doc["id"]
-        self._sessions.forget(session_id)
-        self._housekeeping.cancel(session_id)
-        closed = {**doc, "run_status": "aborted", "updated_at": now_iso()}
-        try:
-            await self._store.save(closed, doc["revision"])
-        except (SessionConflictError, SessionNotFoundError):
-            return  # saved or deleted elsewhere meanwhile: not this turn's to delete
-        await self._store.delete(session_id)
-        logger.info("expired session deleted", extra={"session_id": session_id})
-
     async def _save(
         self,
         flow: Flow,
@@ -543,6 +527,7 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
         context: TurnContext,
         fresh: bool,
         deadline: asyncio.Timeout | None = None,
+        note: JSONDict | None = None,
     ) -> JSONDict:
         """Write the turn once (P3).
 
@@ -554,20 +539,16 @@ class FlowEngine(PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns):
         await self._housekeeping.before_save(flow, doc["memory"], context.usage, context.emit, ends)
         with self._telemetry.operation("store.save", session_id=doc["id"]):
             saved = await self._sessions.commit(
-                flow, doc, context.usage, fresh=fresh, deadline=deadline
+                flow, doc, context.usage, fresh=fresh, deadline=deadline, note=note
             )
         self._housekeeping.after_save(flow, saved)
+        self._revisions.purge_soon()
         return saved
 
 
 def _overrides(flow: Flow, hook: str) -> bool:
     """Whether the flow defines its own `hook` (V10 hooks are skipped for the many that don't)."""
     return getattr(type(flow), hook) is not getattr(Flow, hook)
-
-
-def _is_owner(doc: JSONDict, owner: str | None) -> bool:
-    """H4: an owner sees only the sessions it created; no owner means a trusted caller."""
-    return owner is None or doc.get("owner") == owner
 
 
 def _failure(session_id: str | None, message: str, error: str) -> TurnResult:

@@ -24,6 +24,7 @@ __all__ = [
     "FlowDefinitionError",
     "SessionConflictError",
     "SessionNotFoundError",
+    "RevisionNotFoundError",
     "StoreError",
     "ToolLoopError",
     "BudgetExceeded",
@@ -82,6 +83,24 @@ class SessionNotFoundError(PicoflowError):
 
     def __repr__(self) -> str:
         return f"SessionNotFoundError(session_id={self.session_id!r})"
+
+
+class RevisionNotFoundError(PicoflowError):
+    """The session keeps no such revision: never saved, or removed by retention (W1, W5)."""
+
+    def __init__(self, session_id: str, revision: int, message: str | None = None) -> None:
+        self.session_id = session_id
+        self.revision = revision
+        super().__init__(
+            message
+            or (
+                f"Session '{session_id}' keeps no revision {revision}: it was never saved or "
+                "retention removed it. engine.history(session_id) lists the revisions kept."
+            )
+        )
+
+    def __repr__(self) -> str:
+        return f"RevisionNotFoundError(session_id={self.session_id!r}, revision={self.revision!r})"
 
 
 class StoreError(PicoflowError):

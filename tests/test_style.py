@@ -35,6 +35,7 @@ PUBLIC = {
     "FlowDefinitionError",
     "SessionConflictError",
     "SessionNotFoundError",
+    "RevisionNotFoundError",
     "StoreError",
     "ToolLoopError",
     "ToolResult",

@@ -90,6 +90,39 @@ class SessionEncoder:
             record[_ESCAPED] = True
         return RawBSONDocument(bson.encode(record))
 
+    def split(
+        self, doc: JSONDict, session_id: str, revision: int
+    ) -> tuple[JSONDict, dict[str, tuple[list[Any], list[Any]]]]:
+        """The session's record with every namespace's messages empty, and those messages.
+
+        The record is a plain dict (the caller adds its own internal fields, then encodes
+        it); the messages map each stored namespace key to (the list saved, each message's
+        BSON). Nothing is sent if this raises (TypeError, DocumentLimitError as `record`).
+        """
+        self._limits.check(doc, session_id)
+        body, escaped = self._body(doc, session_id)
+        lists: dict[str, tuple[list[Any], list[Any]]] = {}
+        memory = body.get("memory")
+        originals = doc.get("memory")
+        if type(memory) is dict and type(originals) is dict:
+            for namespace, entry in originals.items():
+                key = _escape_key(namespace) if _is_special(namespace) else namespace
+                stored = memory.get(key)
+                if type(stored) is dict and isinstance(stored.get("messages"), list):
+                    lists[key] = (entry["messages"], stored["messages"])
+                    memory[key] = {**stored, "messages": []}
+        record: JSONDict = {"_id": session_id}
+        for key, value in body.items():
+            record["%5F" + key[1:] if key.startswith("_") else key] = value
+            escaped = escaped or key.startswith("_")
+        record["revision"] = revision
+        expires = _expiry_date(doc.get("expires_at"))
+        if expires is not None:
+            record["_expires_at"] = expires
+        if escaped:
+            record[_ESCAPED] = True
+        return record, lists
+
     def forget(self, session_id: str) -> None:
         """Drop what is remembered of a session (it was deleted)."""
         self._encodings.forget(session_id)
@@ -150,10 +183,13 @@ def session_from_stored(stored: JSONDict) -> JSONDict:
     return _unescape(doc) if escaped else doc
 
 
-def archive_record(session_id: str, namespace: str, entry: ArchiveEntry) -> RawBSONDocument:
+def archive_record(
+    session_id: str, namespace: str, entry: ArchiveEntry, extra: JSONDict | None = None
+) -> RawBSONDocument:
     """Encode one archive entry, with the lowercased text that searches run against.
 
-    The entry was checked by `_checks.check_entries`.
+    The entry was checked by `_checks.check_entries`; `extra` holds internal fields (the TTL
+    date `x`).
     """
     message, escaped = _plain(entry["message"], session_id)
     record: JSONDict = {
@@ -165,6 +201,7 @@ def archive_record(session_id: str, namespace: str, entry: ArchiveEntry) -> RawB
     }
     if escaped:
         record[_ESCAPED] = True
+    record.update(extra or {})
     return RawBSONDocument(bson.encode(record))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, TypeVar
 
 from picoflow.stores import _bank, _bank_sqlite, _checks
@@ -51,8 +52,19 @@ class SQLiteExtras:
         ) -> _T: ...
 
         def _transaction(
-            self, work: Callable[[sqlite3.Connection], _T]
-        ) -> Callable[[sqlite3.Connection, Gate], _T]: ...
+            self, db: sqlite3.Connection, gate: Gate
+        ) -> AbstractContextManager[None]: ...
+
+    def _in_transaction(
+        self, work: Callable[[sqlite3.Connection], _T]
+    ) -> Callable[[sqlite3.Connection, Gate], _T]:
+        """A `_write` job running `work` in one IMMEDIATE transaction."""
+
+        def job(db: sqlite3.Connection, gate: Gate) -> _T:
+            with self._transaction(db, gate):
+                return work(db)
+
+        return job
 
     async def waiting(self, limit: int = 100) -> list[JSONDict]:
         """Sessions with a pending approval or an operator, newest first (K7).
@@ -86,7 +98,7 @@ class SQLiteExtras:
             ).fetchone()
             return int(row[0])
 
-        return await self._write(f"count the tokens of owner '{owner}'", self._transaction(add))
+        return await self._write(f"count the tokens of owner '{owner}'", self._in_transaction(add))
 
     async def owner_tokens(self, owner: str, day: str) -> int:
         """An owner's tokens of one day (O3)."""
@@ -107,7 +119,7 @@ class SQLiteExtras:
         def add(db: sqlite3.Connection) -> None:
             _bank_sqlite.add(db, checked)
 
-        await self._write(f"remember for owner '{checked['owner']}'", self._transaction(add))
+        await self._write(f"remember for owner '{checked['owner']}'", self._in_transaction(add))
         return checked
 
     async def bank_list(
@@ -150,7 +162,7 @@ class SQLiteExtras:
             return _bank_sqlite.update(db, owner, entry_id, text, kind, at)
 
         action = f"edit the memory of owner '{owner}'"
-        return await self._write(action, self._transaction(update))
+        return await self._write(action, self._in_transaction(update))
 
     async def bank_delete(self, owner: str, entry_id: str) -> bool:
         """Delete one entry of the owner; False if there was none."""
@@ -160,7 +172,7 @@ class SQLiteExtras:
             return _bank_sqlite.delete(db, owner, entry_id)
 
         action = f"delete from the memory of owner '{owner}'"
-        return await self._write(action, self._transaction(delete))
+        return await self._write(action, self._in_transaction(delete))
 
     async def bank_forget(self, owner: str) -> int:
         """Delete every entry of the owner (a right-to-be-forgotten request); how many."""
@@ -170,4 +182,4 @@ class SQLiteExtras:
             return _bank_sqlite.forget(db, owner)
 
         action = f"forget the memory of owner '{owner}'"
-        return await self._write(action, self._transaction(forget))
+        return await self._write(action, self._in_transaction(forget))

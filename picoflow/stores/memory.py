@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError
-from picoflow.stores import _bank, _checks
+from picoflow.stores import _bank, _checks, _history
 from picoflow.stores._bank import BankEntry
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
@@ -40,6 +40,9 @@ class MemoryStore:
         self._limits = DocumentChecker(capacity=None)
         # (session_id, namespace) -> {position: (message JSON, lowercased search text)}
         self._archive: dict[tuple[str, str], dict[int, tuple[str, str]]] = {}
+        # session_id -> its revisions, oldest first: (revision, saved_at, note, encoded) (W1)
+        self._revisions: dict[str, list[tuple[int, str, JSONDict, _Encoded]]] = {}
+        self.archive_limit: int | None = None  # W5: entries kept per namespace, newest
         self._closed = False
         self._owner_tokens: dict[tuple[str, str], int] = {}  # (owner, day) -> tokens (O3)
         self._bank: dict[str, dict[str, str]] = {}  # owner -> entry id -> entry JSON (L1)
@@ -48,7 +51,7 @@ class MemoryStore:
         """Show how many sessions are held, for logs and debuggers."""
         return f"MemoryStore(sessions={len(self._docs)})"
 
-    async def create(self, doc: JSONDict) -> None:
+    async def create(self, doc: JSONDict, *, note: JSONDict | None = None) -> None:
         """Store a new session at revision 0; an existing id is a conflict and changes nothing.
 
         Raises:
@@ -59,6 +62,7 @@ class MemoryStore:
         """
         _checks.check_open(self, self._closed)
         session_id = _checks.check_new_doc(doc)
+        full_note = _history.check_note(note, session_id)
         self._limits.check(doc, session_id)
         text = self._codec.parts(doc, session_id)
         if session_id in self._docs:
@@ -67,6 +71,7 @@ class MemoryStore:
                 session_id, 0, actual, _checks.conflict_on_create_message(session_id, actual)
             )
         self._docs[session_id] = (0, text)
+        self._revisions[session_id] = [(0, _history.now_stamp(), full_note, text)]
 
     async def load(self, session_id: str) -> JSONDict | None:
         """Return a fresh copy of the stored document, or None if there is none."""
@@ -80,7 +85,9 @@ class MemoryStore:
         stored = self._docs.get(session_id)
         return None if stored is None else stored[0]
 
-    async def save(self, doc: JSONDict, expected_revision: int) -> int:
+    async def save(
+        self, doc: JSONDict, expected_revision: int, *, note: JSONDict | None = None
+    ) -> int:
         """Replace the session if its revision is still `expected_revision`; return the new one.
 
         Raises:
@@ -92,6 +99,7 @@ class MemoryStore:
         """
         _checks.check_open(self, self._closed)
         session_id = _checks.check_saved_doc(doc, expected_revision)
+        full_note = _history.check_note(note, session_id)
         self._limits.check(doc, session_id)
         revision = expected_revision + 1
         text = self._codec.parts({**doc, "revision": revision}, session_id)
@@ -101,6 +109,11 @@ class MemoryStore:
         if stored[0] != expected_revision:
             raise SessionConflictError(session_id, expected_revision, stored[0])
         self._docs[session_id] = (revision, text)
+        revisions = self._revisions.setdefault(session_id, [])
+        revisions.append((revision, _history.now_stamp(), full_note, text))
+        oldest = _history.kept([(r[0], r[1]) for r in revisions], full_note)
+        while revisions[0][0] < oldest:
+            revisions.pop(0)
         return revision
 
     async def waiting(self, limit: int = 100) -> list[JSONDict]:
@@ -112,6 +125,46 @@ class MemoryStore:
         listed.sort(key=lambda item: str(item["updated_at"]), reverse=True)
         return listed[:limit]
 
+    async def history(self, session_id: str, *, limit: int | None = None) -> list[JSONDict]:
+        """The session's kept revisions, newest first: what each turn was (W1)."""
+        _checks.check_open(self, self._closed)
+        revisions = self._revisions.get(session_id, [])
+        listed = [_history.entry(r, at, note) for r, at, note, _ in reversed(revisions)]
+        return listed if limit is None else listed[:limit]
+
+    async def load_revision(self, session_id: str, revision: int) -> JSONDict | None:
+        """The document exactly as `revision` saved it, or None if it is not kept (W1)."""
+        _checks.check_open(self, self._closed)
+        _history.check_revision(revision)
+        for number, _, _, text in self._revisions.get(session_id, []):
+            if number == revision:
+                return _decode(text)
+        return None
+
+    async def purge(self, now: str) -> int:
+        """Delete every session that expired before `now` (ISO), with all it left (W5)."""
+        _checks.check_open(self, self._closed)
+        gone = [
+            session_id
+            for session_id, (_, text) in self._docs.items()
+            if _expired(_checks.decode(text[0]).get("expires_at"), now)
+        ]
+        for session_id in gone:
+            await self.delete(session_id)
+        return len(gone)
+
+    async def delete_owner(self, owner: str) -> int:
+        """Delete every session `owner` owns, with its history and archive (W5)."""
+        _checks.check_open(self, self._closed)
+        owned = [
+            session_id
+            for session_id, (_, text) in self._docs.items()
+            if _checks.decode(text[0]).get("owner") == owner
+        ]
+        for session_id in owned:
+            await self.delete(session_id)
+        return len(owned)
+
     async def delete(self, session_id: str) -> bool:
         """Remove the session and its whole archive; True if a session document existed."""
         _checks.check_open(self, self._closed)
@@ -119,6 +172,7 @@ class MemoryStore:
             del self._archive[key]
         self._codec.forget(session_id)
         self._limits.forget(session_id)
+        self._revisions.pop(session_id, None)
         return self._docs.pop(session_id, None) is not None
 
     async def archive(self, session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
@@ -136,6 +190,16 @@ class MemoryStore:
         slot = self._archive.setdefault((session_id, namespace), {})
         for position, (text, message) in encoded:
             slot.setdefault(position, (text, _checks.search_text(message)))
+        if self.archive_limit is not None and slot:  # the newest `archive_limit` positions
+            floor = max(slot) - self.archive_limit
+            for position in [position for position in slot if position <= floor]:
+                del slot[position]
+
+    async def oldest_archived(self, session_id: str, namespace: str) -> int | None:
+        """The lowest archived position (above 1: older entries were trimmed, W5), or None."""
+        _checks.check_open(self, self._closed)
+        slot = self._archive.get((session_id, namespace))
+        return min(slot) if slot else None
 
     async def search_archive(
         self,
@@ -239,6 +303,7 @@ class MemoryStore:
         self._closed = True
         self._docs.clear()
         self._archive.clear()
+        self._revisions.clear()
         self._codec.clear()
         self._limits.clear()
 
@@ -252,3 +317,8 @@ def _decode(encoded: _Encoded) -> JSONDict:
     for namespace, messages in texts.items():
         doc["memory"][namespace]["messages"] = json.loads("[" + ",".join(messages) + "]")
     return doc
+
+
+def _expired(expires_at: object, now: str) -> bool:
+    """Whether an `expires_at` stamp lies before `now` (both ISO 8601 UTC, same format)."""
+    return isinstance(expires_at, str) and expires_at < now

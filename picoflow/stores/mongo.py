@@ -12,28 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from bson.codec_options import CodecOptions
 from bson.errors import InvalidDocument
-from pymongo import AsyncMongoClient, MongoClient, ReturnDocument
+from pymongo import AsyncMongoClient, MongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.database import Database
 from pymongo.errors import (
     BulkWriteError,
     ConfigurationError,
     DuplicateKeyError,
-    OperationFailure,
     PyMongoError,
 )
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
-from picoflow.stores import _bank, _checks
-from picoflow.stores._bank import BankEntry
+from picoflow.stores import _checks, _history
+from picoflow.stores import _mongo_rows as rows
 from picoflow.stores._mongo_docs import (
     SessionEncoder,
     archive_record,
@@ -41,13 +39,14 @@ from picoflow.stores._mongo_docs import (
     session_from_stored,
 )
 from picoflow.stores._mongo_errors import describe_failure
-from picoflow.stores._waiting import check_limit, summary
+from picoflow.stores._mongo_extras import MongoExtras
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["MongoStore"]
 
 DEFAULT_DATABASE = "picoflow"
 _ARCHIVE_KEY = [("session_id", 1), ("namespace", 1), ("position", 1)]
+_ROWS_KEY = [("s", 1), ("t", 1)]
 _DUPLICATE_KEY = 11000
 # Plain dicts whatever the caller's handle was configured with; dates come back aware (UTC).
 _CODEC: CodecOptions[dict[str, Any]] = CodecOptions(document_class=dict, tz_aware=True)
@@ -59,7 +58,7 @@ _MOTOR_CLIENT, _MOTOR_DATABASE = "AsyncIOMotorClient", "AsyncIOMotorDatabase"
 _Collection = Any
 
 
-class MongoStore:
+class MongoStore(MongoExtras):
     """Keeps sessions in MongoDB through PyMongo's async API (or a Motor handle).
 
     Give it a URI, a `pymongo.AsyncMongoClient`, a pymongo `AsyncDatabase`, or a Motor
@@ -75,6 +74,7 @@ class MongoStore:
             "picoflow". Not accepted together with a database handle.
         sessions: The collection of session documents.
         archive: The collection of archived (compacted-away) messages.
+        history: The collection of message rows and revisions (`_mongo_rows`).
         server_selection_timeout: Seconds to wait for a reachable server before a call fails
             with StoreError (URI only; an explicit `serverSelectionTimeoutMS` in it wins).
         timeout: Seconds to wait for the server's reply to one request before the call fails
@@ -93,6 +93,7 @@ class MongoStore:
         sessions: str = "sessions",
         archive: str = "session_archive",
         *,
+        history: str = "session_history",
         server_selection_timeout: float = 2.0,
         timeout: float | None = 10.0,
     ) -> None:
@@ -100,13 +101,15 @@ class MongoStore:
         self._uri, self._client, self._database, self._database_name = _accept(
             uri_or_client, database
         )
-        self._names = (sessions, archive)
+        self._names = (sessions, archive, history)
         self._usage_ready = False  # the owner ledger's TTL index is made on first use (O3)
         # L4: whether the server has text indexes (SecantusDB has none): None until tried.
         self._bank_text: bool | None = None
         self._client_options = _client_options(self._uri, server_selection_timeout, timeout)
         self._encoder = SessionEncoder()
-        self._ready: tuple[_Collection, _Collection] | None = None
+        self._written = rows.WrittenMemory()
+        self.archive_limit: int | None = None  # W5: entries kept per namespace, newest
+        self._ready: tuple[_Collection, _Collection, _Collection] | None = None
         self._init_lock = asyncio.Lock()
         self._closed = False
 
@@ -117,7 +120,7 @@ class MongoStore:
         shown = repr(target) if target else type(handle).__name__
         return f"MongoStore({shown}, database={self._database_name!r})"
 
-    async def create(self, doc: JSONDict) -> None:
+    async def create(self, doc: JSONDict, *, note: JSONDict | None = None) -> None:
         """Store a new session at revision 0; an existing id is a conflict and changes nothing.
 
         Raises:
@@ -128,41 +131,42 @@ class MongoStore:
         """
         _checks.check_open(self, self._closed)
         session_id = _checks.check_new_doc(doc)
-        record = self._encoder.record(doc, session_id, 0)
-        async with self._collections(f"create session '{session_id}'") as (sessions, _):
+        full_note = _history.check_note(note, session_id)
+        record, lists = self._encoder.split(doc, session_id, 0)
+        async with self._collections(f"create session '{session_id}'") as collections:
+            sessions, archive, history = collections
+            before: JSONDict = {"history": [], "rows_x": None, "parts": {}, "retired": []}
+            written, token, _ = await self._write_rows(
+                collections, doc, record, lists, None, full_note, before
+            )
             try:
                 await sessions.insert_one(record)
             except DuplicateKeyError as exc:
+                await history.delete_many({"s": session_id, "t": token})
                 actual = await _revision_in(sessions, session_id) or 0
                 message = _checks.conflict_on_create_message(session_id, actual)
                 raise SessionConflictError(session_id, 0, actual, message) from exc
+        self._written.keep(session_id, written)
 
     async def load(self, session_id: str) -> JSONDict | None:
         """Return a fresh copy of the stored document, or None if there is none."""
         _checks.check_open(self, self._closed)
-        async with self._collections(f"load session '{session_id}'") as (sessions, _):
+        async with self._collections(f"load session '{session_id}'") as (sessions, _, history):
             stored = await sessions.find_one({"_id": session_id})
+            if stored is not None:
+                await rows.fill(history, session_id, stored)
         return None if stored is None else session_from_stored(stored)
 
     async def revision(self, session_id: str) -> int | None:
         """The stored revision, or None: the server sends back one small field."""
         _checks.check_open(self, self._closed)
         action = f"read the revision of session '{session_id}'"
-        async with self._collections(action) as (sessions, _):
+        async with self._collections(action) as (sessions, _, _):
             return await _revision_in(sessions, session_id)
 
-    async def waiting(self, limit: int = 100) -> list[JSONDict]:
-        """Sessions with a pending approval or an operator, newest first (K7)."""
-        _checks.check_open(self, self._closed)
-        limit = check_limit(limit)
-        query = {"$or": [{"approvals.status": "pending"}, {"operator": {"$ne": None}}]}
-        async with self._collections("list the sessions that wait for a person") as (sessions, _):
-            cursor = sessions.find(query, {"memory": 0}).sort("updated_at", -1).limit(limit)
-            stored = [doc async for doc in cursor]
-        found = [summary({**session_from_stored(doc), "id": doc["_id"]}) for doc in stored]
-        return [item for item in found if item is not None]
-
-    async def save(self, doc: JSONDict, expected_revision: int) -> int:
+    async def save(
+        self, doc: JSONDict, expected_revision: int, *, note: JSONDict | None = None
+    ) -> int:
         """Replace the session if its revision is still `expected_revision`; return the new one.
 
         Raises:
@@ -174,19 +178,177 @@ class MongoStore:
         """
         _checks.check_open(self, self._closed)
         session_id = _checks.check_saved_doc(doc, expected_revision)
+        full_note = _history.check_note(note, session_id)
         revision = expected_revision + 1
-        record = self._encoder.record(doc, session_id, revision)
-        async with self._collections(f"save session '{session_id}'") as (sessions, _):
+        record, lists = self._encoder.split(doc, session_id, revision)
+        known = self._written.at(session_id, expected_revision)
+        self._written.forget(session_id)  # known again only once this save succeeded
+        async with self._collections(f"save session '{session_id}'") as collections:
+            sessions, _, history = collections
+            if known is None:
+                found = await sessions.find_one(
+                    {"_id": session_id},
+                    {"revision": 1, "_history": 1, "_rows_x": 1, "_parts": 1, "_retired": 1},
+                )
+                if found is None:
+                    raise SessionNotFoundError(session_id)
+                if found["revision"] != expected_revision:
+                    raise SessionConflictError(session_id, expected_revision, found["revision"])
+                before: JSONDict = {
+                    "history": list(found.get("_history", [])),
+                    "rows_x": found.get("_rows_x"),
+                    "parts": found.get("_parts", {}),
+                    "retired": found.get("_retired", []),
+                }
+            else:
+                before = {
+                    "history": known.history,
+                    "rows_x": known.rows_x,
+                    "parts": known.parts,
+                    "retired": known.retired,
+                }
+            written, token, gone = await self._write_rows(
+                collections, doc, record, lists, known, full_note, before
+            )
             # P2/P4: the filter is the compare-and-set; without upsert, no match writes nothing.
             result = await sessions.replace_one(
                 {"_id": session_id, "revision": expected_revision}, record
             )
             if result.matched_count == 0:
+                await history.delete_many({"s": session_id, "t": token})
                 actual = await _revision_in(sessions, session_id)
                 if actual is None:
                     raise SessionNotFoundError(session_id)
                 raise SessionConflictError(session_id, expected_revision, actual)
+            if gone:  # W5: rows no kept revision names any more (see `_mongo_rows`)
+                await history.delete_many({"s": session_id, "t": {"$in": gone}})
+        self._written.keep(session_id, written)
         return revision
+
+    async def history(self, session_id: str, *, limit: int | None = None) -> list[JSONDict]:
+        """The session's kept revisions, newest first: what each turn was (W1)."""
+        _checks.check_open(self, self._closed)
+        action = f"read the history of session '{session_id}'"
+        async with self._collections(action) as (sessions, _, history):
+            found = await sessions.find_one({"_id": session_id}, {"_history": 1})
+            kept = list(reversed(found.get("_history", []))) if found is not None else []
+            kept = kept if limit is None else kept[:limit]
+            tokens = [token for _, token, _ in kept]
+            notes = {
+                row["t"]: row["note"]
+                async for row in history.find(
+                    {"s": session_id, "t": {"$in": tokens}, "r": {"$exists": True}},
+                    {"t": 1, "note": 1},
+                )
+            }
+        return [
+            _history.entry(revision, saved_at, notes.get(token, {}))
+            for revision, token, saved_at in kept
+        ]
+
+    async def load_revision(self, session_id: str, revision: int) -> JSONDict | None:
+        """The document exactly as `revision` saved it, or None if it is not kept (W1)."""
+        _checks.check_open(self, self._closed)
+        _history.check_revision(revision)
+        action = f"load revision {revision} of session '{session_id}'"
+        async with self._collections(action) as (sessions, _, history):
+            found = await sessions.find_one({"_id": session_id}, {"_history": 1})
+            tokens = [t for r, t, _ in (found or {}).get("_history", []) if r == revision]
+            if not tokens:
+                return None
+            row = await history.find_one({"s": session_id, "t": tokens[0], "r": revision})
+            if row is None:
+                return None
+            stored = dict(row["doc"])
+            await rows.fill(history, session_id, stored)
+        return session_from_stored(stored)
+
+    async def purge(self, now: str) -> int:
+        """Delete every session that expired before `now` (ISO), with all it left (W5).
+
+        MongoDB's TTL monitor does the same within a minute or so (sessions on `_expires_at`,
+        rows and archive on `x`); this does it now.
+        """
+        _checks.check_open(self, self._closed)
+        moment = rows.date_of(now)
+        async with self._collections("purge expired sessions") as (sessions, archive, history):
+            ids = [
+                found["_id"]
+                async for found in sessions.find({"_expires_at": {"$lt": moment}}, {"_id": 1})
+            ]
+            await history.delete_many({"x": {"$lt": moment}})
+            await archive.delete_many({"x": {"$lt": moment}})
+        for session_id in ids:
+            await self.delete(session_id)
+        return len(ids)
+
+    async def delete_owner(self, owner: str) -> int:
+        """Delete every session `owner` owns, with its history and archive (W5)."""
+        _checks.check_open(self, self._closed)
+        async with self._collections("delete the sessions of an owner") as (sessions, _, _):
+            ids = [found["_id"] async for found in sessions.find({"owner": owner}, {"_id": 1})]
+        for session_id in ids:
+            await self.delete(session_id)
+        return len(ids)
+
+    async def _write_rows(
+        self,
+        collections: tuple[_Collection, _Collection, _Collection],
+        doc: JSONDict,
+        record: JSONDict,
+        lists: dict[str, tuple[list[Any], list[Any]]],
+        known: rows.Written | None,
+        note: JSONDict,
+        before: JSONDict,
+    ) -> tuple[rows.Written, str, list[str]]:
+        """Insert this save's rows and revision, and finish `record`.
+
+        Returns what it wrote, its token, and the tokens whose rows may be deleted once the
+        save succeeded. `before` is what the stored document had: `history`, `rows_x`,
+        `parts`, `retired`. Nothing names the rows until `record` is stored, so a failed save
+        leaves them invisible (see `_mongo_rows`).
+        """
+        past, rows_x = before["history"], before["rows_x"]
+        _, archive, history = collections
+        session_id, revision = record["_id"], record["revision"]
+        token = rows.new_token(revision)
+        parts, new_rows = rows.plan_rows(session_id, revision, token, lists, known)
+        saved_at = _history.now_stamp()
+        listed = [*past, [revision, token, saved_at]]
+        oldest = _history.kept([(r, at) for r, _, at in listed], note)
+        dropped = [item[1] for item in listed if item[0] < oldest]
+        listed = [item for item in listed if item[0] >= oldest]
+        retired, gone = rows.retire(
+            before["parts"], parts, before["retired"], revision, dropped, listed[0][0]
+        )
+        expires = record.get("_expires_at")
+        if expires is not None and (rows_x is None or rows.aware(expires) > rows.aware(rows_x)):
+            rows_x = rows.rows_expiry(doc, expires)
+            await history.update_many({"s": session_id}, {"$set": {"x": rows_x}})
+            await archive.update_many({"session_id": session_id}, {"$set": {"x": rows_x}})
+        if parts:
+            record["_parts"] = parts
+        if retired:
+            record["_retired"] = retired
+        if rows_x is not None:
+            record["_rows_x"] = rows_x
+        revision_row: JSONDict = {
+            "s": session_id,
+            "t": token,
+            "w": revision,
+            "r": revision,
+            "at": saved_at,
+            "note": {name: note[name] for name in _history.NOTE_FIELDS},
+            "doc": dict(record),
+        }
+        record["_history"] = listed
+        inserted = [*new_rows, revision_row]
+        if rows_x is not None:
+            for row in inserted:
+                row["x"] = rows_x
+        await history.insert_many(inserted, ordered=False)
+        lists_saved = {key: messages for key, (messages, _) in lists.items()}
+        return rows.Written(revision, lists_saved, parts, listed, rows_x, retired), token, gone
 
     async def delete(self, session_id: str) -> bool:
         """Remove the session and its whole archive; True if a session document existed.
@@ -196,10 +358,12 @@ class MongoStore:
         """
         _checks.check_open(self, self._closed)
         self._encoder.forget(session_id)
+        self._written.forget(session_id)
         action = f"delete session '{session_id}'"
-        async with self._collections(action) as (sessions, archive):
+        async with self._collections(action) as (sessions, archive, history):
             deleted = await sessions.delete_one({"_id": session_id})
             await archive.delete_many({"session_id": session_id})
+            await history.delete_many({"s": session_id})
         return bool(deleted.deleted_count)
 
     async def archive(self, session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
@@ -210,11 +374,19 @@ class MongoStore:
         """
         _checks.check_open(self, self._closed)
         _checks.check_entries(session_id, namespace, entries)
-        records = [archive_record(session_id, namespace, entry) for entry in entries]
-        if not records:
+        if not entries:
             return
         action = f"archive messages of session '{session_id}'"
-        async with self._collections(action) as (_, archive):
+        async with self._collections(action) as (sessions, archive, _):
+            # W5: archived messages expire with the session's rows (its TTL field `x`).
+            known = self._written.latest(session_id)
+            if known is None:
+                found = await sessions.find_one({"_id": session_id}, {"_rows_x": 1})
+                expiry = None if found is None else found.get("_rows_x")
+            else:
+                expiry = known.rows_x
+            extra = {} if expiry is None else {"x": expiry}
+            records = [archive_record(session_id, namespace, entry, extra) for entry in entries]
             try:
                 await archive.insert_many(records, ordered=False)
             except BulkWriteError as exc:
@@ -224,6 +396,27 @@ class MongoStore:
                     error.get("code") != _DUPLICATE_KEY for error in errors
                 ):
                     raise
+            if self.archive_limit is not None:
+                newest = max(entry["position"] for entry in entries)
+                await archive.delete_many(
+                    {
+                        "session_id": session_id,
+                        "namespace": namespace,
+                        "position": {"$lte": newest - self.archive_limit},
+                    }
+                )
+
+    async def oldest_archived(self, session_id: str, namespace: str) -> int | None:
+        """The lowest archived position (above 1: older entries were trimmed, W5), or None."""
+        _checks.check_open(self, self._closed)
+        action = f"read the archive of session '{session_id}'"
+        async with self._collections(action) as (_, archive, _):
+            found = await archive.find_one(
+                {"session_id": session_id, "namespace": namespace},
+                {"position": 1},
+                sort=[("position", 1)],
+            )
+        return None if found is None else int(found["position"])
 
     async def search_archive(
         self,
@@ -246,7 +439,7 @@ class MongoStore:
         if words:
             selector["$and"] = [{"text": {"$regex": re.escape(word)}} for word in words]
         action = f"search the archive of session '{session_id}'"
-        async with self._collections(action) as (_, archive):
+        async with self._collections(action) as (_, archive, _):
             cursor = (
                 archive.find(selector, {"_id": 0, "text": 0})
                 .sort("position", -1)
@@ -255,158 +448,6 @@ class MongoStore:
             )
             return [entry_from_stored(stored) async for stored in cursor]
 
-    async def add_owner_tokens(self, owner: str, day: str, tokens: int) -> int:
-        """Add to an owner's tokens of one day and return the new total (O3's ledger).
-
-        One `$inc` upsert, so concurrent workers never lose a count; a TTL index removes a
-        day's record two days after it.
-        """
-        _checks.check_open(self, self._closed)
-        action = f"count the tokens of owner '{owner}'"
-        async with self._collections(action) as (sessions, _):
-            usage = await self._owner_usage(sessions)
-            expires = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC) + timedelta(days=2)
-            stored = await usage.find_one_and_update(
-                {"_id": {"owner": owner, "day": day}},
-                {"$inc": {"tokens": tokens}, "$set": {"_expires_at": expires}},
-                upsert=True,
-                return_document=ReturnDocument.AFTER,
-            )
-            return int(stored["tokens"])
-
-    async def owner_tokens(self, owner: str, day: str) -> int:
-        """An owner's tokens of one day (O3)."""
-        _checks.check_open(self, self._closed)
-        async with self._collections(f"read the tokens of owner '{owner}'") as (sessions, _):
-            usage = await self._owner_usage(sessions)
-            stored = await usage.find_one({"_id": {"owner": owner, "day": day}})
-            return int(stored["tokens"]) if stored else 0
-
-    async def _owner_usage(self, sessions: _Collection) -> _Collection:
-        """The ledger collection beside the sessions, its TTL index made once."""
-        usage = sessions.database.get_collection(f"{self._names[0]}_owner_usage")
-        if not self._usage_ready:
-            await usage.create_index("_expires_at", expireAfterSeconds=0)
-            self._usage_ready = True
-        return usage
-
-    # -- the long-term memory bank (L1, L4, L5) -----------------------------------------------
-
-    async def _bank_collection(self, sessions: _Collection) -> _Collection:
-        """The bank beside the sessions; its indexes are made on first use.
-
-        A text index ranks searches where the server has one; a server without (SecantusDB,
-        some MongoDB-compatible services) falls back to a `$regex` match ranked here.
-        """
-        bank = sessions.database.get_collection(f"{self._names[0]}_bank")
-        if self._bank_text is None:
-            await bank.create_index([("owner", 1), ("updated_at", -1)])
-            try:
-                await bank.create_index([("text", "text")], default_language="english")
-                self._bank_text = True
-            except OperationFailure:
-                self._bank_text = False
-        return bank
-
-    async def bank_add(self, entry: BankEntry) -> BankEntry:
-        """Keep a new entry (built with `stores._bank.new_entry`)."""
-        _checks.check_open(self, self._closed)
-        checked = _bank.checked_entry(entry)
-        record = {**checked, "_id": checked["id"], "search": checked["text"].lower()}
-        async with self._collections(f"remember for owner '{checked['owner']}'") as (sessions, _):
-            await (await self._bank_collection(sessions)).insert_one(record)
-        return checked
-
-    async def bank_list(
-        self, owner: str, *, page: int = 1, page_size: int = 50
-    ) -> list[BankEntry]:
-        """An owner's entries, the most recently written first, one page."""
-        _checks.check_open(self, self._closed)
-        _bank.check_owner(owner)
-        _bank.check_page(page, page_size)
-        async with self._collections(f"list the memory of owner '{owner}'") as (sessions, _):
-            bank = await self._bank_collection(sessions)
-            cursor = (
-                bank.find({"owner": owner}, _BANK_FIELDS)
-                .sort([("updated_at", -1), ("_id", -1)])
-                .skip((page - 1) * page_size)
-                .limit(page_size)
-            )
-            return [_bank_entry(stored) async for stored in cursor]
-
-    async def bank_search(
-        self, owner: str, query: str, *, page: int = 1, page_size: int = 10
-    ) -> list[BankEntry]:
-        """An owner's entries matching any word of `query`, the most relevant first."""
-        _checks.check_open(self, self._closed)
-        _bank.check_owner(owner)
-        _bank.check_page(page, page_size)
-        words = _bank.query_words(query)
-        if not words:
-            return []
-        async with self._collections(f"search the memory of owner '{owner}'") as (sessions, _):
-            bank = await self._bank_collection(sessions)
-            skip = (page - 1) * page_size
-            if self._bank_text:
-                score = {"score": {"$meta": "textScore"}}
-                cursor = (
-                    bank.find({"owner": owner, "$text": {"$search": " ".join(words)}}, score)
-                    .sort([("score", {"$meta": "textScore"})])
-                    .skip(skip)
-                    .limit(page_size)
-                )
-                return [_bank_entry(stored) async for stored in cursor]
-            selector = {
-                "owner": owner,
-                "$or": [{"search": {"$regex": re.escape(word)}} for word in words],
-            }
-            found = [
-                _bank_entry(stored)
-                async for stored in bank.find(selector, _BANK_FIELDS).limit(_BANK_SCAN)
-            ]
-            return _bank.rank(found, words)[skip : skip + page_size]
-
-    async def bank_update(
-        self, owner: str, entry_id: str, *, text: str | None = None, kind: str | None = None
-    ) -> BankEntry | None:
-        """Change an entry's text or kind; None if the owner has no entry with that id."""
-        _checks.check_open(self, self._closed)
-        _bank.check_owner(owner)
-        change: dict[str, Any] = {"updated_at": _bank.stamp()}
-        if text is not None:
-            change["text"] = _bank.check_text(text)
-            change["search"] = change["text"].lower()
-        if kind is not None:
-            change["kind"] = _bank.check_kind(kind)
-        async with self._collections(f"edit the memory of owner '{owner}'") as (sessions, _):
-            bank = await self._bank_collection(sessions)
-            stored = await bank.find_one_and_update(
-                {"_id": entry_id, "owner": owner},
-                {"$set": change},
-                projection=_BANK_FIELDS,
-                return_document=ReturnDocument.AFTER,
-            )
-        return _bank_entry(stored) if stored is not None else None
-
-    async def bank_delete(self, owner: str, entry_id: str) -> bool:
-        """Delete one entry of the owner; False if there was none."""
-        _checks.check_open(self, self._closed)
-        _bank.check_owner(owner)
-        action = f"delete from the memory of owner '{owner}'"
-        async with self._collections(action) as (sessions, _):
-            bank = await self._bank_collection(sessions)
-            gone = await bank.delete_one({"_id": entry_id, "owner": owner})
-        return bool(gone.deleted_count)
-
-    async def bank_forget(self, owner: str) -> int:
-        """Delete every entry of the owner (a right-to-be-forgotten request); how many."""
-        _checks.check_open(self, self._closed)
-        _bank.check_owner(owner)
-        async with self._collections(f"forget the memory of owner '{owner}'") as (sessions, _):
-            bank = await self._bank_collection(sessions)
-            gone = await bank.delete_many({"owner": owner})
-        return int(gone.deleted_count)
-
     async def aclose(self) -> None:
         """Close the client the store created; a client passed in is left open for its owner."""
         if self._closed:
@@ -414,11 +455,14 @@ class MongoStore:
         self._closed = True
         self._ready = None
         self._encoder.clear()
+        self._written.clear()
         if self._uri is not None and self._client is not None:
             await self._client.close()
 
     @asynccontextmanager
-    async def _collections(self, action: str) -> AsyncIterator[tuple[_Collection, _Collection]]:
+    async def _collections(
+        self, action: str
+    ) -> AsyncIterator[tuple[_Collection, _Collection, _Collection]]:
         """The sessions and archive collections for one call; driver errors become StoreError.
 
         PyMongo errors are translated here, at the store boundary, and nowhere else.
@@ -431,7 +475,7 @@ class MongoStore:
             )
             raise StoreError(message) from exc
 
-    async def _prepared(self) -> tuple[_Collection, _Collection]:
+    async def _prepared(self) -> tuple[_Collection, _Collection, _Collection]:
         """Connect and create the indexes once; a failed attempt is retried by the next call."""
         if self._ready is not None:
             return self._ready
@@ -445,11 +489,15 @@ class MongoStore:
                     database = self._client[self._database_name]
                 sessions = database.get_collection(self._names[0], codec_options=_CODEC)
                 archive = database.get_collection(self._names[1], codec_options=_CODEC)
+                history = database.get_collection(self._names[2], codec_options=_CODEC)
                 # P5/P6: MongoDB's TTL monitor removes expired sessions; the engine also
                 # treats them as new on load, so the monitor's delay never matters.
                 await sessions.create_index("_expires_at", expireAfterSeconds=0)
                 await archive.create_index(_ARCHIVE_KEY, unique=True)
-                self._ready = (sessions, archive)
+                await archive.create_index("x", expireAfterSeconds=0)
+                await history.create_index(_ROWS_KEY)
+                await history.create_index("x", expireAfterSeconds=0)
+                self._ready = (sessions, archive, history)
             return self._ready
 
     def _hosts(self) -> str:
@@ -459,22 +507,6 @@ class MongoStore:
 
     def _selection_timeout(self) -> float:
         return float(self._client.options.server_selection_timeout)
-
-
-_BANK_FIELDS = {"_id": 0, "search": 0}
-_BANK_SCAN = 500  # without a text index: at most this many matching entries are ranked
-
-
-def _bank_entry(stored: Mapping[str, Any]) -> BankEntry:
-    return {
-        "id": stored["id"],
-        "owner": stored["owner"],
-        "text": stored["text"],
-        "kind": stored["kind"],
-        "created_at": stored["created_at"],
-        "updated_at": stored["updated_at"],
-        "source": stored.get("source"),
-    }
 
 
 def _accept(target: Any, database: str | None) -> tuple[str | None, Any, Any, str]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
-from picoflow.stores import _checks
+from picoflow.stores import _checks, _history, _sqlite_history
 from picoflow.stores._archive_index import (
     ARCHIVE_INDEX_SCHEMA,
     ensure_archive_index,
@@ -41,6 +41,7 @@ from picoflow.stores._bank_sqlite import BANK_SCHEMA
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
 from picoflow.stores._sqlite_extras import LEDGER_SCHEMA, SQLiteExtras
+from picoflow.stores._sqlite_history import SQLiteHistory
 from picoflow.stores._sqlite_loop import LoopConnection
 from picoflow.stores._sqlite_rows import MESSAGES_SCHEMA, Plan, RowMemory, apply, fill
 from picoflow.stores._sqlite_worker import Gate, ReaderPool, Worker, WouldWait
@@ -78,11 +79,12 @@ CREATE TABLE IF NOT EXISTS archive (
     + BANK_SCHEMA
     + LEDGER_SCHEMA
     + ARCHIVE_INDEX_SCHEMA
+    + _sqlite_history.HISTORY_SCHEMA
 )
 
 
 
-class SQLiteStore(SQLiteExtras):
+class SQLiteStore(SQLiteExtras, SQLiteHistory):
     """Keeps sessions in one SQLite file; `":memory:"` keeps them in RAM.
 
     The constructor only records the path: the engine may be built outside an event loop, so
@@ -119,6 +121,7 @@ class SQLiteStore(SQLiteExtras):
         self._codec = JSONCodec()
         self._limits = DocumentChecker()
         self._rows = RowMemory()
+        self.archive_limit: int | None = None  # W5: entries kept per namespace, newest
         self._writer = Worker(self._connect, "picoflow-sqlite-writer")
         # ":memory:" is one database per connection: reads must use the writer's.
         self._readers: ReaderPool | Worker = (
@@ -131,7 +134,7 @@ class SQLiteStore(SQLiteExtras):
         """Show the file path, the first thing to check when a store fails."""
         return f"SQLiteStore({self._path!r})"
 
-    async def create(self, doc: JSONDict) -> None:
+    async def create(self, doc: JSONDict, *, note: JSONDict | None = None) -> None:
         """Store a new session at revision 0; an existing id is a conflict and changes nothing.
 
         Raises:
@@ -142,15 +145,17 @@ class SQLiteStore(SQLiteExtras):
             StoreError: the database could not be opened or written.
         """
         session_id = _checks.check_new_doc(doc)
+        full_note = _history.check_note(note, session_id)
         self._limits.check(doc, session_id)
         text, texts = self._codec.parts(doc, session_id)
         plan = self._rows.plan(session_id, None, doc.get("memory"), texts)
+        history = (text, texts, full_note)
         insert = (
             "INSERT OR IGNORE INTO sessions (id, revision, doc, expires_at) VALUES (?, 0, ?, ?)"
         )
         params = (session_id, text, _expires_at(doc))
         actual = await self._write_session(
-            f"create session '{session_id}'", (insert, params), plan, doc, 0
+            f"create session '{session_id}'", (insert, params), plan, doc, 0, history
         )
         if actual is not None:  # the id is taken
             message = _checks.conflict_on_create_message(session_id, actual)
@@ -188,7 +193,9 @@ class SQLiteStore(SQLiteExtras):
                     raise self._failure(action, exc) from exc
         return await self._read(action, lambda db: _revision_of(db, session_id))
 
-    async def save(self, doc: JSONDict, expected_revision: int) -> int:
+    async def save(
+        self, doc: JSONDict, expected_revision: int, *, note: JSONDict | None = None
+    ) -> int:
         """Replace the session if its revision is still `expected_revision`; return the new one.
 
         Raises:
@@ -200,10 +207,12 @@ class SQLiteStore(SQLiteExtras):
             StoreError: the database could not be opened or written.
         """
         session_id = _checks.check_saved_doc(doc, expected_revision)
+        full_note = _history.check_note(note, session_id)
         self._limits.check(doc, session_id)
         revision = expected_revision + 1
         text, texts = self._codec.parts({**doc, "revision": revision}, session_id)
         plan = self._rows.plan(session_id, expected_revision, doc.get("memory"), texts)
+        history = (text, texts, full_note)
         update = (
             "UPDATE sessions SET revision = ?, doc = ?, expires_at = ? "
             "WHERE id = ? AND revision = ?"
@@ -211,7 +220,7 @@ class SQLiteStore(SQLiteExtras):
         params = (revision, text, _expires_at(doc), session_id, expected_revision)
         # P2/P4: the WHERE clause is the compare-and-set, judged holding the write lock.
         actual = await self._write_session(
-            f"save session '{session_id}'", (update, params), plan, doc, revision
+            f"save session '{session_id}'", (update, params), plan, doc, revision, history
         )
         if actual is None:
             return revision
@@ -228,10 +237,9 @@ class SQLiteStore(SQLiteExtras):
 
         def delete(db: sqlite3.Connection, gate: Gate) -> bool:
             with _immediate(db, gate):
-                deleted = db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-                db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-                db.execute("DELETE FROM archive WHERE session_id = ?", (session_id,))
-                return deleted.rowcount > 0
+                found = _revision_of(db, session_id) is not None
+                _sqlite_history.delete_history(db, [session_id])
+                return found
 
         return await self._write(f"delete session '{session_id}'", delete)
 
@@ -253,6 +261,8 @@ class SQLiteStore(SQLiteExtras):
             for entry in entries
         ]
 
+        limit = self.archive_limit
+
         def archive(db: sqlite3.Connection, gate: Gate) -> None:
             with _immediate(db, gate):
                 db.executemany(
@@ -260,6 +270,7 @@ class SQLiteStore(SQLiteExtras):
                     "(session_id, namespace, position, message, text) VALUES (?, ?, ?, ?, ?)",
                     rows,
                 )
+                _sqlite_history.trim_archive(db, session_id, namespace, limit)
 
         await self._write(f"archive messages of session '{session_id}'", archive)
 
@@ -286,17 +297,6 @@ class SQLiteStore(SQLiteExtras):
         rows = await self._read(f"search the archive of session '{session_id}'", search)
         return [{"position": row[0], "message": _checks.decode(row[1])} for row in rows]
 
-    def _transaction(
-        self, work: Callable[[sqlite3.Connection], _T]
-    ) -> Callable[[sqlite3.Connection, Gate], _T]:
-        """A `_write` job running `work` in one IMMEDIATE transaction (for `SQLiteExtras`)."""
-
-        def job(db: sqlite3.Connection, gate: Gate) -> _T:
-            with _immediate(db, gate):
-                return work(db)
-
-        return job
-
     async def aclose(self) -> None:
         """Close the connections; the store refuses further calls with StoreError."""
         self._closed = True
@@ -308,6 +308,9 @@ class SQLiteStore(SQLiteExtras):
         await self._writer.stop()
         await self._readers.stop()
 
+    def _transaction(self, db: sqlite3.Connection, gate: Gate) -> _immediate:
+        return _immediate(db, gate)
+
     async def _write_session(
         self,
         action: str,
@@ -315,15 +318,22 @@ class SQLiteStore(SQLiteExtras):
         plan: Plan,
         doc: JSONDict,
         revision: int,
+        history: tuple[str, dict[str, list[str]], JSONDict],
     ) -> int | None:
         """Write a session row and, if it matched, its message rows; remember what was written.
 
         Returns None on success, else what `_write_row` found stored.
         """
         session_id, (sql, params) = doc["id"], statement
+
+        def revision_rows(db: sqlite3.Connection) -> None:
+            text, texts, note = history
+            _sqlite_history.record(db, session_id, revision, text, texts, plan, note)
+
         try:
             actual = await self._write(
-                action, lambda db, gate: _write_row(db, gate, sql, params, session_id, plan)
+                action,
+                lambda db, gate: _write_row(db, gate, sql, params, session_id, plan, revision_rows),
             )
         except BaseException:
             self._rows.forget(session_id)  # the outcome is not known: rewrite in full next time
@@ -530,6 +540,7 @@ def _write_row(
     params: tuple[Any, ...],
     session_id: str,
     plan: Plan,
+    history: Callable[[sqlite3.Connection], None],
 ) -> int | None:
     """Write the session row holding the lock, and its message rows if it matched.
 
@@ -539,6 +550,7 @@ def _write_row(
     with _immediate(db, gate):
         if db.execute(sql, params).rowcount:
             apply(db, session_id, plan)
+            history(db)  # W1: the revision, in the same transaction
             return None
         actual = _revision_of(db, session_id)
         return _MISSING if actual is None else actual

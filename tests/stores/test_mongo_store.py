@@ -149,6 +149,9 @@ async def test_p1_stored_session_keeps_id_and_adds_a_bson_expiry_for_the_ttl_ind
     await mongo.save(doc(current_step="PresentStep", expires_at="2099-01-04T00:00:00+02:00"), 0)
 
     raw = stored(mongo_server, mongo_database)
+    # W1: the revisions kept ([revision, batch token, saved_at]); the rows' TTL date (W5)
+    assert [entry[0] for entry in raw.pop("_history")] == [0, 1]
+    assert raw.pop("_rows_x") == datetime(2099, 1, 3, 22, 0)
     assert raw == {
         "_id": "s-1",
         **doc(current_step="PresentStep", expires_at="2099-01-04T00:00:00+02:00"),

@@ -1,0 +1,114 @@
+"""The history methods of `FlowEngine` (W1-W5), kept apart from the turn machinery.
+
+`FlowEngine` inherits them; they delegate to `picoflow._revisions.Revisions` (history, rewind,
+undo, fork, purge, forget) and, for `edit_message`, to the engine's own turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ._revisions import Revisions
+from .session import is_session_id
+from .stores.base import JSONDict
+
+if TYPE_CHECKING:
+    from .engine import TurnResult
+
+__all__ = ["HistoryMethods"]
+
+
+class HistoryMethods:
+    """History, rewind, undo, fork, edit, purge and forget_principal of an engine."""
+
+    _revisions: Revisions
+    _run: Callable[..., Any]
+    get_session: Callable[..., Any]
+    flow_names: Callable[[], list[str]]
+
+    async def history(
+        self, session_id: str, *, limit: int | None = None, owner: str | None = None
+    ) -> list[JSONDict]:
+        """The session's kept revisions, newest first (W1); [] for an unknown session.
+
+        Each is `{"revision", "saved_at", "message", "step_before", "step_after", "reply",
+        "action", "restored"}`: `action` is "turn", "edit", "rewind", "fork" or "compaction",
+        `restored` the revision a rewind copied (or an edit ran on), `reply` an excerpt.
+        """
+        return await self._revisions.list(session_id, limit, owner)
+
+    async def rewind(self, session_id: str, to_revision: int, *, owner: str | None = None) -> int:
+        """Make the session what it was after `to_revision`, as a new revision; return it (W2).
+
+        The rewound turns stay in the history until retention removes them; token usage is
+        not rewound (it was spent). Takes the session's lock and revision check like a turn:
+        a turn of another process saved meanwhile makes this a `SessionConflictError`.
+
+        Raises:
+            SessionNotFoundError: no such session (or `owner` does not own it).
+            RevisionNotFoundError: the session keeps no revision `to_revision`.
+            SessionConflictError: another process saved the session meanwhile.
+        """
+        return await self._revisions.rewind(session_id, to_revision, owner)
+
+    async def undo(self, session_id: str, *, owner: str | None = None) -> int:
+        """Rewind to before the last turn (W2); undoing again undoes the turn before it.
+
+        Raises:
+            SessionNotFoundError, SessionConflictError: as `rewind`.
+            RevisionNotFoundError: there is no earlier turn kept to go back to.
+        """
+        return await self._revisions.undo(session_id, owner)
+
+    async def fork(
+        self, session_id: str, at_revision: int | None = None, *, owner: str | None = None
+    ) -> str:
+        """A new session copied from `at_revision` (default: the current one); its id (W3).
+
+        Same owner and flow; the copy records `forked_from: {"session_id", "revision"}` and
+        its history starts at the fork. Later turns of either never touch the other.
+
+        Raises:
+            SessionNotFoundError, RevisionNotFoundError: as `rewind`.
+        """
+        return await self._revisions.fork(session_id, at_revision, owner)
+
+    async def edit_message(
+        self,
+        session_id: str,
+        revision: int,
+        text: str,
+        *,
+        owner: str | None = None,
+        config: dict[str, Any] | None = None,
+    ) -> TurnResult:
+        """Run turn `revision` again with `text` instead of its message, as one new revision (W4).
+
+        The turn runs on the session as it was before that turn, and is saved against the
+        current revision: if it fails (or another process saved meanwhile) the session is
+        left exactly as it was, and the result says why.
+        """
+        doc = await self.get_session(session_id, owner=owner) if is_session_id(session_id) else None
+        # An unknown session fails inside the turn (SessionNotFoundError) with any flow name.
+        flow_name = doc["flow"] if doc is not None else self.flow_names()[0]
+        result: TurnResult = await self._run(
+            flow_name, text, session_id, config, None, owner=owner, edit=revision
+        )
+        return result
+
+    async def purge(self) -> int:
+        """Delete every expired session now, with its history and archive; how many (W5).
+
+        SQLite and memory stores also purge in the background after saves (at most every
+        ten minutes); MongoDB's TTL indexes do it on the server.
+        """
+        return await self._revisions.purge()
+
+    async def forget_principal(self, principal: str) -> int:
+        """Delete every session, revision and archived message `principal` owns (W5).
+
+        `principal` is the `owner` the sessions were run with (H4). Returns how many sessions
+        went.
+        """
+        return await self._revisions.forget_principal(principal)
