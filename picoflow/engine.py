@@ -24,7 +24,7 @@ from ._engine_checks import (
     warn_if_config_changed,
 )
 from ._engine_history import HistoryMethods
-from ._engine_loading import SessionLoading, InvalidRequestError, is_owner
+from ._engine_loading import InvalidRequestError, SessionLoading, is_owner
 from ._expiration import ttl_from_environment
 from ._flow_providers import merged_providers
 from ._fresh_scripts import FreshScripts
