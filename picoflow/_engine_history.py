@@ -23,6 +23,7 @@ class HistoryMethods:
     """History, rewind, undo, fork, edit, purge and forget_principal of an engine."""
 
     _revisions: Revisions
+    _store: Any
     _run: Callable[..., Any]
     get_session: Callable[..., Any]
     flow_names: Callable[[], list[str]]
@@ -106,9 +107,13 @@ class HistoryMethods:
         return await self._revisions.purge()
 
     async def forget_principal(self, principal: str) -> int:
-        """Delete every session, revision and archived message `principal` owns (W5).
+        """Delete every session, revision, archived message and memory entry of `principal` (W5).
 
-        `principal` is the `owner` the sessions were run with (H4). Returns how many sessions
-        went.
+        `principal` is the `owner` the sessions were run with (H4); its long-term memory bank
+        (L5) goes too, where the store keeps one. Returns how many sessions went.
         """
-        return await self._revisions.forget_principal(principal)
+        gone = await self._revisions.forget_principal(principal)
+        forget = getattr(self._store, "bank_forget", None)
+        if forget is not None and principal:
+            await forget(principal)
+        return int(gone)

@@ -283,6 +283,8 @@ class SQLiteHistory:
             with self._transaction(db, gate):
                 ids = [row[0] for row in db.execute(select, (value,)).fetchall()]
                 delete_history(db, ids)
+                if ids:  # L4: the text index keeps deleted terms until its segments merge
+                    db.execute("INSERT INTO archive_fts (archive_fts) VALUES ('optimize')")
                 return ids
 
         ids = await self._write(action, delete)
