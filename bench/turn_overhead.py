@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from picoflow import Flow, FlowEngine, LogicStep, Step, go, tool
@@ -187,9 +187,13 @@ def basic_flow(model: ZeroLatencyModel) -> type[Flow]:
 
 
 async def one_run(
-    store: Any, turns: int, shape: str = "three-step"
+    store: Any, turns: int, shape: str = "three-step", cpu: list[float] | None = None
 ) -> tuple[list[float], list[float]]:
-    """Per-turn wall time, and per-turn time outside LangChain's model invoke, in ms."""
+    """Per-turn wall time, and per-turn time outside LangChain's model invoke, in ms.
+
+    `cpu`, when given, receives each turn's CPU time in ms (`time.thread_time`), which a busy
+    host inflates far less than wall time.
+    """
     model = ZeroLatencyModel() if shape == "three-step" else ChainModel()
     flow = bench_flow(model) if shape == "three-step" else basic_flow(model)
     engine = FlowEngine(flows=[flow], store=store)
@@ -197,9 +201,11 @@ async def one_run(
     timings, own = [], []
     for turn in range(turns):
         before = model.invoke_ms
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         result = await engine.run(flow.name, f"user message {turn}", session_id=session_id)
         elapsed = (time.perf_counter() - start) * 1000
+        if cpu is not None:
+            cpu.append((time.thread_time() - start_cpu) * 1000)
         timings.append(elapsed)
         own.append(elapsed - (model.invoke_ms - before))
         if not result.success:
@@ -207,6 +213,43 @@ async def one_run(
         session_id = result.session_id
     await engine.aclose()
     return timings, own
+
+
+ADVANCE_SCHEMA = {
+    "type": "function",
+    "function": {
+        "name": "advance",
+        "description": "Move the conversation to the next stage.",
+        "parameters": {
+            "type": "object",
+            "properties": {"note": {"type": "string"}},
+            "required": ["note"],
+        },
+    },
+}
+
+
+async def floor_run(turns: int) -> list[float]:
+    """The floor of a turn: the same two model calls through LangChain's `ainvoke`, CPU ms.
+
+    The same model bound to the same tool schema answers the same requests the engine sends:
+    the system prompt, the history so far, the user's message; then the tool call and its result
+    for the second call. What the engine adds over this is picoflow's own work and the store.
+    """
+    model = ZeroLatencyModel()
+    bound = model.bind_tools([ADVANCE_SCHEMA])
+    history: list[BaseMessage] = []
+    timings = []
+    for turn in range(turns):
+        start = time.thread_time()
+        system = SystemMessage(f"You are stage Stage{'ABC'[turn % 3]}. Visits so far: {turn}.")
+        human = HumanMessage(f"user message {turn}")
+        call = await bound.ainvoke([system, *history, human])
+        result = ToolMessage("ok", tool_call_id=call.tool_calls[0]["id"])
+        reply = await bound.ainvoke([system, *history, human, call, result])
+        history += [human, call, result, reply]
+        timings.append((time.thread_time() - start) * 1000)
+    return timings
 
 
 async def paired_run(store: Any, turns: int) -> tuple[list[float], list[float]]:
@@ -270,20 +313,33 @@ STORES = {
 }
 
 
-async def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--stores", default="memory,sqlite", help=f"of {', '.join(STORES)}")
+    parser.add_argument("--floor-only", action="store_true", help="only the engine-vs-floor table")
     parser.add_argument(
         "--without-langchain-passes",
         action="store_true",
         help="diagnostic: skip LangChain's two per-message passes in agenerate (see below)",
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+async def main() -> None:
+    args = parse_args()
     if args.without_langchain_passes:
         skip_langchain_passes()
     names = args.stores.split(",")
+    if args.floor_only:
+        await report_floor(names, args.runs, args.turns)
+        return
+    await report_all(names, args)
+
+
+async def report_all(names: list[str], args: argparse.Namespace) -> None:
+    """Every table: the turns per store, the BasicFlow-shaped turn, the floor, the pairs."""
     print(f"{args.runs} runs x {args.turns} turns; medians over runs of each run's percentile (ms)")
     print("'own' = the turn minus the time inside LangChain's model invoke (picoflow + store)")
     header = ("store", "p50 1-50", "p99 1-50", "p50 151-200", "p99 151-200", "ratio")
@@ -314,12 +370,38 @@ async def main() -> None:
                 f"{label:<18} {med[0]:>9.3f} {med[1]:>9.3f} {med[2]:>12.3f} {med[3]:>12.3f} "
                 f"{med[2] / med[0]:>6.2f}"
             )
+    await report_floor(names, args.runs, args.turns)
     await report_paired(names, args.runs, args.turns)
     for name in names:
         if name != "memory" and "memory" in medians:
             early = medians[name][0] - medians["memory"][0]
             late = medians[name][2] - medians["memory"][2]
             print(f"{name} - memory, p50: {early:+.3f} ms (1-50), {late:+.3f} ms (151-200)")
+
+
+async def report_floor(names: list[str], runs: int, turns: int) -> None:
+    """Print the engine's turn over the floor (`floor_run`), interleaved, medians over runs.
+
+    Budget (issue 24): the engine's turn at most 1.5x the floor at turns 1-50.
+    """
+    print("Engine vs floor: the same two model calls through ainvoke (p50 of CPU ms per turn)")
+    series: dict[str, list[tuple[float, float]]] = {name: [] for name in ["floor", *names]}
+    for _ in range(runs):
+        floor = await floor_run(turns)
+        series["floor"].append((pct(floor[:50], 0.5), pct(floor[-50:], 0.5)))
+        for name in names:
+            with tempfile.TemporaryDirectory() as tmp:
+                cpu: list[float] = []
+                await one_run(STORES[name](tmp), turns, cpu=cpu)
+            series[name].append((pct(cpu[:50], 0.5), pct(cpu[-50:], 0.5)))
+    base = [statistics.median(col) for col in zip(*series["floor"], strict=True)]
+    print(f"{'':<18} {'p50 1-50':>9} {'x floor':>8} {'p50 151-200':>12} {'x floor':>8}")
+    for name, rows in series.items():
+        med = [statistics.median(col) for col in zip(*rows, strict=True)]
+        print(
+            f"{name:<18} {med[0]:>9.3f} {med[0] / base[0]:>8.2f} {med[1]:>12.3f} "
+            f"{med[1] / base[1]:>8.2f}"
+        )
 
 
 async def report_paired(names: list[str], runs: int, turns: int) -> None:
