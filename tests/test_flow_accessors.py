@@ -36,20 +36,27 @@ class ParentStep(Step):
         return str(await self.run_step(ChildStep))
 
 
+def _script() -> ScriptedChatModel:
+    return ScriptedChatModel(
+        script={
+            "ParentStep": [tool_call("ask_child", topic="x"), "done"] * 4,
+            "ChildStep": ["child says hi"] * 4,
+        }
+    )
+
+
 class AccessFlow(Flow):
-    def config_model(self) -> Any:  # a fresh script for every turn (a flow object per turn)
-        return ScriptedChatModel(
-            script={
-                "ParentStep": [tool_call("ask_child", topic="x"), "done"],
-                "ChildStep": ["child says hi"],
-            }
-        )
+    model = _script()  # built once: config_model() runs every turn (F4)
+
+    def config_model(self) -> Any:
+        return self.model
 
     def define_steps(self) -> list[Step]:
         return [ParentStep(self), ChildStep(self)]
 
 
 async def test_get_executing_step_is_the_nested_child_inside_run_step() -> None:
+    AccessFlow.model = _script()
     seen.clear()
     engine = FlowEngine([AccessFlow], store=MemoryStore())
     result = await engine.run("AccessFlow", "hi")
@@ -64,6 +71,7 @@ async def test_get_executing_step_is_the_nested_child_inside_run_step() -> None:
 
 async def test_get_session_doc_is_a_copy_of_the_document_as_the_turn_loaded_it() -> None:
     seen.clear()
+    AccessFlow.model = _script()
     engine = FlowEngine([AccessFlow], store=MemoryStore())
     first = await engine.run("AccessFlow", "hi")
     await engine.run("AccessFlow", "more", session_id=first.session_id)

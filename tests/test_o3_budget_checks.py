@@ -47,6 +47,13 @@ def test_o3_an_owner_budget_needs_a_store_with_a_ledger() -> None:
     class Bare:
         """A third-party store without the ledger methods."""
 
+        async def create(self, doc: Any) -> None:
+            """Keep nothing."""
+
+        async def save(self, doc: Any, expected_revision: int) -> int:
+            """Keep nothing."""
+            return expected_revision + 1
+
     with pytest.raises(ValueError, match="counts tokens per owner"):
         FlowEngine([OneFlow], store=Bare(), budgets={"owner_tokens_per_day": 10})  # type: ignore[arg-type]
 

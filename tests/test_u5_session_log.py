@@ -33,9 +33,11 @@ class NoteStep(Step):
 
 
 def flow_on(script: list[Any]) -> type[Flow]:
+    model = ScriptedChatModel(script=list(script) * 3)  # built once: every turn continues it
+
     class LogFlow(Flow):
         def config_model(self) -> Any:
-            return ScriptedChatModel(script=list(script))
+            return model
 
         def define_steps(self) -> list[Step]:
             return [NoteStep(self)]

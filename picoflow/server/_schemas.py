@@ -67,7 +67,7 @@ class RunEnvelope(_WireModel):
     pending_approvals: list[dict[str, Any]] | None = Field(
         None,
         alias="pendingApprovals",
-        description="Tool calls that wait for a person's approval (K1); absent when none.",
+        description="Tool calls that wait for a person's approval; absent when none.",
     )
 
 

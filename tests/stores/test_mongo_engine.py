@@ -258,5 +258,7 @@ def normalized(doc: dict[str, Any]) -> dict[str, Any]:
     text = text.replace(doc["id"], "<session>")
     text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?", "<time>", text)
     text = re.sub(r"\|<time>\|\d+", "|<time>|<n>", text)
+    # confirmation numbers are unique per booking: derived from the session (issue 19)
+    text = re.sub(r"HF-[0-9A-Z]+", "HF-<confirmation>", text)
     result: dict[str, Any] = json.loads(text)
     return result
