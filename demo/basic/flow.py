@@ -23,7 +23,19 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel, Field
 
 from demo.basic.validators import validate_address
-from picoflow import EndStep, Flow, LogicStep, ModelLike, Prompt, Step, go, parse_json, stay, tool
+from picoflow import (
+    EndStep,
+    Flow,
+    LogicStep,
+    ModelLike,
+    Prompt,
+    Step,
+    go,
+    parse_json,
+    stay,
+    tool,
+    turn_window,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -181,6 +193,14 @@ class BasicFlow(Flow):
 
     chat_model: ClassVar[ModelLike | None] = None
     mini_model: ClassVar[ModelLike | None] = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Issue 25: every namespace is bounded whatever the user does. The stage's data lives in
+        # state, so a user who lingers keeps the last turns of the conversation only (M11);
+        # PicoFlow's own run of this flow never reaches the window.
+        for namespace in ("default", "separate", "president", "favorite", "temp", "WeatherStep"):
+            self.get_memory().set_policy(namespace, turn_window(max_turns=12, keep_turns=6))
 
     @classmethod
     def using(cls, model: ModelLike, mini: ModelLike | None = None) -> type[BasicFlow]:

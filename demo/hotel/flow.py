@@ -21,7 +21,7 @@ from typing import ClassVar
 from langchain_core.language_models import BaseChatModel
 
 from demo.hotel.steps import CompareStep, ExploreStep, PresentStep
-from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step
+from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step, sliding_window, turn_window
 
 OFFLINE_MODEL = "offline:hotel"
 OPENAI_MODEL = "openai:gpt-4o-mini"
@@ -62,12 +62,18 @@ class HotelFlow(Flow):
         """Summarise the long criteria conversation with the flow's own model."""
         super().__init__()
         # The criteria conversation can run long: past 8 messages, all but the newest 4 are
-        # summarised (and archived). Present and Compare start afresh on entry instead.
+        # summarised (and archived): what the guest said matters there. Present and Compare
+        # start afresh on entry, and their data (the list, the hotels compared) is in state, so
+        # a guest who lingers there keeps only the last few exchanges (M11, issue 25): every
+        # request stays bounded whatever the guest does.
         (
             self.get_memory()
             .set_summary_model(self.config_model())
             .set_summary_config(min_messages=8, recent_messages=4)
             .enable_summary(EXPLORE_MEMORY)
+            .set_policy("PresentStep", turn_window(max_turns=8, keep_turns=4))
+            .set_policy("CompareStep", turn_window(max_turns=8, keep_turns=4))
+            .set_policy("end", sliding_window(max_messages=12, keep=4))
         )
 
     @classmethod

@@ -23,7 +23,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 
-from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step, go, handoff, tool
+from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step, go, handoff, tool, turn_window
 
 OFFLINE_MODEL = ModelSpec("offline", "medical")
 SYMPTOMS_PARAMS: dict[str, Any] = {"temperature": 0.5}  # useModelParams<'gpt-4o'>({...})
@@ -103,6 +103,14 @@ class MedicalFlow(Flow):
     """PicoFlow's appointment intake: symptoms, then a doctor and a slot, then goodbye."""
 
     chat_model: ClassVar[ModelLike | None] = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Issue 25: every namespace is bounded whatever the user does. The stage's data lives in
+        # state, so a user who lingers keeps the last turns of the conversation only (M11);
+        # PicoFlow's own run of this flow never reaches the window.
+        for namespace in ("SymptomsStep", "BookingStep", "end"):
+            self.get_memory().set_policy(namespace, turn_window(max_turns=12, keep_turns=6))
 
     @classmethod
     def using(cls, model: ModelLike) -> type[MedicalFlow]:

@@ -23,7 +23,7 @@ from pydantic import Field
 from demo.travel.data import ACTIVITIES, DEPARTURE_FLIGHTS, HOTELS, RETURN_FLIGHTS
 from demo.travel.offline import offline_provider
 from demo.travel.types import TravelPackage, TravelPlan
-from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step, direct, go, stay, tool
+from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step, direct, go, stay, tool, turn_window
 
 OFFLINE_MODEL = ModelSpec("offline", "travel")
 OFFLINE_REASONING_MODEL = ModelSpec("offline", "travel", params={"reasoning_effort": "low"})
@@ -207,6 +207,14 @@ class TravelFlow(Flow):
     reasoning_model: ClassVar[ModelLike | None] = None
     # the providers the flow's models need ("offline:travel"), for engines built without them
     providers: ClassVar[dict[str, Any]] = {"offline": offline_provider}
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Issue 25: every namespace is bounded whatever the user does. The stage's data lives in
+        # state, so a user who lingers keeps the last turns of the conversation only (M11);
+        # PicoFlow's own run of this flow never reaches the window.
+        for namespace in ("travelPlan", "EndStep"):
+            self.get_memory().set_policy(namespace, turn_window(max_turns=12, keep_turns=6))
 
     @classmethod
     def using(cls, model: ModelLike, reasoning: ModelLike | None = None) -> type[TravelFlow]:
