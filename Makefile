@@ -25,6 +25,9 @@ lint: $(STAMP)
 	$(BIN)/python -m ruff check picoflow tests demo bench
 	$(BIN)/python -m mypy
 
+# The suite runs on two workers (pytest-xdist): these machines have two cores. PYTEST_ARGS="-n 0"
+# runs it in one process, e.g. to debug a test.
+PYTEST_ARGS ?= -n 2 --durations=15
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
