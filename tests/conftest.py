@@ -35,5 +35,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="run the reliability scenarios at full size (tests/reliability): more kills, "
-        "more sessions, more concurrent turns",
+        "more sessions, more concurrent turns; and replay the demo corpora too in the graph "
+        "check (tests/demo/test_graph_demo.py)",
     )

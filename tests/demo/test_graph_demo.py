@@ -26,16 +26,21 @@ CONVERSATIONS = (  # the tests that talk to a flow through the real engine
     "test_conversation*.py",
     "test_hotel_over_*.py",
     "test_hotel_steps*.py",
-    "test_corpus*.py",
     "test_*_flow.py",
 )
+# The utterance corpora replay hundreds of single lines from saved states: half this test's time
+# for few moves the conversations do not make; `--long` replays them too.
+CORPORA = ("test_corpus*.py", "test_*_corpus.py")
 MERMAID = re.compile(r"^```mermaid\n(?P<text>.*?)^```$", re.S | re.M)
 
 
-def recorded_moves(tmp_path: Path) -> dict[tuple[str, str], set[tuple[str, str]]]:
+def recorded_moves(
+    tmp_path: Path, corpora: bool = False
+) -> dict[tuple[str, str], set[tuple[str, str]]]:
     """(module, flow class) -> the (from, to) moves the demo's conversation tests made."""
     record = tmp_path / "moves.jsonl"
-    tests = sorted({str(path) for pattern in CONVERSATIONS for path in HERE.glob(pattern)})
+    patterns = CONVERSATIONS + (CORPORA if corpora else ())
+    tests = sorted({str(path) for pattern in patterns for path in HERE.glob(pattern)})
     path = os.pathsep.join(filter(None, [str(HERE), str(REPO), os.environ.get("PYTHONPATH")]))
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "record_moves", "-p", "no:cacheprovider",
@@ -51,8 +56,10 @@ def recorded_moves(tmp_path: Path) -> dict[tuple[str, str], set[tuple[str, str]]
     return moves
 
 
-def test_f8_every_move_of_the_demo_conversations_is_an_edge_of_the_graph(tmp_path) -> None:
-    moves = recorded_moves(tmp_path)
+def test_f8_every_move_of_the_demo_conversations_is_an_edge_of_the_graph(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    moves = recorded_moves(tmp_path, corpora=request.config.getoption("--long"))
     demo_flows = {key: made for key, made in moves.items() if key[0].startswith("demo.")}
     assert demo_flows[("demo.hotel.flow", "HotelFlow")] >= {
         ("ExploreStep", "PresentStep"),
