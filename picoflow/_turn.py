@@ -13,6 +13,7 @@ import inspect
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +36,7 @@ from ._bank.tools import bank_block
 from ._invoke import invoke
 from ._llm_hooks import blocked_reason, retry_note, retry_rule
 from ._logic import LogicStep
-from ._ops import BudgetUsage, Telemetry
+from ._ops import NULL_RECORD, BudgetUsage, CallRecord, Telemetry
 from ._ops._budgets import tokens_of
 from ._ops._telemetry import describe_reply
 from ._people.handoff import begin_handoff
@@ -68,6 +69,8 @@ __all__ = [
     "append_message",
     "extend",
 ]
+
+_NO_REPORT: AbstractContextManager[CallRecord] = nullcontext(NULL_RECORD)
 
 EMPTY_REPLY_NUDGE = (
     "Your last reply was empty. Follow the system prompt and answer the conversation above."
@@ -235,19 +238,7 @@ async def _call_once(
         return result
 
     retries, timeout = policy_of(spec)
-    telemetry = ctx.telemetry
-    if telemetry is None or not telemetry.active:
-        return await call_with_retries(
-            attempt,
-            retries=retries,
-            timeout=timeout,
-            sleep=ctx.sleep,
-            describe=lambda: (model_name(spec), f"{step.flow.name}.{step.name}"),
-            deadline=ctx.ends,
-            should_retry=retry_rule(step),  # U4: the step's, else the flow's rule
-            on_retry=retry_note(step, spec, retries),  # U5: each retry is noted in the log
-        )
-    with telemetry.model_call(model_name(spec), step.name, "reply") as record:
+    with _span(ctx, lambda t: t.model_call(model_name(spec), step.name, "reply")) as record:
         result: AIMessage = await call_with_retries(
             attempt,
             retries=retries,
@@ -260,6 +251,16 @@ async def _call_once(
         )
         describe_reply(record, result)
         return result
+
+
+def _span(
+    ctx: TurnContext, open_span: Callable[[Telemetry], AbstractContextManager[CallRecord]]
+) -> AbstractContextManager[CallRecord]:
+    """A report to the turn's telemetry (O1, O2), or the shared no-op when nothing listens."""
+    telemetry = ctx.telemetry
+    if telemetry is None or not telemetry.active:
+        return _NO_REPORT
+    return open_span(telemetry)
 
 
 def _is_empty(result: BaseMessage) -> bool:
@@ -416,16 +417,12 @@ async def run_tool_call(step: Step, tools: _Tools, call: ToolCall, ctx: TurnCont
         bound = functools.partial(handler, kwargs.pop("__model__"))
     else:  # bound here: a tool argument may be called `name` or `step`
         bound = functools.partial(handler, **kwargs)
-    telemetry = ctx.telemetry
-    with key_scope(call_key(step.flow.get_session_id(), str(call.get("id")))):  # K5
-        if telemetry is None or not telemetry.active:
-            result, failed = await run_handler(step, name, bound)
-            return failed if failed is not None else interpret(name, result, extra)
-        with telemetry.operation("tool", tool=name, step=step.name) as record:
-            result, failed = await run_handler(step, name, bound)
-            outcome = failed if failed is not None else interpret(name, result, extra)
-            record.outcome = "ok" if outcome.status == "success" else outcome.status
-            return outcome
+    report = _span(ctx, lambda t: t.operation("tool", tool=name, step=step.name))
+    with key_scope(call_key(step.flow.get_session_id(), str(call.get("id")))), report as record:
+        result, failed = await run_handler(step, name, bound)  # K5: under the call's key
+        outcome = failed if failed is not None else interpret(name, result, extra)
+        record.outcome = "ok" if outcome.status == "success" else outcome.status
+        return outcome
 
 
 async def run_handler(step: Step, name: str, call: Callable[[], Any]) -> tuple[Any, Outcome | None]:

@@ -41,6 +41,14 @@ class _NullRecord(CallRecord):
 
     __slots__ = ()
 
+    def __init__(self) -> None:
+        fields = {"attributes": {}, "outcome": "ok", "input_tokens": 0, "output_tokens": 0}
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Drop it: the record is shared by every report nobody listens to."""
+
     def set(self, key: str, value: Any) -> None:
         """Drop it."""
 
