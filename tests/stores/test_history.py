@@ -240,6 +240,19 @@ async def test_w4_edit_message_reruns_that_turn_with_the_new_text(store: Store) 
     assert humans(await engine.get_session(session_id)) == ["one"]
 
 
+async def test_w4_editing_an_edited_message_replaces_it_again(store: Store) -> None:
+    """An edit's revision ran on the one before the turn it edited, not on the revision before."""
+    engine = engine_on(store)
+    session_id, _ = await chat(engine, "one", "two")
+    await engine.edit_message(session_id, 1, "TWO")  # revision 2, ran on revision 0
+
+    again = await engine.edit_message(session_id, 2, "2")
+
+    assert again.success and again.message == "echo: 2"
+    assert humans(await engine.get_session(session_id)) == ["one", "2"]
+    assert (await engine.history(session_id, limit=1))[0]["restored"] == 0
+
+
 async def test_w4_a_failed_edit_leaves_the_session_as_it_was(store: Store) -> None:
     engine = engine_on(store)
     session_id, saved = await chat(engine, "one", "two")
