@@ -10,7 +10,8 @@ racing a turn of another worker is the turn routes' 409 `session_conflict`, neve
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -185,6 +186,26 @@ async def _read(request: Request, settings: ServerSettings, model: type[_Body], 
         ) from None
 
 
+async def _change(
+    request: Request, session_id: str, model: type[_Body], route: str
+) -> tuple[ServerSettings, str | None, Any]:
+    """What a route that changes a session starts with: the caller, an open server, its body."""
+    settings, principal = await _caller(request, session_id)
+    settings.turns.check_open()
+    return settings, principal, await _read(request, settings, model, route)
+
+
+@contextmanager
+def _refusals(session_id: str) -> Iterator[None]:
+    """The engine's not-found errors as these routes' 404s (its conflicts are the turn's 409)."""
+    try:
+        yield
+    except SessionNotFoundError:
+        raise _no_session(session_id) from None
+    except RevisionNotFoundError as exc:
+        raise _no_revision(session_id, str(exc)) from None
+
+
 def _answer(body: Mapping[str, Any], request: Request, session_id: str) -> JSONResponse:
     headers = session_headers(session_id)
     headers[REQUEST_ID_HEADER] = request_id_for(request)
@@ -254,15 +275,9 @@ async def rewind(session_id: str, request: Request) -> JSONResponse:
 
     The reply: `{"success", "session", "revision" (the new one), "restored", "step"}`.
     """
-    settings, principal = await _caller(request, session_id)
-    settings.turns.check_open()
-    body = await _read(request, settings, RewindRequest, "rewind")
-    try:
+    settings, principal, body = await _change(request, session_id, RewindRequest, "rewind")
+    with _refusals(session_id):
         revision = await settings.engine.rewind(session_id, body.to_revision, owner=principal)
-    except SessionNotFoundError:
-        raise _no_session(session_id) from None
-    except RevisionNotFoundError as exc:
-        raise _no_revision(session_id, str(exc)) from None
     return _answer(await _moved(settings, session_id, revision, principal), request, session_id)
 
 
@@ -274,15 +289,9 @@ async def undo(session_id: str, request: Request) -> JSONResponse:
 
     The reply is `rewind`'s. A first turn cannot be undone (404 `revision_not_found`).
     """
-    settings, principal = await _caller(request, session_id)
-    settings.turns.check_open()
-    await _read(request, settings, UndoRequest, "undo")
-    try:
+    settings, principal, _ = await _change(request, session_id, UndoRequest, "undo")
+    with _refusals(session_id):
         revision = await settings.engine.undo(session_id, owner=principal)
-    except SessionNotFoundError:
-        raise _no_session(session_id) from None
-    except RevisionNotFoundError as exc:
-        raise _no_revision(session_id, str(exc)) from None
     return _answer(await _moved(settings, session_id, revision, principal), request, session_id)
 
 
@@ -297,15 +306,9 @@ async def fork(session_id: str, request: Request) -> JSONResponse:
     The reply names the new session: `{"success", "session" (the new id), "revision": 0,
     "restored", "step", "forked_from": {"session_id", "revision"}}`.
     """
-    settings, principal = await _caller(request, session_id)
-    settings.turns.check_open()
-    body = await _read(request, settings, ForkRequest, "fork")
-    try:
+    settings, principal, body = await _change(request, session_id, ForkRequest, "fork")
+    with _refusals(session_id):
         new_id = await settings.engine.fork(session_id, body.at_revision, owner=principal)
-    except SessionNotFoundError:
-        raise _no_session(session_id) from None
-    except RevisionNotFoundError as exc:
-        raise _no_revision(session_id, str(exc)) from None
     made = await _moved(settings, new_id, 0, principal)
     made["forked_from"] = {"session_id": session_id, "revision": made["restored"]}
     return _answer(made, request, new_id)

@@ -6,10 +6,10 @@ test_chat_page_browser.py, whose `page` fixture and helpers this uses).
 
 from __future__ import annotations
 
+from history_flows import ChatFlow, humans
 from playwright.sync_api import Page, expect
 from server_flows import live_server
 from test_chat_page_browser import fits_the_screen, page, pytestmark, send  # noqa: F401
-from test_w6_history_http import ChatFlow, humans
 
 from picoflow import FlowEngine
 from picoflow.server import create_app

@@ -15,58 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
+from history_flows import GATE, ChatFlow, humans
 from server_flows import client_for
 from test_api_errors import error_body, failure
 
-from picoflow import Flow, FlowEngine, Step
+from picoflow import FlowEngine
 from picoflow.server import api_key_auth, create_app
 from picoflow.stores import MemoryStore, SQLiteStore, Store
-from picoflow.testing import ScriptedChatModel
 
 ALICE_KEY = "alice-key-0123456789abcdef"
 BOB_KEY = "bob-key-0123456789abcdef"
 ALICE = {"Authorization": f"Bearer {ALICE_KEY}"}
 BOB = {"Authorization": f"Bearer {BOB_KEY}"}
 UNKNOWN = "U" * 24  # a well-formed id nobody issued
-
-
-class Gate:
-    """Holds a model call until the test opens it, so a turn can be raced mid-way."""
-
-    def __init__(self) -> None:
-        self.closed = False
-        self.entered = asyncio.Event()
-        self.opened = asyncio.Event()
-
-
-GATE = Gate()
-
-
-async def echo(messages: list[BaseMessage], tool_names: list[str]) -> str:
-    text = str(messages[-1].content)
-    if text == "fail":
-        raise RuntimeError("the model is down")
-    if GATE.closed:
-        GATE.entered.set()
-        await GATE.opened.wait()
-    return f"echo: {text}"
-
-
-MODEL = ScriptedChatModel(policy=echo)
-
-
-class ChatStep(Step):
-    def get_prompt(self) -> str:
-        return "Echo every message."
-
-
-class ChatFlow(Flow):
-    def config_model(self) -> Any:
-        return MODEL
-
-    def define_steps(self) -> list[Step]:
-        return [ChatStep(self)]
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -99,12 +60,6 @@ async def talk(client: Any, *texts: str, headers: dict[str, str] | None = None) 
 
 def at(session: str, tail: str = "") -> str:
     return f"/ai/sessions/{session}{tail}"
-
-
-def humans(doc: dict[str, Any] | None) -> list[str]:
-    assert doc is not None
-    messages = doc["memory"]["ChatStep"]["messages"]
-    return [m["data"]["content"] for m in messages if m["type"] == "human"]
 
 
 def not_kept(session: str, revision: int) -> str:

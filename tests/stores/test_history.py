@@ -17,56 +17,17 @@ from typing import Any
 
 import pytest
 from conftest import memory_store, mongo_store, sqlite_store
-from langchain_core.messages import BaseMessage
+from history_flows import GATE, ChatFlow, humans
 
-from picoflow import Flow, FlowEngine, RevisionNotFoundError, SessionConflictError, Step
+from picoflow import FlowEngine, RevisionNotFoundError, SessionConflictError
 from picoflow.stores import MemoryStore, SQLiteStore, Store
 from picoflow.stores.mongo import MongoStore
-from picoflow.testing import ScriptedChatModel
 
 FACTORIES: dict[str, Callable[[pytest.FixtureRequest], AbstractAsyncContextManager[Store]]] = {
     "memory": memory_store,
     "sqlite": sqlite_store,
     "mongo": mongo_store,
 }
-
-
-class Gate:
-    """Holds a model call until the test opens it, so a turn can be raced mid-way."""
-
-    def __init__(self) -> None:
-        self.closed = False
-        self.entered = asyncio.Event()
-        self.opened = asyncio.Event()
-
-
-GATE = Gate()
-
-
-async def echo(messages: list[BaseMessage], tool_names: list[str]) -> str:
-    text = str(messages[-1].content)
-    if text == "fail":
-        raise RuntimeError("the model is down")
-    if GATE.closed:
-        GATE.entered.set()
-        await GATE.opened.wait()
-    return f"echo: {text}"
-
-
-MODEL = ScriptedChatModel(policy=echo)
-
-
-class ChatStep(Step):
-    def get_prompt(self) -> str:
-        return "Echo every message."
-
-
-class ChatFlow(Flow):
-    def config_model(self) -> Any:
-        return MODEL
-
-    def define_steps(self) -> list[Step]:
-        return [ChatStep(self)]
 
 
 @pytest.fixture(params=list(FACTORIES))
@@ -77,12 +38,6 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
 
 def engine_on(store: Store, **options: Any) -> FlowEngine:
     return FlowEngine(flows=[ChatFlow], store=store, **options)
-
-
-def humans(doc: dict[str, Any] | None) -> list[str]:
-    assert doc is not None
-    messages = doc["memory"]["ChatStep"]["messages"]
-    return [m["data"]["content"] for m in messages if m["type"] == "human"]
 
 
 async def chat(engine: FlowEngine, *texts: str) -> tuple[str, list[dict[str, Any]]]:
