@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 
 from .._revisions import supports_history
 from ..errors import RevisionNotFoundError, SessionNotFoundError
-from ..session import is_session_id
+from ..session import is_expired, is_session_id
 from ..stores.base import JSONDict
 from ._auth import principal_of
 from ._errors import ApiError, turn_error, validation_problem
@@ -115,10 +116,15 @@ async def _caller(request: Request, session_id: str) -> tuple[ServerSettings, st
 
 
 async def _owned(request: Request, session_id: str) -> tuple[ServerSettings, str | None, JSONDict]:
-    """`_caller`, and the session's current document: 404 unless the caller owns it (H4)."""
+    """`_caller`, and the session's current document: 404 unless the caller owns it (H4).
+
+    An expired session is gone for these routes as for a turn (P5): rewinding it would bring
+    it back to life, and the purge deletes it with its history anyway.
+    """
     settings, principal = await _caller(request, session_id)
     doc = await settings.engine.get_session(session_id, owner=principal)
-    if doc is None:
+    running = doc is not None and doc.get("run_status") == "running"
+    if doc is None or (running and is_expired(doc, datetime.now(UTC))):
         raise _no_session(session_id)
     return settings, principal, doc
 
@@ -189,8 +195,8 @@ async def _read(request: Request, settings: ServerSettings, model: type[_Body], 
 async def _change(
     request: Request, session_id: str, model: type[_Body], route: str
 ) -> tuple[ServerSettings, str | None, Any]:
-    """What a route that changes a session starts with: the caller, an open server, its body."""
-    settings, principal = await _caller(request, session_id)
+    """What a route that changes a session starts with: its owner, an open server, its body."""
+    settings, principal, _ = await _owned(request, session_id)
     settings.turns.check_open()
     return settings, principal, await _read(request, settings, model, route)
 

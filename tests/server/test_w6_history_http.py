@@ -551,3 +551,22 @@ async def test_w1_the_routes_are_in_the_openapi_page() -> None:
         body = post["requestBody"]["content"]["application/json"]["schema"]
         assert list(body.get("properties", {})) == fields, tail
         assert {"401", "404", "409", "415"} <= set(post["responses"]), tail
+
+
+@pytest.mark.parametrize(("method", "tail", "body"), ROUTES)
+async def test_w2_an_expired_session_is_404_and_stays_expired(
+    store: Store, method: str, tail: str, body: Any
+) -> None:
+    """Rewinding an expired session would bring it back; it is gone, as for a turn (P5)."""
+    _, app = served(store)
+    async with client_for(app) as client:
+        session = await talk(client, "one", "two")
+        doc = await store.load(session)
+        assert doc is not None
+        doc["expires_at"] = "2020-01-01T00:00:00.000Z"
+        await store.save(doc, doc["revision"])
+        reply = await client.request(method, at(session, tail), json=body)
+    assert reply.status_code == 404
+    assert error_body(reply) == failure(no_session(session), session, code="session_not_found")
+    kept = await store.load(session)
+    assert kept is not None and kept["expires_at"] == "2020-01-01T00:00:00.000Z"
