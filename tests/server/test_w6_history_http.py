@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from history_flows import GATE, ChatFlow, humans
-from server_flows import client_for
+from server_flows import GREETING, chat_flow, client_for
 from test_api_errors import error_body, failure
 
 from picoflow import FlowEngine
@@ -570,3 +570,22 @@ async def test_w2_an_expired_session_is_404_and_stays_expired(
     assert error_body(reply) == failure(no_session(session), session, code="session_not_found")
     kept = await store.load(session)
     assert kept is not None and kept["expires_at"] == "2020-01-01T00:00:00.000Z"
+
+
+async def test_w2_undo_after_the_flow_ended_lets_the_conversation_go_on() -> None:
+    engine = FlowEngine(flows=[chat_flow()], store=MemoryStore())
+    async with client_for(create_app(engine)) as client:
+        started = await client.post("/ai/run", json={"flowName": "ChatFlow", "message": "hello"})
+        session = started.json()["session"]
+        sent = {"CHAT_SESSION_ID": session}
+        ended = await client.post(
+            "/ai/run", json={"flowName": "ChatFlow", "message": "bye"}, headers=sent
+        )
+        undone = await client.post(at(session, "/undo"), json={})
+        again = await client.post(
+            "/ai/run", json={"flowName": "ChatFlow", "message": "hi"}, headers=sent
+        )
+
+    assert ended.json()["completed"] is True
+    assert undone.status_code == 200 and undone.json()["step"] == "GreetStep"
+    assert (again.json()["session"], again.json()["message"]) == (session, GREETING)
