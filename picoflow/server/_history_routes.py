@@ -4,8 +4,9 @@ Every route names the session in its path and acts for the caller's principal on
 session of another principal is a 404 worded exactly like an id nobody issued, so a caller
 cannot learn which ids exist. Bodies are JSON only (415 otherwise, so a page of another site
 cannot change a session without the CORS preflight), read within the server's limits like a
-turn's. Rewind, undo and edit take the session's lock and revision check in the engine: one
-racing a turn of another worker is the turn routes' 409 `session_conflict`, never a merge.
+turn's. An expired session is a 404 too. Rewind, undo and edit take the session's lock and
+revision check in the engine: one racing a turn of another worker is the turn routes' 409
+`session_conflict`, never a merge.
 """
 
 from __future__ import annotations
@@ -97,8 +98,12 @@ def _body_doc(model: type[_Body]) -> dict[str, Any]:
 history_router = APIRouter(prefix=PREFIX, responses=_RESPONSES)
 
 
-async def _caller(request: Request, session_id: str) -> tuple[ServerSettings, str | None]:
-    """Settings and principal, after the checks every route makes first (credentials first)."""
+async def _owned(request: Request, session_id: str) -> tuple[ServerSettings, str | None, JSONDict]:
+    """Settings, principal and the session's document, or the refusal (credentials first).
+
+    404 unless the caller owns the session (H4). An expired session is gone here as for a turn
+    (P5): rewinding it would bring it back to life, and the purge deletes it with its history.
+    """
     settings: ServerSettings = request.app.state.picoflow
     check_header_sizes(request, settings.limits)
     principal = await principal_of(request, settings.authorize)
@@ -110,19 +115,9 @@ async def _caller(request: Request, session_id: str) -> tuple[ServerSettings, st
             "SQLiteStore or MongoStore.",
             code="history_unavailable",
         )
-    if not is_session_id(session_id):
-        raise _no_session(session_id)
-    return settings, principal
-
-
-async def _owned(request: Request, session_id: str) -> tuple[ServerSettings, str | None, JSONDict]:
-    """`_caller`, and the session's current document: 404 unless the caller owns it (H4).
-
-    An expired session is gone for these routes as for a turn (P5): rewinding it would bring
-    it back to life, and the purge deletes it with its history anyway.
-    """
-    settings, principal = await _caller(request, session_id)
-    doc = await settings.engine.get_session(session_id, owner=principal)
+    doc = None
+    if is_session_id(session_id):
+        doc = await settings.engine.get_session(session_id, owner=principal)
     running = doc is not None and doc.get("run_status") == "running"
     if doc is None or (running and is_expired(doc, datetime.now(UTC))):
         raise _no_session(session_id)
@@ -254,14 +249,8 @@ async def _moved(
     settings: ServerSettings, session_id: str, revision: int, owner: str | None
 ) -> Any:
     """What a rewind, undo or fork saved as `revision`, from its history entry."""
-    entry: JSONDict = next(
-        (
-            e
-            for e in await settings.engine.history(session_id, owner=owner)
-            if e["revision"] == revision
-        ),
-        {},
-    )
+    listed = await settings.engine.history(session_id, owner=owner)
+    entry: JSONDict = next((e for e in listed if e["revision"] == revision), {})
     return {
         "success": True,
         "session": session_id,
