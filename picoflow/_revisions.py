@@ -78,6 +78,7 @@ def turn_note(
 ) -> JSONDict:
     """What a turn's revision records (W1); an edit records the revision it ran on (W4)."""
     base = _EDIT_BASE.get()
+    _EDIT_BASE.set(None)  # read once: a later turn of this task never sees it
     return {
         "action": "turn" if edit is None else "edit",
         "restored": None if edit is None else (edit - 1 if base is None else base),
