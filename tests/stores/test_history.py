@@ -216,11 +216,14 @@ async def test_w4_a_failed_edit_leaves_the_session_as_it_was(store: Store) -> No
     not_a_turn = await engine.edit_message(session_id, 7, "x")
     first = await engine.edit_message(session_id, 0, "x")
     unknown = await engine.edit_message("NoSuchSession0123456789", 1, "x")
+    no_id = await engine.edit_message(None, 1, "x")  # type: ignore[arg-type]  # a caller's slip
 
     assert not failed.success and "the model is down" in failed.message
     assert not_a_turn.error == "RevisionNotFoundError"
     assert first.error == "RevisionNotFoundError" and "Start a new session" in first.message
     assert unknown.error == "SessionNotFoundError" and "does not exist" in unknown.message
+    assert no_id.error == "SessionNotFoundError" and "got None" in no_id.message
+    assert no_id.session_id is None  # no new session was started in its place
     assert json.dumps(await engine.get_session(session_id)) == json.dumps(saved[-1])
 
 
