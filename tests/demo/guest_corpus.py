@@ -31,6 +31,7 @@ from picoflow.stores import MemoryStore
 HERE = Path(__file__).parent
 HELD_OUT = HERE / "guest_heldout.txt"
 TUNING = HERE / "guest_tuning.txt"
+HELD_OUT_2 = HERE / "guest_heldout2.txt"
 TODAY = "2026-05-15"
 OWNER = "guest-a"
 CONFIG = {"today": TODAY, "user_id": OWNER}
