@@ -45,13 +45,15 @@ _KEEP = re.compile(r"\b(?:don'?t|do not|never)\s+(?:forget|erase|wipe|delete|rem
 _ACCEPT = re.compile(
     r"\bsame(?: \w+)? (?:again|as (?:last time|before|usual))\b|\bsame (?:room|thing|one|stay)\b"
     r"|\b(?:the|my) usual\b|\bas usual\b|\blike (?:last time|before)\b|\bas last time\b"
-    r"|\b(?:do|have) (?:it|that) again\b"
+    r"|\b(?:do|have) (?:it|that) again\b|\bwhat i had (?:before|last time)\b"
+    r"|\b(?:same(?: \w+)?|as|like) (?:as )?(?:my |the )?(?:last|previous) (?:booking|stay|visit|trip)\b"
 )
 """Taking the usual stay, at any point: "same again", "the usual", "like last time"."""
 _APPROVAL = re.compile(
     r"\b(?:would be|sounds|that'?s|that is) (?:great|good|perfect|lovely|fine|ideal)\b"
+    r"|^\W*(?:ye+s+|yea+h+|yu+p+|su+re+)\b|^\W*(?:the )?same\b"
 )
-"""Approving what was just offered: "that would be great"."""
+"""Approving what was just offered: "that would be great", "yesss", "same, but ..."."""
 _DECLINE = re.compile(
     r"\bnot this time\b|\bsomething (?:else|different)\b|\bdifferent (?:this time|one)\b"
     r"|\bstart (?:from scratch|fresh|over|afresh)\b|\bfrom scratch\b|\bnot the same\b"
