@@ -37,7 +37,6 @@ from demo.hotel.booking import (
 from demo.hotel.compare import comparison_table, normalize_feature
 from demo.hotel.formats import LIST_OPENER, SORT_KEYS, page_count
 from demo.hotel.listing import render_page
-from demo.hotel.returning import UsualStay
 from demo.hotel.prompting import (
     booked_prompt,
     compare_prompt,
@@ -45,6 +44,7 @@ from demo.hotel.prompting import (
     farewell_prompt,
     present_prompt,
 )
+from demo.hotel.returning import UsualStay
 from demo.hotel.types import StayCriteria, describe_dates, describe_errors, parse_criteria
 from picoflow import EndStep, Step, ToolResult, direct, go, stay, tool
 

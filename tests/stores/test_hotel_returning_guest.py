@@ -33,7 +33,9 @@ class Guest:
         result = None
         for text in lines:
             config = self.config if self.session is None else None
-            result = await self.engine.run("HotelFlow", text, self.session, config, owner=self.owner)
+            result = await self.engine.run(
+                "HotelFlow", text, self.session, config, owner=self.owner
+            )
             assert result.success, result.message
             self.session = result.session_id
         assert result is not None
@@ -66,14 +68,19 @@ async def test_l1_a_booking_is_offered_again_in_the_next_session_of_the_same_own
     again = Guest(engine, owner="ada")
     greeting = await again.say("")
     assert "Welcome back!" in greeting.message
-    offered = await again.say("Hi, I need a hotel in Portland", "August 3 to August 7", "under $400")
+    offered = await again.say(
+        "Hi, I need a hotel in Portland", "August 3 to August 7", "under $400"
+    )
     assert OFFER in offered.message
     assert "criteria" not in await again.explore()  # offered, not searched with
     taken = await again.say("yes, same as last time")
     assert "suite, with pool, breakfast included" in taken.message
     await again.say("search now")
     criteria = (await again.explore())["criteria"]
-    assert (criteria["room_type"], criteria["amenities"]) == ("suite", ["pool", "breakfast included"])
+    assert (criteria["room_type"], criteria["amenities"]) == (
+        "suite",
+        ["pool", "breakfast included"],
+    )
 
 
 async def test_l1_the_usual_stay_is_never_searched_with_unasked(store: Store) -> None:

@@ -344,7 +344,8 @@ def _next_question(reading: Reading, opening: str | None = None) -> str:
     if unclear and miles is not None:
         return f"Within {miles['n']} miles of the airport or of downtown?"
     if opening is None:
-        said = _acknowledgement(reading)
+        declined = reading.declined_now and not reading.heard  # the usual stay: a plain no
+        said = "No problem." if declined else _acknowledgement(reading)
         opening = f"{said} " if said else ""
     if not reading.searched:
         for key, question in QUESTIONS:
@@ -393,8 +394,6 @@ def _acknowledgement(reading: Reading) -> str:
         return f"Got it: {reading.draft.brief()} — {reading.replaced}."
     if reading.heard or reading.restated:
         return f"Got it: {reading.draft.brief()}."
-    if reading.declined_now:
-        return "No problem."
     if SEARCH_OFFER in reading.said_before:
         return "Sorry, I didn't quite catch that."
     if reading.answered_now:

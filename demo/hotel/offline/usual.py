@@ -46,7 +46,8 @@ _ACCEPT = re.compile(
     r"\bsame(?: \w+)? (?:again|as (?:last time|before|usual))\b|\bsame (?:room|thing|one|stay)\b"
     r"|\b(?:the|my) usual\b|\bas usual\b|\blike (?:last time|before)\b|\bas last time\b"
     r"|\b(?:do|have) (?:it|that) again\b|\bwhat i had (?:before|last time)\b"
-    r"|\b(?:same(?: \w+)?|as|like) (?:as )?(?:my |the )?(?:last|previous) (?:booking|stay|visit|trip)\b"
+    r"|\b(?:same(?: \w+)?|as|like) (?:as )?(?:my |the )?(?:last|previous)"
+    r" (?:booking|stay|visit|trip)\b"
 )
 """Taking the usual stay, at any point: "same again", "the usual", "like last time"."""
 _APPROVAL = re.compile(
