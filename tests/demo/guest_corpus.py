@@ -19,10 +19,10 @@ fails every line ("not a returning guest"), rather than passing the declines by 
 from __future__ import annotations
 
 import copy
-from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from corpus import Case, Outcome, read_corpus, report
 
 from demo.hotel.flow import PROVIDERS, HotelFlow
 from picoflow import FlowEngine
@@ -49,37 +49,6 @@ STATES: dict[str, list[str]] = {
 }  # fmt: skip
 """Where the second session stands: the dates question, right after the budget (where the room
 type comes next), and a list of hotels."""
-
-
-@dataclass(frozen=True)
-class Case:
-    state: str
-    category: str
-    utterance: str
-    expected: str
-    line: int
-
-
-@dataclass
-class Outcome:
-    case: Case
-    ok: bool
-    detail: str
-
-
-def read_corpus(path: Path) -> list[Case]:
-    """The cases of a corpus file, in order."""
-    cases, state = [], ""
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("== ") and line.endswith(" =="):
-            state = line[3:-3].strip()
-            continue
-        category, utterance, expected = (part.strip() for part in line.split(" | "))
-        cases.append(Case(state, category, utterance, expected, number))
-    return cases
 
 
 def engine_on(store: MemoryStore) -> FlowEngine:
@@ -139,18 +108,21 @@ class Runner:
         bank = engine.memory_bank(OWNER)
         before = await bank.list()
         if not before:
-            return Outcome(case, False, "not a returning guest: the first visit left no memory")
+            return Outcome(
+                case, False, "not a returning guest: the first visit left no memory", False
+            )
         calls, reply = await _turn(engine, case.utterance, doc["id"])
+        acted = any(name in ("chosen_hotel", "end_chat") for name, _ in calls)
         after = await store.load(doc["id"])
         assert after is not None
         kind, _, rest = case.expected.partition(" ")
         left = await bank.list()
         going = after["run_status"] == "running"
         if kind == "forget":
-            return Outcome(case, not left and going, f"bank={len(left)} calls={calls} {reply!r}")
+            return Outcome(case, not left and going, f"bank={len(left)} {calls} {reply!r}", acted)
         if kind == "keep":
             ok = left == before and going
-            return Outcome(case, ok, f"bank={len(left)} calls={calls} {reply!r}")
+            return Outcome(case, ok, f"bank={len(left)} calls={calls} {reply!r}", acted)
         if kind != "criteria":
             raise ValueError(f"Unknown expected effect {kind!r}; use criteria, forget or keep.")
         searched = [a for name, a in calls if name == "capture_choices"]
@@ -158,7 +130,7 @@ class Runner:
             searched = [a for n, a in (await _turn(engine, "search now", doc["id"]))[0]
                         if n == "capture_choices"]  # fmt: skip
         ok = bool(searched) and _criteria_ok(rest, searched[-1])
-        return Outcome(case, ok, f"searched={searched[-1:]} calls={calls} {reply!r}")
+        return Outcome(case, ok, f"searched={searched[-1:]} calls={calls} {reply!r}", acted)
 
 
 async def _turn(engine: FlowEngine, text: str, session: str) -> tuple[list[Any], str]:
@@ -190,20 +162,10 @@ def _criteria_ok(expected: str, args: dict[str, Any]) -> bool:
 
 
 async def run_corpus(path: Path) -> list[Outcome]:
+    """Every case of ``path``, each on a copy of its state (``corpus.report`` prints them)."""
     runner = Runner()
     return [await runner.run(case) for case in read_corpus(path)]
 
 
-def report(outcomes: list[Outcome]) -> str:
-    """Accuracy per category, then the misses."""
-    total, good = Counter[str](), Counter[str]()
-    for outcome in outcomes:
-        total[outcome.case.category] += 1
-        good[outcome.case.category] += outcome.ok
-    lines = [f"{'category':<10} {'ok':>4} {'all':>4}"]
-    lines += [f"{c:<10} {good[c]:>4} {total[c]:>4}" for c in sorted(total)]
-    lines.append(f"{'overall':<10} {sum(good.values()):>4} {sum(total.values()):>4}")
-    for o in outcomes:
-        if not o.ok:
-            lines.append(f"FAIL {o.case.line} [{o.case.state}] {o.case.utterance!r}: {o.detail}")
-    return "\n".join(lines)
+__all__ = ["HELD_OUT", "HELD_OUT_2", "TUNING", "Case", "Outcome", "read_corpus", "report",
+           "run_corpus"]  # fmt: skip

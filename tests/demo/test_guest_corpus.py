@@ -38,6 +38,7 @@ async def test_guest_corpus_stays_at_or_above_its_floor(
             print(f"\n{name}\n{text}")
     assert len(outcomes) == lines
     assert sum(o.ok for o in outcomes) >= floor, text
+    assert not [o.case for o in outcomes if o.acted], "booked or ended without a choice"
 
 
 def test_guest_corpora_are_distinct_and_cover_every_state() -> None:
