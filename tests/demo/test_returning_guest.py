@@ -8,8 +8,10 @@ tool, and the booking remembered by flow code whatever the model says.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
+from cli_runner import demo
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from demo.cli import Chat, option_problem, parse_args
@@ -123,3 +125,18 @@ def test_the_cli_refuses_user_options_that_cannot_work(argv: list[str], problem:
     args: argparse.Namespace = parse_args(argv)
     found = option_problem(args)
     assert found is not None and found.startswith(problem)
+
+
+def test_make_demo_recognises_a_returning_person_on_its_default_store(tmp_path: Path) -> None:
+    """Two chats in the same folder, as `make demo` twice: the second offers the usual stay."""
+    booking = "I need a hotel in Portland\nJuly 1 to July 6\na suite with a pool\nsearch now\n"
+    first = demo("--today", TODAY, "--user", "ada", cwd=tmp_path, stdin=booking + "book 1\n")
+    assert first.returncode == 0 and "Your confirmation number is HF-" in first.stdout
+    back = "I need a hotel in Portland\nAugust 3 to August 7\nunder $400\n"
+    again = demo("--today", TODAY, "--user", "ada", cwd=tmp_path, stdin=back)
+    assert "Welcome back!" in again.stdout
+    assert "Last time you chose a suite with pool — same again?" in again.stdout
+    other = demo("--today", TODAY, "--user", "bob", cwd=tmp_path, stdin=back)
+    assert "Welcome back" not in other.stdout and "Last time" not in other.stdout
+    nobody = demo("--today", TODAY, "--anonymous", cwd=tmp_path, stdin=back)
+    assert "Last time" not in nobody.stdout
