@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from guest_corpus import HELD_OUT, HELD_OUT_2, TUNING, Outcome, read_corpus, report, run_corpus
 
-from demo.hotel.offline.usual import wants_to_be_forgotten
+from demo.hotel.offline.usual import accepts, wants_to_be_forgotten
 
 # (corpus, lines, floor): the floor is the figure reached now
 CORPORA = [("held-out", HELD_OUT, 16, 16), ("held-out 2", HELD_OUT_2, 14, 14),
@@ -57,3 +57,17 @@ def test_guest_corpora_are_distinct_and_cover_every_state() -> None:
 )  # fmt: skip
 def test_criteria_changes_and_keeping_are_no_request_to_be_forgotten(text: str) -> None:
     assert not wants_to_be_forgotten(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "offered", "taken"),
+    [("same budget as last time", False, False), ("same dates as before", False, False),
+     ("same room as last time", False, True), ("same again", False, True),
+     ("sure", False, False), ("sure", True, True), ("yes, something else", True, False)],
+)  # fmt: skip
+def test_only_the_room_and_amenities_of_last_time_are_the_usual_stay(
+    text: str, offered: bool, taken: bool
+) -> None:
+    """Nothing but the room type and amenities is remembered, so "same budget as last time" is
+    no yes to them; a plain "sure" takes them only as the answer to the offer."""
+    assert accepts(text, offered) is taken

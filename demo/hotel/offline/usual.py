@@ -50,6 +50,9 @@ _ACCEPT = re.compile(
     r" (?:booking|stay|visit|trip)\b"
 )
 """Taking the usual stay, at any point: "same again", "the usual", "like last time"."""
+_SAME_ELSE = re.compile(r"\bsame (?:budget|price|dates?|days?|nights?|distance|area|time)\b")
+"""The same something else as last time: nothing but the room and amenities is kept."""
+_ABOUT_THE_ROOM = re.compile(r"\b(?:rooms?|stay|suite|amenit\w*|setup|usual)\b")
 _APPROVAL = re.compile(
     r"\b(?:would be|sounds|that'?s|that is) (?:great|good|perfect|lovely|fine|ideal)\b"
     r"|^\W*(?:ye+s+|yea+h+|yu+p+|su+re+)\b|^\W*(?:the )?same\b"
@@ -89,6 +92,8 @@ def offer(usual: UsualStay) -> str:
 def accepts(text: str, offered: bool) -> bool:
     """Whether ``text`` takes the usual stay: said outright, or a yes to the offer."""
     said = normalize(text)
+    if _SAME_ELSE.search(said) and not _ABOUT_THE_ROOM.search(said):
+        return False
     if _ACCEPT.search(said):
         return True
     approved = is_affirmative(text) or bool(_APPROVAL.search(said))
