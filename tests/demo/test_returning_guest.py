@@ -128,7 +128,11 @@ def test_the_cli_refuses_user_options_that_cannot_work(argv: list[str], problem:
 
 
 def test_make_demo_recognises_a_returning_person_on_its_default_store(tmp_path: Path) -> None:
-    """Two chats in the same folder, as `make demo` twice: the second offers the usual stay."""
+    """Two chats in the same folder, as `make demo` twice: the second offers the usual stay.
+
+    (Another owner and --anonymous are the engine tests' and the config test's: each chat here
+    is a process start.)
+    """
     booking = "I need a hotel in Portland\nJuly 1 to July 6\na suite with a pool\nsearch now\n"
     first = demo("--today", TODAY, "--user", "ada", cwd=tmp_path, stdin=booking + "book 1\n")
     assert first.returncode == 0 and "Your confirmation number is HF-" in first.stdout
@@ -136,7 +140,3 @@ def test_make_demo_recognises_a_returning_person_on_its_default_store(tmp_path: 
     again = demo("--today", TODAY, "--user", "ada", cwd=tmp_path, stdin=back)
     assert "Welcome back!" in again.stdout
     assert "Last time you chose a suite with pool — same again?" in again.stdout
-    other = demo("--today", TODAY, "--user", "bob", cwd=tmp_path, stdin=back)
-    assert "Welcome back" not in other.stdout and "Last time" not in other.stdout
-    nobody = demo("--today", TODAY, "--anonymous", cwd=tmp_path, stdin=back)
-    assert "Last time" not in nobody.stdout
