@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from ._abort import fail_turn, fails_turn
 from ._bank.tools import bank_block
+from ._crossing import crossing_message
 from ._invoke import invoke
 from ._llm_hooks import blocked_reason, retry_note, retry_rule
 from ._logic import LogicStep
@@ -562,7 +563,7 @@ async def _deliver(
     """Hand the forwarded message to the destination (through on_crossing on a real move)."""
     message = HumanMessage(forwarded) if isinstance(forwarded, str) else forwarded
     if moved:
-        message = await flow._call_hook(destination.on_crossing, message, source.name)
+        message = await crossing_message(flow, destination, message, source.name)
     if isinstance(destination, LogicStep):  # V1: no model to read it; run_logic passes it on
         destination.incoming_message = message
         return None

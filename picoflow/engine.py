@@ -16,6 +16,7 @@ from typing import Any
 
 from ._bank import bank_tools, require_bank
 from ._batch import BatchRuns, is_batch_turn, run_batch
+from ._crossing import crossing_message
 from ._engine_checks import (
     as_ttl,
     as_turn_timeout,
@@ -516,7 +517,7 @@ class FlowEngine(
         flow._session.sequence.append(step.name)
         await flow._call_hook(step.on_start)
         if not message:
-            opener = await flow._call_hook(step.on_crossing, None, None)
+            opener = await crossing_message(flow, step, None, None)
             if opener is not None:
                 append_message(step, opener)
 

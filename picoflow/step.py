@@ -222,7 +222,8 @@ class Step:
 
         The forwarded message passes through. Without one, a short human opener is added when
         the history ends with nothing the model could answer, so the model always has a turn.
-        Return None to add nothing.
+        An override returns a message, a str (heard as the user's message), or None to add
+        nothing.
         """
         if message is not None:
             return message

@@ -235,3 +235,50 @@ def test_r2_builders_are_immutable_and_validate_targets() -> None:
         go("  ")
     with pytest.raises(TypeError, match="direct\\(\\) needs the reply text as a str, got int."):
         direct(5)  # type: ignore[arg-type]
+
+
+class TextOpener(Step):
+    """An `on_crossing` that returns plain text: it is heard as a human message (T3)."""
+
+    def on_crossing(self, message: Any, prior_step: str | None) -> Any:
+        return f"Arrived from {prior_step or 'nowhere'}."
+
+
+class BadOpener(Step):
+    def on_crossing(self, message: Any, prior_step: str | None) -> Any:
+        return {"text": "hello"}
+
+
+async def test_t3_on_crossing_may_return_text_on_a_move() -> None:
+    model = ScriptedChatModel(script=[tool_call("hand_over"), "Got it."])
+
+    class Handing(Forwarder):
+        def hand_over(self) -> Any:
+            return go(TextOpener).with_tool_feedback("handed over")
+
+    engine = engine_for(single_step_flow(model, Handing, TextOpener))
+    result = await engine.run("OneFlow", "two beds please")
+    assert (result.success, result.message) == (True, "Got it."), result.message
+    doc = await engine.get_session(result.session_id)
+    assert transcript(doc, "TextOpener") == [("human", "Arrived from Handing."), ("ai", "Got it.")]
+    assert doc["memory"]["TextOpener"]["messages"][0]["data"]["id"].startswith("TextOpener|")
+    assert model.requests[1].messages[-1].content == "Arrived from Handing."
+
+
+async def test_t3_on_crossing_may_return_text_when_a_session_opens_without_a_message() -> None:
+    model = ScriptedChatModel(script=["Welcome!"])
+    engine = engine_for(single_step_flow(model, TextOpener))
+    result = await engine.run("OneFlow", "")
+    assert (result.success, result.message) == (True, "Welcome!"), result.message
+    doc = await engine.get_session(result.session_id)
+    assert transcript(doc, "TextOpener") == [("human", "Arrived from nowhere."), ("ai", "Welcome!")]
+
+
+async def test_t3_on_crossing_returning_something_else_says_what_to_return() -> None:
+    model = ScriptedChatModel(script=["Welcome!"])
+    result = await engine_for(single_step_flow(model, BadOpener)).run("OneFlow", "")
+    assert (result.success, result.error) == (False, "FlowDefinitionError")
+    assert result.message == (
+        "BadOpener.on_crossing() returned a dict. Return a message (a str is sent as the "
+        "user's), the forwarded message unchanged, or None to add nothing."
+    )

@@ -251,7 +251,7 @@ def _same_word(said: str, name_word: str) -> bool:
     return OSA.distance(said, name_word, score_cutoff=1) <= 1
 
 
-def _match_length(said: list[str], name: list[str]) -> int:
+def _match_length(said: Sequence[str], name: Sequence[str]) -> int:
     """Longest run of consecutive name words spoken at the start of ``said``."""
     best = 0
     for offset in range(len(name)):
@@ -287,18 +287,37 @@ def mentioned_hotels(text: str, among: Iterable[Hotel] | None = None) -> list[Ho
     """
     pool = list(hotels() if among is None else among)
     by_id = {hotel.id: hotel for hotel in pool}
-    found = [by_id[m.upper()] for m in HOTEL_ID.findall(text) if m.upper() in by_id]
+    names = tuple((hotel.id, hotel.name) for hotel in by_id.values())
+    return [by_id[hotel_id] for hotel_id in _mentioned(text, names)]
+
+
+@lru_cache(maxsize=4096)
+def _mentioned(text: str, pool: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """The ids ``mentioned_hotels`` returns, remembered per text and pool of (id, name).
+
+    The offline model re-reads the whole visible conversation every turn, so without this a
+    turn's name matching grows with the session (issue 25); the catalog is read-only, so the
+    same text and pool always give the same answer.
+    """
+    ids = {hotel_id for hotel_id, _ in pool}
+    found = [m.upper() for m in HOTEL_ID.findall(text) if m.upper() in ids]
     said = _words(HOTEL_ID.sub(" ", text))
-    names = {hotel.id: _words(hotel.name) for hotel in pool}
+    names = {hotel_id: _name_words(name) for hotel_id, name in pool}
     position = 0
     while position < len(said):
         lengths = {hid: _match_length(said[position:], name) for hid, name in names.items()}
         longest = max(lengths.values(), default=0)
         winners = [hid for hid, length in lengths.items() if length == longest]
         if longest and _identifies(said[position : position + longest]) and len(winners) == 1:
-            found.append(by_id[winners[0]])
+            found.append(winners[0])
         position += max(longest, 1)
-    return list(dict.fromkeys(found))
+    return tuple(dict.fromkeys(found))
+
+
+@lru_cache(maxsize=256)
+def _name_words(name: str) -> tuple[str, ...]:
+    """A hotel name's words, split once per name."""
+    return tuple(_words(name))
 
 
 def find_by_name(text: str, among: Iterable[Hotel] | None = None) -> Hotel | None:

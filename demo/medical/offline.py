@@ -72,6 +72,7 @@ class Booking:
     slot: str | None = None
     focus: int | None = None  # the doctor last talked about, for "them" and "the other one"
     proposal: tuple[int, str] | None = None  # what "yes" would book
+    pending: int | None = None  # a slot position chosen before any doctor ("the later one")
     problem: str | None = None
 
     def reply(self, said: list[str]) -> AIMessage | str:
@@ -86,7 +87,7 @@ class Booking:
                 self._note_question(reading)
             else:
                 self._apply(reading)
-        return self._answer(reading)
+        return self._answer(reading, opener=len(said) == 1)
 
     # -- reading a message ----------------------------------------------------------------
 
@@ -100,6 +101,10 @@ class Booking:
             self.problem = f"We don't have a Dr. {reading.unknown[-1]} here."
             self.doctor = None
         self._take_time(reading)
+        if self.doctor is not None and self.slot is None and self.pending is not None:
+            self.slot = self._slot_at(self.doctor, self.pending)  # "the later one" // "Jones"
+        if self.slot is not None:
+            self.pending = None
         if self.slot is not None and self.doctor is None:
             owner = self._owner(self.slot)
             if reading.anyone or self.focus == owner:
@@ -157,10 +162,12 @@ class Booking:
             every = sorted((_minutes(t), t) for d in self.doctors for t in d["availableTimes"])
             self.slot = every[position or 0][1]
             self.doctor = self._owner(self.slot)
+        else:  # "the later one" with no doctor yet: kept until one is named
+            self.pending = position or 0
 
     # -- answering ------------------------------------------------------------------------
 
-    def _answer(self, reading: Reading) -> AIMessage | str:
+    def _answer(self, reading: Reading, opener: bool) -> AIMessage | str:
         if reading.end and not reading.question:
             return tool_call("end_chat")
         if reading.question:
@@ -175,7 +182,9 @@ class Booking:
         if self.slot is not None:
             owner = self._owner(self.slot)
             return f"{self.slot} is with {self.doctors[owner]['name']}. Shall I book it?"
-        return self._choices()
+        if self.pending is not None and reading.times:
+            return self._which_doctor(self.pending)
+        return self._unclear(reading, opener) + self._choices()
 
     def _answer_question(self, reading: Reading) -> str:
         doctor = self._doctor_named(reading)
@@ -188,7 +197,31 @@ class Booking:
             return f"At {slot} you can see {self.doctors[owner]['name']}. Shall I book it?"
         if doctor is not None:
             return f"{self._describe(doctor)}. Which time would you like?"
-        return self._choices()
+        return self._unclear(reading, opener=False) + self._choices()
+
+    def _unclear(self, reading: Reading, opener: bool) -> str:
+        """What the message left out, said before the choices, so they are not a bare repeat."""
+        if reading.day:
+            return "I don't have the doctors' days, only their times. "
+        if not opener and reading.names_nothing() and not _GREETING.match(reading.text):
+            return "I didn't catch which doctor or slot you would like. "
+        return ""
+
+    def _which_doctor(self, position: int) -> str:
+        """A slot chosen by position, no doctor yet: each doctor's slot at that position."""
+        label = {0: "earlier", -1: "later", 1: "second", 2: "third"}.get(position, "chosen")
+        if all(position == len(self._times(i)) - 1 for i in range(len(self.doctors))):
+            label = "later"
+        options = " or ".join(
+            f"{slot} with {self.doctors[i]['name']}"
+            for i in range(len(self.doctors))
+            if (slot := self._slot_at(i, position)) is not None
+        )
+        return f"Which doctor? The {label} slot is {options}."
+
+    def _slot_at(self, index: int, position: int) -> str | None:
+        times = self._times(index)
+        return times[position] if -len(times) <= position < len(times) else None
 
     def _choices(self) -> str:
         listed = "; ".join(self._describe(i) for i in range(len(self.doctors)))

@@ -83,6 +83,12 @@ _LATE = re.compile(
 _SUPERLATIVE = re.compile(r"\b(?:earliest|latest|soonest)\b")
 _PRONOUN = re.compile(r"\b(?:him|her|them|he|she|they|his|their)\b")
 _ANYONE = re.compile(r"\b(?:whoever|anyone|anybody|any doctor|either)\b")
+_DAY = re.compile(
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\btomorrow\b|\bweek-?ends?\b"
+    r"|\b(?:next|this|coming) (?:week|month)\b|\b\d{1,2}(?:st|nd|rd|th)\b"
+    r"|\b(?:jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)[a-z]*\.? \d{1,2}\b"
+)
+"""A day or date ("on thursday", "tomorrow", "the 12th"): the doctors table has times only."""
 _UNKNOWN_DOCTOR = re.compile(r"\bdr\.?\s+(?P<name>[a-z]+)", re.I)
 _SPECIALTY_WORDS = {
     "specialist": "Specialist",
@@ -114,6 +120,12 @@ class Reading:
     question: bool = False
     yes: bool = False
     end: bool = False
+    day: bool = False  # names a day, which the doctors table does not have
+
+    def names_nothing(self) -> bool:
+        """Nothing of the booking was read: no doctor, slot, answer or intent."""
+        found = self.doctors or self.unknown or self.times or self.day
+        return not (found or self.anyone or self.pronoun or self.question or self.yes or self.end)
 
 
 def symptoms_in(text: str) -> str | None:
@@ -158,6 +170,7 @@ def read(text: str, doctors: list[dict[str, Any]]) -> Reading:
     )
     reading.anyone = bool(_ANYONE.search(said))
     reading.pronoun = bool(_PRONOUN.search(said))
+    reading.day = bool(_DAY.search(said))
     _read_doctors(said, doctors, reading)
     _read_times(said, doctors, reading)
     reading.doctors.sort(key=lambda m: m.at)

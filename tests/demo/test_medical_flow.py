@@ -247,3 +247,50 @@ async def test_2_4_conversations_book_the_doctor_and_slot_people_meant(
     assert [r.message for r in results[:-1]] == replies
     state = doc["steps"]["BookingStep"]["state"]
     assert (state["doctorName"], state["timeSlot"], results[-1].completed) == (*booked, True)
+
+
+CHOICES = (
+    "Dr. Smith (General Practice) is available at 10:00 AM or 2:00 PM; Dr. Jones (Specialist) "
+    "is available at 11:00 AM or 3:00 PM. Which doctor and time would you like?"
+)
+
+
+@pytest.mark.parametrize(
+    ("said", "reply"),
+    [
+        (  # a slot by position with no doctor: the reply asks for the doctor, with both slots
+            "the later one please",
+            "Which doctor? The later slot is 2:00 PM with Dr. Smith or 3:00 PM with Dr. Jones.",
+        ),
+        (
+            "the morning slot",
+            "Which doctor? The earlier slot is 10:00 AM with Dr. Smith or 11:00 AM with Dr. Jones.",
+        ),
+        (  # a day: the doctors table has times only, which is said rather than ignored
+            "who's free on thursday?",
+            f"I don't have the doctors' days, only their times. {CHOICES}",
+        ),
+        ("asdf", f"I didn't catch which doctor or slot you would like. {CHOICES}"),
+    ],
+)
+async def test_2_2_a_reply_says_what_it_did_not_understand(
+    engine: FlowEngine, said: str, reply: str
+) -> None:
+    """PicoFlow's BookingStep model helps the patient pick a doctor and one of that doctor's
+    slots: a message that leaves either open is answered with what is missing, not with the
+    list alone (a stranger's report)."""
+    results, doc = await talk(engine, "Hi", "I have a sore throat", said)
+    assert results[-1].message == reply
+    assert "booked" not in doc["steps"]["BookingStep"]["state"]
+
+
+async def test_2_2_the_doctor_named_after_a_slot_by_position_books_that_slot(
+    engine: FlowEngine,
+) -> None:
+    results, doc = await talk(engine, "Hi", "I have a sore throat", "the later one", "Dr. Jones")
+    state = doc["steps"]["BookingStep"]["state"]
+    assert (state["doctorName"], state["timeSlot"], results[-1].completed) == (
+        "Dr. Jones",
+        "3:00 PM",
+        True,
+    )

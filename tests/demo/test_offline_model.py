@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from datetime import date
+from types import ModuleType
 from typing import Any
+from uuid import uuid4
 
 import pytest
+from hotel_chat import Guest, offline_engine
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from demo.hotel import catalog
 from demo.hotel.booking import Booking, numbered
+from demo.hotel.offline import draft as draft_module
 from demo.hotel.offline.model import OfflineHotelModel, offline_provider
 from demo.hotel.prompting import (
     booked_prompt,
@@ -357,3 +361,35 @@ def test_provider_knows_one_model() -> None:
     assert str(error.value) == (
         "The offline provider has one model, 'offline:hotel'; got 'offline:gpt'."
     )
+
+
+@pytest.mark.parametrize(
+    ("module", "work"),
+    [(catalog, "_match_length"), (draft_module, "parse_dates")],
+    ids=["hotel-names", "criteria"],
+)
+async def test_replay_work_per_turn_does_not_grow_with_the_session(
+    monkeypatch: pytest.MonkeyPatch, module: ModuleType, work: str
+) -> None:
+    """The offline model re-reads the whole visible conversation every turn (each guest line is
+    matched against every hotel name and read for criteria): a turn must pay only for what is
+    new, or a long session slows down (issue 25, bench/long_session.py). Every question is new
+    text (a fresh token), so no turn is cheap by repeating an earlier one."""
+    calls = [0]
+    original = getattr(module, work)
+
+    def counted(*args: Any) -> Any:
+        calls[0] += 1
+        return original(*args)
+
+    monkeypatch.setattr(module, work, counted)
+    guest = Guest(offline_engine())
+    await guest.start()
+    await guest.say("Hi! I need a hotel in Portland.")
+    done = []
+    for _ in range(16):
+        calls[0] = 0
+        await guest.say(f"is there a pool at the {uuid4().hex[:8]} one?")
+        done.append(calls[0])
+    assert done[0] > 0  # the new line is read...
+    assert max(done[8:]) <= max(done[:4]), done  # ...earlier lines are not read again

@@ -3,7 +3,10 @@
 Conventions (the same ones the LLM is told in ``StayCriteria``):
 
 * "X to Y" (also "X - Y", "until", "through", "arriving X and leaving Y", "between X and Y") means
-  check in on X and check out on Y: "June 9 to 11" is the nights of June 9 and 10.
+  check in on X and check out on Y: "June 9 to 11" is the nights of June 9 and 10. A check-out
+  day without a month ("March 12, leaving the 15th") takes the check-in's month, or the next when
+  it is not after the check-in; a month said once after the check-out ("the 3rd to the 6th of
+  May") is the check-in's too.
 * A lone day is one night: "June 3, June 5 and June 9 to 11" is June 3, June 5 and June 9–10.
 * "X for N nights" (N in digits or one..fourteen, "a night", "a week", "a couple of nights").
 * A missing year makes the date the next one to come: "March 14" said in December is next March
@@ -55,8 +58,11 @@ _ABOUT = r"(?:about|around|roughly|approximately)\s+"
 _SPAN = r"days?|weeks?|wks?|fortnights?|months?"
 """Units a check-in is counted in from today ("in 3 days", "a week from Friday")."""
 _NOT_A_DAY = (
-    r"(?!\s*(?:/|-\d|\$|nights?|weeks?|beds?|queens?|kings?|people|guests|adults|miles?|mi\b))"
+    rf"(?!\s*(?:/|-\d(?!\d?{_TH}\s+(?:of\s+)?(?:{_MONTH})\b)|\$|nights?|weeks?|beds?|queens?|kings?"
+    r"|people|guests|adults|miles?|mi\b))"
 )
+"""What makes a number no bare day: a fraction, a count of nights, beds or miles, or the start
+of a range of numbers ("3-4 nights") — unless that range ends on a day of a month ("10-14 July")."""
 
 _MENTION = re.compile(
     # 2026-07-01
@@ -100,11 +106,20 @@ _MENTION = re.compile(
 
 _RANGE_GAP = re.compile(
     r"(?:^|\s)(?:-|to|until|till|through|thru)(?:\s|$)|\bleav|\bcheck(?:ing)?[ -]?out|\bdepart"
+    r"|(?:^|\s)out(?:\s+on)?\s*$"
 )
 """Text between two dates that makes them check-in and check-out rather than two separate days."""
 
-_CONTINUATION_GAP = re.compile(r"^[\s,]*(?:-|to|until|till|through|thru|and|&|or)?[\s,]*$")
-"""What may separate a bare day from the date it continues ("June 9 to 11", "June 3, 5")."""
+_CONTINUATION_GAP = re.compile(
+    r"^[\s,]*(?:-|to|until|till|through|thru|and|&|or)?[\s,]*$"
+    r"|^[\s,]*(?:-\s*)?(?:and\s+)?(?:(?:we|i)\s+)?(?:leav\w*|depart\w*|check(?:ing)?[ -]?out|out)"
+    r"(?:\s+(?:on|by))?\s*$"
+)
+"""What may separate a bare day from the date it continues ("June 9 to 11", "June 3, 5"), and
+a check-out word before a bare day ("June 12, leaving the 15th", "and we leave on the 2nd")."""
+_LEADING_GAP = re.compile(r"^\s*(?:-|to|until|till|through|thru)\s*$")
+"""What may separate a bare check-in day from a check-out date with its month ("the 3rd to the
+6th of May"): the month is said once, for both."""
 
 
 class DateTrouble(ValueError):
@@ -211,12 +226,17 @@ def _mention(match: re.Match[str]) -> _Mention | None:
 def _scan(text: str) -> list[_Mention]:
     """All mentions in order; a bare day only counts right after a date ("to the 6th")."""
     found: list[_Mention] = []
+    leading: _Mention | None = None  # a bare day no date came before: maybe one comes after
     for match in _MENTION.finditer(text):
         mention = _mention(match)
         if mention is None:
             continue
         if mention.kind == "day" and not _continues(found, text, mention):
+            leading = mention
             continue
+        if leading is not None and _leads_into(leading, mention, text):
+            found.append(_with_month_of(leading, mention))
+        leading = None
         if _names_its_weekday(found, text, mention):
             weekday = found.pop()
             mention = replace(mention, start=weekday.start, said_weekday=weekday.weekday)
@@ -235,6 +255,21 @@ def _names_its_weekday(found: list[_Mention], text: str, mention: _Mention) -> b
     plain = last.kind == "weekday" and last.offset == 0 and last.months == 0
     words = text[last.start : last.end].split()
     return plain and len(words) == 1 and bool(_WEEKDAY_GAP.match(text[last.end : mention.start]))
+
+
+def _leads_into(day: _Mention, mention: _Mention, text: str) -> bool:
+    """Whether a bare ``day`` is the check-in of the dated ``mention`` ("the 3rd to May 6")."""
+    return mention.kind == "date" and bool(_LEADING_GAP.match(text[day.end : mention.start]))
+
+
+def _with_month_of(day: _Mention, checkout: _Mention) -> _Mention:
+    """The bare check-in ``day`` in the check-out's month, or the month before when its day is
+    later ("the 28th to the 2nd of August" starts July 28)."""
+    year = day.year if day.year is not None else checkout.year
+    month = checkout.month
+    if day.day > checkout.day:
+        month, year = (12, year - 1 if year else None) if month == 1 else (month - 1, year)
+    return replace(day, kind="date", month=month, year=year)
 
 
 def _continues(found: list[_Mention], text: str, mention: _Mention) -> bool:

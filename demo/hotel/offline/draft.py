@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -132,19 +133,12 @@ class Draft:
         return asks
 
     def heard(self, text: str, today: date) -> Draft:
-        """The draft after the guest says ``text``: what it names changes, the rest stays."""
-        draft = self
-        anchored = self.dates and not _RELATIVE.search(normalize(text))
-        dates = parse_dates(text, self.dates[0].start if anchored else today)
-        if dates:
-            draft = replace(draft, dates=_moved(self.dates, tuple(dates), normalize(text)))
-        elif self.dates:
-            said = _PRICE.sub(" ", normalize(text))
-            draft = replace(draft, dates=_corrected(self.dates, said))
-        if _DROP_BUDGET.search(normalize(text)):
-            draft = replace(draft, budget_min=None, budget_max=None)
-        draft = _with_distances(_with_room(_with_budget(draft, text), text), text)
-        return replace(draft, amenities=_amenities(draft.amenities, text))
+        """The draft after the guest says ``text``: what it names changes, the rest stays.
+
+        Remembered per (draft, text, today): the offline model replays the whole visible
+        conversation every turn, and a turn should pay only for its new message (issue 25).
+        """
+        return _heard(self, text, today)
 
     def with_advice(self, advice: str) -> Draft:
         """The draft after the first change ``catalog.relax_advice`` proposed in ``advice``."""
@@ -208,6 +202,23 @@ _KEPT_END = re.compile(
     r"(?:\s+(?:date|day))?\b"
 )
 """An end of the stay the guest keeps ("same checkout"): it names no day to move."""
+
+
+@lru_cache(maxsize=4096)
+def _heard(before: Draft, text: str, today: date) -> Draft:
+    """``Draft.heard``, computed once per (draft, text, today): every part of it is pure."""
+    draft = before
+    anchored = before.dates and not _RELATIVE.search(normalize(text))
+    dates = parse_dates(text, before.dates[0].start if anchored else today)
+    if dates:
+        draft = replace(draft, dates=_moved(before.dates, tuple(dates), normalize(text)))
+    elif before.dates:
+        said = _PRICE.sub(" ", normalize(text))
+        draft = replace(draft, dates=_corrected(before.dates, said))
+    if _DROP_BUDGET.search(normalize(text)):
+        draft = replace(draft, budget_min=None, budget_max=None)
+    draft = _with_distances(_with_room(_with_budget(draft, text), text), text)
+    return replace(draft, amenities=_amenities(draft.amenities, text))
 
 
 def _moved(
