@@ -6,7 +6,10 @@ Two workloads on each store, with a flow whose memory is compacted (a rolling su
 scripted summariser, so a session's document stays bounded as a real app's does):
 
 - one session driven to `--turns` turns: median turn time and store size per tenth;
-- `--sessions` sessions of 10 turns each: the same per tenth of the sessions.
+- `--sessions` sessions of 10 turns each: the same per tenth of the sessions;
+- `--pairs` times, one session at turn `--turns`/2 (the limits reached) and one at 9/10 of
+  it, their next tenth of turns alternating: the late turns' median over the early ones'
+  (1.0 is flat), for the whole turn and for the store's save alone.
 
 With `history_limit=50` (the default) the size must stop growing per session once 50
 revisions are kept, and the per-turn time stay flat. On SQLite the same single-session run is
@@ -144,6 +147,37 @@ async def many_sessions(
     return out
 
 
+async def paired(store: Store, early: int, late: int, span: int) -> tuple[float, float]:
+    """(median turn ms, median save ms) of turns late+1.. over those of turns early+1..
+
+    One session is driven to `early` turns and another to `late`, then their next `span`
+    turns alternate, so both see the same machine load: on two shared cores the load drifts
+    more over a 1,000-turn run than the store's cost does, and tenths measured one after the
+    other read that drift as growth.
+    """
+    engine = FlowEngine([GrowthFlow], store=store)
+    sessions: list[str | None] = []
+    for turns in (early, late):
+        session_id: str | None = None
+        for turn in range(1, turns + 1):
+            session_id = (await engine.run("GrowthFlow", line(turn), session_id)).session_id
+        sessions.append(session_id)
+    timed_saves(store)
+    turn_ms: list[list[float]] = [[], []]
+    save_ms: list[list[float]] = [[], []]
+    for step in range(span):
+        for which, (session_id, done) in enumerate(zip(sessions, (early, late), strict=True)):
+            before = len(SAVES)
+            start = time.perf_counter()
+            result = await engine.run("GrowthFlow", line(done + step + 1), session_id)
+            turn_ms[which].append((time.perf_counter() - start) * 1000)
+            save_ms[which] += SAVES[before:]
+            assert result.success, result.message
+    await engine.aclose()
+    ratio = statistics.median(turn_ms[1]) / statistics.median(turn_ms[0])
+    return ratio, statistics.median(save_ms[1]) / statistics.median(save_ms[0])
+
+
 SAVES: list[float] = []  # ms of every store save/create since the last reset
 
 
@@ -194,7 +228,9 @@ def report(title: str, rows: list[tuple[int, float, int]], unit: str) -> None:
     print(f"  median store save: {statistics.median(SAVES):.3f} ms")
 
 
-async def run_store(kind: str, turns: int, sessions: int, uri: str | None) -> None:
+async def run_store(
+    kind: str, turns: int, sessions: int, uri: str | None, pairs: int
+) -> None:
     def fresh() -> tuple[Store, str | None]:
         if kind == "sqlite":
             path = str(Path(tempfile.mkdtemp(prefix="growth-")) / "sessions.db")
@@ -207,6 +243,17 @@ async def run_store(kind: str, turns: int, sessions: int, uri: str | None) -> No
     store, path = fresh()
     rows = await many_sessions(store, path, sessions)
     report(f"{kind}: {sessions} sessions of 10 turns", rows, "sessions")
+    if pairs:
+        early, late, span = turns // 2, turns * 9 // 10, turns // 10
+        ratios = []
+        for _ in range(pairs):
+            store, path = fresh()
+            ratios.append(await paired(store, early, late, span))
+        for turn, save in ratios:
+            print(f"{kind}: turns {late + 1}-{late + span} against {early + 1}-{early + span}, "
+                  f"alternating: turn {turn:.3f}x, save {save:.3f}x")  # fmt: skip
+        print(f"{kind}: median of {pairs}: turn {statistics.median(r for r, _ in ratios):.3f}x, "
+              f"save {statistics.median(s for _, s in ratios):.3f}x")  # fmt: skip
     if kind == "sqlite":
         pairs = []
         for _ in range(3):  # alternate, so both runs see the same machine load
@@ -228,16 +275,19 @@ async def main() -> None:
     parser.add_argument("--stores", default="sqlite,mongo")
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument(
+        "--pairs", type=int, default=3, help="paired late-against-early runs per store (0: none)"
+    )
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     kinds = args.stores.split(",")
     if "mongo" in kinds:
         with mongo_uri() as uri:
             for kind in kinds:
-                await run_store(kind, args.turns, args.sessions, uri)
+                await run_store(kind, args.turns, args.sessions, uri, args.pairs)
     else:
         for kind in kinds:
-            await run_store(kind, args.turns, args.sessions, None)
+            await run_store(kind, args.turns, args.sessions, None, args.pairs)
 
 
 if __name__ == "__main__":
