@@ -76,26 +76,26 @@ def history_hops(revisions: Sequence[Revision]) -> list[Hop]:
             before, after = entry.get("step_before"), entry.get("step_after")
             if after and (before or where) != after:
                 kind = "rewind" if action == "rewind" else "move"
-                hops.append(Hop(str(before or where), str(after), kind, _label(entry)))
+                hops.append(Hop(str(before or where), str(after), kind, _label(entry, None)))
             where, previous = str(after or where), None
             continue
         if previous is None or action == "fork":
-            label = _label(entry) if action == "fork" else None
+            label = _label(entry, doc) if action == "fork" else None
             hops += _chain(START, moves(doc), label)
         elif action == "rewind":
-            hops.append(Hop(where, _last(doc, where), "rewind", _label(entry)))
+            hops.append(Hop(where, _last(doc, where), "rewind", _label(entry, doc)))
         else:
             base = kept.get(restored, previous) if isinstance(restored, int) else previous
             if action == "edit":
-                hops.append(Hop(where, _last(base, where), "edit", _label(entry)))
+                hops.append(Hop(where, _last(base, where), "edit", _label(entry, doc)))
             hops += _beyond(moves(base), moves(doc))
         kept[int(entry["revision"])] = doc
         previous, where = doc, _last(doc, where)
     return hops + (_ending(previous, hops) if previous is not None else [])
 
 
-def _label(entry: Mapping[str, Any]) -> str | None:
-    """What a jump arrow says: which revision it went back to."""
+def _label(entry: Mapping[str, Any], doc: Mapping[str, Any] | None) -> str | None:
+    """What a jump arrow says: which revision it went back to (a fork: of which session)."""
     action, restored = entry.get("action"), entry.get("restored")
     if not isinstance(restored, int):
         return None
@@ -104,7 +104,9 @@ def _label(entry: Mapping[str, Any]) -> str | None:
     if action == "edit":
         return f"edit of revision {restored + 1}"
     if action == "fork":
-        return f"fork at revision {restored}"
+        origin = (doc or {}).get("forked_from") or {}
+        of = f" of {origin['session_id']}" if isinstance(origin, Mapping) and origin else ""
+        return f"fork{of} at revision {restored}"
     return None
 
 
