@@ -870,7 +870,8 @@ async def test_w1_simulator_cli_replays_the_kept_revisions(tmp_path: Path) -> No
     args = ("--store", f"sqlite:///{path}", "--session", session_id, "--setting", "off")
 
     plain, replayed = await asyncio.gather(
-        asyncio.to_thread(simulate_cli, *args), asyncio.to_thread(simulate_cli, *args, "--revisions")
+        asyncio.to_thread(simulate_cli, *args),
+        asyncio.to_thread(simulate_cli, *args, "--revisions"),
     )
 
     assert replayed.returncode == 0, replayed.stderr
