@@ -387,7 +387,8 @@ def conversation_model() -> ScriptedChatModel:
     return ScriptedChatModel(policy=policy)
 
 
-async def run_conversation(store: Any, turns: int, compact: bool) -> tuple[str, Any]:
+def agent_engine(store: Any, compact: bool) -> tuple[FlowEngine, ScriptedChatModel]:
+    """An engine running AgentFlow on `conversation_model()`, compacted 12/4 if `compact`."""
     model = conversation_model()
 
     class AgentFlow(Flow):
@@ -403,7 +404,11 @@ async def run_conversation(store: Any, turns: int, compact: bool) -> tuple[str, 
         def define_steps(self) -> list[Step]:
             return [Agent(self).use_memory("agent")]
 
-    engine = FlowEngine(flows=[AgentFlow], store=store)
+    return FlowEngine(flows=[AgentFlow], store=store), model
+
+
+async def run_conversation(store: Any, turns: int, compact: bool) -> tuple[str, Any]:
+    engine, model = agent_engine(store, compact)
     session_id = None
     for number in range(1, turns + 1):
         result = await engine.run("AgentFlow", f"message {number}", session_id=session_id)
@@ -760,22 +765,7 @@ async def test_simulator_report_table_lists_settings_in_order() -> None:
 
 async def run_line(store: Any, compact: bool, script: list[Any]) -> str:
     """Run `script` on one session: "message N" turns, and ("rewind", revision) rewinds."""
-    model = conversation_model()
-
-    class AgentFlow(Flow):
-        def __init__(self) -> None:
-            super().__init__()
-            if compact:
-                memory = self.get_memory().set_summary_model(model)
-                memory.set_summary_config(12, 4).enable_summary("agent")
-
-        def config_model(self) -> Any:
-            return model
-
-        def define_steps(self) -> list[Step]:
-            return [Agent(self).use_memory("agent")]
-
-    engine = FlowEngine(flows=[AgentFlow], store=store)
+    engine, _ = agent_engine(store, compact)
     session_id = None
     for item in script:
         if isinstance(item, tuple):
