@@ -6,7 +6,11 @@ Two workloads on each store, with a flow whose memory is compacted (a rolling su
 scripted summariser, so a session's document stays bounded as a real app's does):
 
 - one session driven to `--turns` turns: median turn time and store size per tenth;
-- `--sessions` sessions of 10 turns each: the same per tenth of the sessions.
+- `--sessions` sessions of 10 turns each: the same per tenth of the sessions;
+- `--pairs` times, one session at turn `--turns`/2 (the limits reached) and one at 9/10 of
+  it, each in a store of its own (MongoDB: a SecantusDB each), their next tenth of turns
+  alternating: the late turns' median over the early ones'
+  (1.0 is flat), for the whole turn and for the store's save alone.
 
 With `history_limit=50` (the default) the size must stop growing per session once 50
 revisions are kept, and the per-turn time stay flat. On SQLite the same single-session run is
@@ -25,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -144,12 +148,50 @@ async def many_sessions(
     return out
 
 
+async def paired(
+    stores: tuple[Store, Store], early: int, late: int, span: int
+) -> tuple[float, float]:
+    """(median turn ms, median save ms) of turns late+1.. over those of turns early+1..
+
+    One session is driven to `early` turns in the first store and another to `late` in the
+    second (a store of its own, on MongoDB a server of its own, so whatever a store or server
+    accumulates with its age counts too), then their next `span` turns alternate, so both see
+    the same machine load: on two shared cores the load drifts more over a 1,000-turn run than
+    the store's cost does, and tenths measured one after the other read that drift as growth.
+    """
+    engines = [FlowEngine([GrowthFlow], store=store) for store in stores]
+    sessions: list[str | None] = []
+    for engine, turns in zip(engines, (early, late), strict=True):
+        session_id: str | None = None
+        for turn in range(1, turns + 1):
+            session_id = (await engine.run("GrowthFlow", line(turn), session_id)).session_id
+        sessions.append(session_id)
+    SAVES.clear()
+    for store in stores:
+        timed_saves(store, reset=False)
+    turn_ms: list[list[float]] = [[], []]
+    save_ms: list[list[float]] = [[], []]
+    for step in range(span):
+        for which, (session_id, done) in enumerate(zip(sessions, (early, late), strict=True)):
+            before = len(SAVES)
+            start = time.perf_counter()
+            result = await engines[which].run("GrowthFlow", line(done + step + 1), session_id)
+            turn_ms[which].append((time.perf_counter() - start) * 1000)
+            save_ms[which] += SAVES[before:]
+            assert result.success, result.message
+    for engine in engines:
+        await engine.aclose()
+    ratio = statistics.median(turn_ms[1]) / statistics.median(turn_ms[0])
+    return ratio, statistics.median(save_ms[1]) / statistics.median(save_ms[0])
+
+
 SAVES: list[float] = []  # ms of every store save/create since the last reset
 
 
-def timed_saves(store: Store) -> None:
+def timed_saves(store: Store, *, reset: bool = True) -> None:
     """Record how long each of the store's saves takes: the store's part of a turn."""
-    SAVES.clear()
+    if reset:
+        SAVES.clear()
     for name in ("save", "create"):
         original = getattr(store, name)
 
@@ -194,19 +236,33 @@ def report(title: str, rows: list[tuple[int, float, int]], unit: str) -> None:
     print(f"  median store save: {statistics.median(SAVES):.3f} ms")
 
 
-async def run_store(kind: str, turns: int, sessions: int, uri: str | None) -> None:
-    def fresh() -> tuple[Store, str | None]:
+async def run_store(
+    kind: str, turns: int, sessions: int, uri: str | None, pairs: int
+) -> None:
+    def fresh(server: str | None = uri) -> tuple[Store, str | None]:
         if kind == "sqlite":
             path = str(Path(tempfile.mkdtemp(prefix="growth-")) / "sessions.db")
             return SQLiteStore(path), path
-        assert uri is not None
-        return MongoStore(uri, f"growth_{time.monotonic_ns()}"), None
+        assert server is not None
+        return MongoStore(server, f"growth_{time.monotonic_ns()}"), None
 
     store, path = fresh()
     report(f"{kind}: one session, {turns} turns", await one_session(store, path, turns), "turn")
     store, path = fresh()
     rows = await many_sessions(store, path, sessions)
     report(f"{kind}: {sessions} sessions of 10 turns", rows, "sessions")
+    if pairs:
+        early, late, span = turns // 2, turns * 9 // 10, turns // 10
+        ratios = []
+        with mongo_uri() if kind == "mongo" else nullcontext(uri) as other:
+            for _ in range(pairs):
+                stores = (fresh(other)[0], fresh(uri)[0])
+                ratios.append(await paired(stores, early, late, span))
+        for turn, save in ratios:
+            print(f"{kind}: turns {late + 1}-{late + span} against {early + 1}-{early + span}, "
+                  f"alternating: turn {turn:.3f}x, save {save:.3f}x")  # fmt: skip
+        print(f"{kind}: median of {pairs}: turn {statistics.median(r for r, _ in ratios):.3f}x, "
+              f"save {statistics.median(s for _, s in ratios):.3f}x")  # fmt: skip
     if kind == "sqlite":
         pairs = []
         for _ in range(3):  # alternate, so both runs see the same machine load
@@ -228,16 +284,19 @@ async def main() -> None:
     parser.add_argument("--stores", default="sqlite,mongo")
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument(
+        "--pairs", type=int, default=3, help="paired late-against-early runs per store (0: none)"
+    )
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     kinds = args.stores.split(",")
     if "mongo" in kinds:
         with mongo_uri() as uri:
             for kind in kinds:
-                await run_store(kind, args.turns, args.sessions, uri)
+                await run_store(kind, args.turns, args.sessions, uri, args.pairs)
     else:
         for kind in kinds:
-            await run_store(kind, args.turns, args.sessions, None)
+            await run_store(kind, args.turns, args.sessions, None, args.pairs)
 
 
 if __name__ == "__main__":

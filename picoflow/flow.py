@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pydash
@@ -277,15 +277,20 @@ class Flow:
             "Declare it with @tool on a step method, or check the spelling."
         )
 
-    def graph(self, *, session: Mapping[str, Any] | None = None) -> str:
+    def graph(
+        self, *, session: Mapping[str, Any] | None = None, history: Sequence[Any] | None = None
+    ) -> str:
         """This flow as Mermaid flowchart text: where a conversation can go (see picoflow.graph).
 
         Args:
             session: A stored session document; the path it took is drawn over the flow.
+            history: The session's kept revisions, oldest first, as
+                `picoflow.graph.load_history` returns them: the path is drawn from them,
+                rewinds and edits included (W1).
         """
         from .graph import draw  # the graph reads flows, so it is imported when drawn
 
-        return draw(self, session=session)
+        return draw(self, session=session, history=history)
 
     def preview(self, step: StepRef | None = None) -> list[BaseMessage]:
         """Exactly the messages the next model call of `step` (default: the current one) gets.

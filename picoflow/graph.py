@@ -10,8 +10,10 @@ step hangs off a `start` node; `EndStep`s and steps that can finish lead to an `
 Logic steps are hexagons, steps run nested have a dashed border and are reached by dotted
 arrows. Tools that need a person's approval (K1) and `handoff()` moves (K6) are dotted arrows
 to a `person` node. With a session, the path it took is drawn over the flow: visited steps and
-taken moves in green, numbered in order, and a move the code does not show as a red dotted
-arrow.
+taken moves in green, numbered in order, a move the code does not show as a red dotted arrow,
+and, when the path comes from the session's revision history (`--session`, or
+`draw(flow, history=...)`), each rewind, undo or edited turn as an orange dashed arrow back
+to the step it restored.
 
 Markdown viewers (GitHub, GitLab, VS Code, MkDocs with a plugin) render a ```mermaid block.
 """
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._flow_moves import flow_moves
+from ._graph_path import END, START, Hop, Revision, document_hops, history_hops
 from ._moves import Move, read_moves
 from .errors import FlowDefinitionError
 from .step import EndStep
@@ -37,9 +40,9 @@ from .tools import collect_tools
 if TYPE_CHECKING:
     from .flow import Flow
 
-__all__ = ["FlowGraph", "Move", "flow_graph", "draw", "main"]
+__all__ = ["FlowGraph", "Hop", "Move", "draw", "flow_graph", "load_history", "main"]
 
-START, END, PERSON = "__start__", "__end__", "__person__"
+PERSON = "__person__"
 SOLID, DOTTED = "-->", "-.->"
 TERMINAL = "    classDef terminal fill:#f1f3f5,stroke:#868e96"
 LOGIC = "    classDef logic fill:#fff3bf,stroke:#e67700"
@@ -48,6 +51,7 @@ VISITED = "    classDef visited fill:#d3f9d8,stroke:#2b8a3e,stroke-width:2px"
 CURRENT = "    classDef current fill:#d3f9d8,stroke:#2b8a3e,stroke-width:4px"
 PEOPLE = "    classDef person fill:#e7f5ff,stroke:#1971c2"
 TAKEN, UNSEEN = "stroke:#2b8a3e,stroke-width:3px", "stroke:#c92a2a,stroke-width:3px"
+JUMPED = "stroke:#e67700,stroke-width:3px,stroke-dasharray:6 4"  # rewind, undo, edit (W2, W4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,9 +124,31 @@ def _target(move: Move) -> str:
     return move.target or END
 
 
-def draw(flow: Flow, *, session: Mapping[str, Any] | None = None) -> str:
-    """The flow as Mermaid flowchart text; with a session document, the path it took on top."""
-    return to_mermaid(flow_graph(flow), session)
+def draw(
+    flow: Flow,
+    *,
+    session: Mapping[str, Any] | None = None,
+    history: Sequence[Revision] | None = None,
+) -> str:
+    """The flow as Mermaid flowchart text; with a session, the path it took on top.
+
+    Args:
+        flow: The flow object.
+        session: A session document: its `sequence` is the path drawn.
+        history: The session's kept revisions, oldest first, each `(history entry, the
+            document it saved)` as `load_history` returns them: the path is drawn from them,
+            rewinds, undos and edits included (see `picoflow._graph_path`). `session`
+            defaults to the newest document.
+    """
+    if not history:
+        return to_mermaid(flow_graph(flow), session)
+    session = session if session is not None else history[-1][1]
+    if session is None:
+        raise ValueError(
+            "The newest revision of the history has no document, so the session's flow and "
+            "step are unknown; pass session= (engine.get_session(session_id))."
+        )
+    return to_mermaid(flow_graph(flow), session, history_hops(history))
 
 
 def _initial(flow: Flow) -> str:
@@ -147,21 +173,26 @@ class _Edge:
     labels: list[str] = field(default_factory=list)
     taken: list[int] = field(default_factory=list)
     unseen: bool = False
+    jump: bool = False  # a rewind, undo or edit going back to an earlier state
 
     def text(self) -> str:
         label = ", ".join(self.labels)
         if self.taken:
             moves = ", ".join(map(str, self.taken))
             label = f"{label}: {'moves' if len(self.taken) > 1 else 'move'} {moves}".lstrip(": ")
-        if self.unseen:
-            label += ": not in the code"
+        if self.unseen and not self.jump:
+            label = f"{label}: not in the code" if label else "not in the code"
         return f"    {self.source} {self.arrow}{f'|{label}|' if label else ''} {self.target}"
 
 
-def to_mermaid(graph: FlowGraph, session: Mapping[str, Any] | None = None) -> str:
-    """Mermaid flowchart text for a graph, with a session's path drawn over it."""
+def to_mermaid(
+    graph: FlowGraph, session: Mapping[str, Any] | None = None, hops: list[Hop] | None = None
+) -> str:
+    """Mermaid flowchart text for a graph, with a session's path (default: its document's)."""
     edges = _edges(graph)
-    path = _overlay(graph, edges, session) if session is not None else None
+    path = None
+    if session is not None:
+        path = _overlay(graph, edges, session, document_hops(session) if hops is None else hops)
     lines = ["flowchart TD", f"    %% {graph.flow}, drawn by picoflow.graph"]
     for note in graph.notes:  # wrapped, so the text reads well in a Markdown file too
         wrapped = textwrap.wrap(note, 88)
@@ -225,49 +256,52 @@ def _classes(graph: FlowGraph, *, ends: bool) -> list[str]:
     return lines
 
 
-def _overlay(graph: FlowGraph, edges: list[_Edge], session: Mapping[str, Any]) -> list[str]:
-    """Number the session's moves on the arrows; add red arrows for moves the code lacks."""
+def _overlay(
+    graph: FlowGraph, edges: list[_Edge], session: Mapping[str, Any], hops: list[Hop]
+) -> list[str]:
+    """Number the session's moves on the arrows; add red arrows for moves the code lacks.
+
+    A rewind, undo or edit (a jump back to an earlier state) is an orange dashed arrow of its
+    own, labelled with the revision it went back to and numbered like the moves.
+    """
     if session.get("flow") != graph.flow:
         raise ValueError(
             f"Session {session.get('id')!r} belongs to flow {session.get('flow')!r}, not "
             f"{graph.flow!r}; draw it over the flow it ran."
         )
-    sequence = _moves(session)
-    if session.get("run_status") == "completed" and sequence:
-        sequence.append(END)
-    hops = list(zip([START, *sequence], sequence, strict=False))
-    for number, (source, target) in enumerate(hops):
-        edge = next((e for e in edges if (e.source, e.target) == (source, target)), None)
-        if edge is None:
-            edge = _Edge(source, target, DOTTED, unseen=True)
-            edges.append(edge)
-        if source != START and target != END:
+    number = 0
+    for hop in hops:
+        edge = _edge_for(edges, hop)
+        if hop.source != START and hop.target != END:
+            number += 1
             edge.taken.append(number)
-    return _path_styles(graph, edges, sequence, session)
+        if hop.label is not None and hop.label not in edge.labels:
+            edge.labels.append(hop.label)
+    return _path_styles(graph, edges, hops, session)
 
 
-def _moves(session: Mapping[str, Any]) -> list[str]:
-    """The cursor's moves in `sequence`: nested runs (V2) and the parent's return left out.
-
-    >>> _moves({"sequence": ["A", "C", "A", "B"], "sequence_levels": [1, 2, 1, 1]})
-    ['A', 'B']
-    """
-    names = [str(name) for name in session.get("sequence") or []]
-    levels = list(session.get("sequence_levels") or []) + [1] * len(names)
-    moves: list[str] = []
-    for name, level in zip(names, levels, strict=False):
-        if level == 1 and (not moves or moves[-1] != name):
-            moves.append(name)
-    return moves
+def _edge_for(edges: list[_Edge], hop: Hop) -> _Edge:
+    """The arrow a hop is drawn on: the code's, a jump arrow, or a new red one."""
+    jump = hop.kind in ("rewind", "edit")
+    for edge in edges:
+        if (edge.source, edge.target) == (hop.source, hop.target) and edge.jump == jump:
+            return edge
+    edge = _Edge(hop.source, hop.target, DOTTED, unseen=True, jump=jump)
+    edges.append(edge)
+    return edge
 
 
 def _path_styles(
-    graph: FlowGraph, edges: list[_Edge], sequence: Sequence[str], session: Mapping[str, Any]
+    graph: FlowGraph, edges: list[_Edge], hops: Sequence[Hop], session: Mapping[str, Any]
 ) -> list[str]:
-    hops = set(zip([START, *sequence], sequence, strict=False))
-    taken = [str(i) for i, e in enumerate(edges) if (e.source, e.target) in hops and not e.unseen]
-    unseen = [str(i) for i, e in enumerate(edges) if e.unseen]
-    visited = [name for name in graph.steps if name in sequence]
+    walked = {(hop.source, hop.target) for hop in hops if hop.kind in ("move", "fork")}
+    taken = [
+        str(i) for i, e in enumerate(edges) if (e.source, e.target) in walked and not e.unseen
+    ]
+    unseen = [str(i) for i, e in enumerate(edges) if e.unseen and not e.jump]
+    jumps = [str(i) for i, e in enumerate(edges) if e.jump]
+    stepped = {hop.source for hop in hops} | {hop.target for hop in hops}
+    visited = [name for name in graph.steps if name in stepped]
     lines = [VISITED, CURRENT]
     if visited:
         lines.append(f"    class {','.join(visited)} visited")
@@ -278,6 +312,8 @@ def _path_styles(
         lines.append(f"    linkStyle {','.join(taken)} {TAKEN}")
     if unseen:
         lines.append(f"    linkStyle {','.join(unseen)} {UNSEEN}")
+    if jumps:
+        lines.append(f"    linkStyle {','.join(jumps)} {JUMPED}")
     return lines
 
 
@@ -291,15 +327,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Draw a flow's steps and moves as a Mermaid flowchart.",
     )
     parser.add_argument("flow", metavar="MODULE:FLOW", help="e.g. myapp.flows:ShopFlow")
-    parser.add_argument("--session", metavar="ID", help="draw the path this stored session took")
+    parser.add_argument(
+        "--session",
+        metavar="ID",
+        help="draw the path this stored session took, from its kept revisions",
+    )
     parser.add_argument(
         "--store", metavar="URL", help="where --session is stored (default: PICOFLOW_STORE)"
     )
     args = parser.parse_args(argv)
     try:
         flow = load_flow(args.flow)()
-        session = None if args.session is None else _stored(args.session, args.store)
-        print(draw(flow, session=session), end="")
+        if args.session is None:
+            print(draw(flow), end="")
+        else:  # W1: the path from the kept revisions; the document's if none are kept
+            session, history = _stored(args.session, args.store)
+            print(draw(flow, session=session, history=history), end="")
     except (FlowDefinitionError, ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -331,7 +374,8 @@ def _is_flow_class(found: type) -> bool:
     return any(c.__module__ == "picoflow.flow" and c.__name__ == "Flow" for c in found.__mro__)
 
 
-def _stored(session_id: str, url: str | None) -> dict[str, Any]:
+def _stored(session_id: str, url: str | None) -> tuple[dict[str, Any], list[Revision]]:
+    """The stored session and its kept revisions (none from a store that keeps no history)."""
     from ._state import is_session_id
     from .stores import from_url
 
@@ -342,17 +386,37 @@ def _stored(session_id: str, url: str | None) -> dict[str, Any]:
     if not is_session_id(session_id):
         raise ValueError(f"{session_id!r} is not a session id.")
 
-    async def load() -> dict[str, Any] | None:
+    async def load() -> tuple[dict[str, Any] | None, list[Revision]]:
         store = from_url(url)
         try:
-            return await store.load(session_id)
+            return await store.load(session_id), await load_history(store, session_id)
         finally:
             await store.aclose()
 
-    doc = asyncio.run(load())
+    doc, history = asyncio.run(load())
     if doc is None:
         raise ValueError(f"There is no session {session_id} in that store.")
-    return doc
+    return doc, history
+
+
+async def load_history(store: Any, session_id: str) -> list[Revision]:
+    """A session's kept revisions, oldest first, each `(history entry, the document it saved)`.
+
+    What `draw(flow, history=...)` takes. `store` is a Store, or a `FlowEngine` (its
+    `history` and `get_session(revision=)`, which also apply `owner=` rules when called
+    directly). [] when the store keeps no history (no `history`/`load_revision` methods).
+    """
+    listing = getattr(store, "history", None)
+    if listing is None:
+        return []
+    entries = list(reversed(await listing(session_id)))
+    if hasattr(store, "load_revision"):
+        docs = [await store.load_revision(session_id, entry["revision"]) for entry in entries]
+    elif hasattr(store, "get_session"):
+        docs = [await store.get_session(session_id, revision=e["revision"]) for e in entries]
+    else:
+        docs = [None] * len(entries)
+    return list(zip(entries, docs, strict=True))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -400,3 +401,134 @@ def test_cli_bad_input_is_one_line_and_status_2(argv, message, shop, tmp_path, m
     monkeypatch.syspath_prepend(str(tmp_path))
     assert main(argv) == 2
     assert capsys.readouterr() == ("", f"error: {message}\n")
+
+
+# -- the path from the revision history (W1) ---------------------------------------------------
+
+
+async def rewound_session(shop: Any, store: Any) -> tuple[str, str]:
+    """Browse -> Cart -> Browse, undo (back to Cart), pay (-> Pay), that turn edited to "back"
+    (Pay -> Cart, then -> Browse); and a fork of revision 1. Returns (session, fork)."""
+    model = ScriptedChatModel(script=[
+        tool_call("pick", item="tea"), "Your basket: tea.",
+        tool_call("back"), "What else?",
+        tool_call("pay"), "Pay now?",
+        tool_call("back"), "Back to the shelves.",
+    ])  # fmt: skip
+    flow = type("ShopFlow", (shop.ShopFlow,), {"config_model": lambda self: model})
+    engine = FlowEngine([flow], store=store)
+    first = await engine.run("ShopFlow", "tea please")
+    session_id = first.session_id
+    await engine.run("ShopFlow", "go back", session_id)
+    await engine.undo(session_id)
+    await engine.run("ShopFlow", "pay", session_id)
+    edited = await engine.edit_message(session_id, 3, "no, back to the shelves")
+    assert edited.success, edited.message
+    fork = await engine.fork(session_id, at_revision=1)
+    return session_id, fork
+
+
+HISTORY_PATH = """\
+    BrowseStep -->|pick: move 1| CartStep
+    CartStep -->|back: moves 2, 6| BrowseStep
+    CartStep -->|pay: move 4| PayStep
+    BrowseStep -.->|rewind to revision 0: move 3| CartStep
+    PayStep -.->|edit of revision 3: move 5| CartStep
+    class BrowseStep,CartStep,PayStep visited
+    class BrowseStep current
+    linkStyle 0,1,6,7 stroke:#2b8a3e,stroke-width:3px
+    linkStyle 16,17 stroke:#e67700,stroke-width:3px,stroke-dasharray:6 4
+"""
+
+
+def path_lines(text: str) -> str:
+    """The lines of a drawing that show the path: numbered arrows, path classes, styles."""
+    return "".join(
+        line + "\n"
+        for line in text.splitlines()
+        if re.search(r"\bmoves? \d|\|fork ", line)
+        or line.lstrip().startswith(("class BrowseStep", "linkStyle"))
+    )
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_w1_the_path_is_drawn_from_the_revisions_with_undo_and_edit(shop, tmp_path, kind):
+    from picoflow.graph import load_history
+    from picoflow.stores import MemoryStore
+
+    store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "shop.db")
+    session_id, _ = await rewound_session(shop, store)
+    history = await load_history(store, session_id)
+    assert [entry["action"] for entry, _ in history] == ["turn", "turn", "rewind", "turn", "edit"]
+
+    text = shop.ShopFlow().graph(history=history)
+    assert path_lines(text) == HISTORY_PATH
+    doc = await store.load(session_id)
+    # The document alone knows only the line the session continues: Browse -> Cart -> Browse.
+    alone = path_lines(draw(shop.ShopFlow(), session=doc))
+    assert "rewind" not in alone and "PayStep" not in alone
+    assert "    CartStep -->|back: move 2| BrowseStep\n" in alone
+    await store.aclose()
+
+
+async def test_w1_a_fork_starts_its_path_at_the_origin_revision(shop, tmp_path) -> None:
+    from picoflow.graph import load_history
+
+    store = SQLiteStore(tmp_path / "shop.db")
+    session_id, fork = await rewound_session(shop, store)
+    text = draw(shop.ShopFlow(), history=await load_history(store, fork))
+    assert path_lines(text) == (
+        f"    __start__ -->|fork of {session_id} at revision 1| BrowseStep\n"
+        "    BrowseStep -->|pick: move 1| CartStep\n"
+        "    CartStep -->|back: move 2| BrowseStep\n"
+        "    class BrowseStep,CartStep visited\n"
+        "    class BrowseStep current\n"
+        "    linkStyle 0,1,6 stroke:#2b8a3e,stroke-width:3px\n"
+    )
+    await store.aclose()
+
+
+async def test_w1_the_cli_draws_the_revisions_and_falls_back_to_the_document(
+    shop, tmp_path, monkeypatch, capsys
+) -> None:
+    from picoflow.graph import load_history
+
+    store = SQLiteStore(tmp_path / "shop.db")
+    session_id, _ = await rewound_session(shop, store)
+    history = await load_history(store, session_id)
+    doc = await store.load(session_id)
+    await store.aclose()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    url = f"sqlite:///{tmp_path / 'shop.db'}"
+    status = await asyncio.to_thread(main, ["graph_shop:ShopFlow", "--session", session_id,
+                                           "--store", url])  # fmt: skip
+    assert status == 0
+    assert capsys.readouterr().out == draw(shop.ShopFlow(), session=doc, history=history)
+
+    class NoHistory:  # a store of one's own that keeps no revisions
+        async def load(self, session_id: str) -> Any:
+            return doc
+
+    assert await load_history(NoHistory(), session_id) == []
+    assert draw(shop.ShopFlow(), session=doc, history=[]) == draw(shop.ShopFlow(), session=doc)
+
+
+async def test_w1_revisions_without_documents_fall_back_to_their_steps(shop) -> None:
+    """A listing without documents still shows where each turn started and ended."""
+    entries = [
+        {"revision": 0, "action": "turn", "step_before": None, "step_after": "CartStep"},
+        {"revision": 1, "action": "turn", "step_before": "CartStep", "step_after": "PayStep"},
+        {"revision": 2, "action": "rewind", "restored": 0, "step_before": "PayStep",
+         "step_after": "CartStep"},
+    ]  # fmt: skip
+    doc = {"flow": "ShopFlow", "id": "x", "run_status": "running", "current_step": "CartStep"}
+    text = draw(shop.ShopFlow(), session=doc, history=[(entry, None) for entry in entries])
+    assert "    __start__ -.->|not in the code| CartStep\n" in text  # Browse -> Cart unknown
+    assert "    CartStep -->|pay: move 1| PayStep\n" in text
+    assert "    PayStep -.->|rewind to revision 0: move 2| CartStep\n" in text
+    with pytest.raises(ValueError) as caught:
+        draw(shop.ShopFlow(), history=[(entry, None) for entry in entries])
+    assert str(caught.value) == (
+        "The newest revision of the history has no document, so the session's flow and step "
+        "are unknown; pass session= (engine.get_session(session_id))."
+    )

@@ -387,7 +387,8 @@ def conversation_model() -> ScriptedChatModel:
     return ScriptedChatModel(policy=policy)
 
 
-async def run_conversation(store: Any, turns: int, compact: bool) -> tuple[str, Any]:
+def agent_engine(store: Any, compact: bool) -> tuple[FlowEngine, ScriptedChatModel]:
+    """An engine running AgentFlow on `conversation_model()`, compacted 12/4 if `compact`."""
     model = conversation_model()
 
     class AgentFlow(Flow):
@@ -403,7 +404,11 @@ async def run_conversation(store: Any, turns: int, compact: bool) -> tuple[str, 
         def define_steps(self) -> list[Step]:
             return [Agent(self).use_memory("agent")]
 
-    engine = FlowEngine(flows=[AgentFlow], store=store)
+    return FlowEngine(flows=[AgentFlow], store=store), model
+
+
+async def run_conversation(store: Any, turns: int, compact: bool) -> tuple[str, Any]:
+    engine, model = agent_engine(store, compact)
     session_id = None
     for number in range(1, turns + 1):
         result = await engine.run("AgentFlow", f"message {number}", session_id=session_id)
@@ -753,3 +758,115 @@ async def test_simulator_report_table_lists_settings_in_order() -> None:
     assert [row.split()[0] for row in rows[2:4]] == ["16/8", "off"]
     with pytest.raises(KeyError, match="No setting labelled '8/4' was simulated"):
         report.result("8/4")
+
+
+# -- replaying the kept revisions (W1) ------------------------------------------------------------
+
+
+async def run_line(store: Any, compact: bool, script: list[Any]) -> str:
+    """Run `script` on one session: "message N" turns, and ("rewind", revision) rewinds."""
+    engine, _ = agent_engine(store, compact)
+    session_id = None
+    for item in script:
+        if isinstance(item, tuple):
+            assert session_id is not None
+            await engine.rewind(session_id, item[1])
+            continue
+        result = await engine.run("AgentFlow", item, session_id=session_id)
+        assert result.success, result.message
+        session_id = result.session_id
+    assert session_id is not None
+    return session_id  # the engine stays open: closing it would close the caller's store
+
+
+def turns_of(messages: list[BaseMessage]) -> list[tuple[Any, ...]]:
+    """Type, content and tool calls of each message; the scripted model numbers its call ids
+    across all calls, summaries included, so the ids of two runs differ."""
+    return [
+        (m.type, m.content, [(c["name"], c["args"]) for c in getattr(m, "tool_calls", [])])
+        for m in messages
+    ]
+
+
+REWOUND = [f"message {n}" for n in range(1, 13)] + [("rewind", 5)]
+REWOUND += [f"message {n}" for n in range(21, 31)]
+CURRENT_LINE = [f"message {n}" for n in range(1, 7)] + [f"message {n}" for n in range(21, 31)]
+
+
+@pytest.mark.parametrize("make_store", [MemoryStore, "sqlite"])
+async def test_w1_revisions_replay_the_line_the_session_continues_after_a_rewind(
+    make_store: Any, tmp_path: Path
+) -> None:
+    """Turns 7-12 were compacted, then taken back by a rewind; turns 21-30 reuse their
+    positions. The archive keeps the first entry at each position (M9), so it still holds the
+    turns taken back; the kept revisions rebuild the conversation the session continues,
+    which must equal the same conversation run uncompacted, message for message."""
+    store = SQLiteStore(tmp_path / "s.db") if make_store == "sqlite" else make_store()
+    session_id = await run_line(store, True, REWOUND)
+    plain_store = MemoryStore()
+    plain = await plain_store.load(await run_line(plain_store, False, CURRENT_LINE))
+    assert plain is not None
+    expected = turns_of(messages_from_dict(plain["memory"]["agent"]["messages"][1:]))
+    doc = await store.load(session_id)
+    assert doc is not None and doc["memory"]["agent"]["archived"] > 24  # compacted after too
+
+    from_archive = (await load_history(store, doc))["agent"]
+    assert turns_of([m for _, m in from_archive.messages]) != expected  # the rewound turns
+    history = (await load_history(store, doc, revisions=True))["agent"]
+    assert turns_of([m for _, m in history.messages]) == expected
+    assert history.from_revisions > 0
+    assert history.from_archive + history.from_revisions + (len(expected) - doc["memory"][
+        "agent"]["archived"]) == len(expected)  # fmt: skip
+
+    reports = await simulate_compaction(store, session_id, [None], revisions=True)
+    described = reports[0].table().splitlines()[0]
+    assert f"({history.from_archive} from the archive, {history.from_revisions} from kept " \
+        "revisions)" in described  # fmt: skip
+    await store.aclose()
+
+
+async def test_w1_revisions_need_a_store_that_keeps_history() -> None:
+    class NoHistory:
+        """A store of one's own without history(): the revisions cannot be read."""
+
+        def __init__(self) -> None:
+            self.inner = MemoryStore()
+
+        def __getattr__(self, name: str) -> Any:
+            if name in ("history", "load_revision"):
+                raise AttributeError(name)
+            return getattr(self.inner, name)
+
+    store = NoHistory()
+    doc = await store_session(store.inner, plain_turns(2))
+    with pytest.raises(TypeError) as caught:
+        await simulate_compaction(store, doc["id"], [None], revisions=True)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "NoHistory keeps no revision history (it has no history() and load_revision()), so "
+        "there are no revisions to replay; run the simulation without revisions (the "
+        "document and the archive)."
+    )
+    assert len(await simulate_compaction(store, doc["id"], [None])) == 1  # type: ignore[arg-type]
+
+
+async def test_w1_simulator_cli_replays_the_kept_revisions(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    store = SQLiteStore(path)
+    session_id = await run_line(store, True, REWOUND)
+    doc = await store.load(session_id)
+    assert doc is not None
+    history = (await load_history(store, doc, revisions=True))["agent"]
+    await store.aclose()
+    args = ("--store", f"sqlite:///{path}", "--session", session_id, "--setting", "off")
+
+    plain, replayed = await asyncio.gather(
+        asyncio.to_thread(simulate_cli, *args),
+        asyncio.to_thread(simulate_cli, *args, "--revisions"),
+    )
+
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout.splitlines()[1].startswith(
+        f"namespace 'agent': {len(history.messages)} messages ({history.from_archive} from the "
+        f"archive, {history.from_revisions} from kept revisions)"
+    )
+    assert "from kept revisions" not in plain.stdout

@@ -2,9 +2,10 @@
 
 People tune `min_messages`, `recent_messages` and `max_tokens` by guesswork.
 This module replays the real history of stored sessions (the live document plus the archive,
-M9) under each candidate setting and reports, per setting, the prompt tokens every model call
-would have sent, the summaries and evicted ranges, settings that never trigger, coverage gaps
-and requests a provider would refuse (M5). No LLM is called unless you pass a summary model:
+M9; with `revisions=True` the kept revisions' current line too, W1) under each candidate
+setting and reports, per setting, the prompt tokens every model call would have sent, the
+summaries and evicted ranges, settings that never trigger, coverage gaps and requests a
+provider would refuse (M5). No LLM is called unless you pass a summary model:
 summaries are stand-in texts of a chosen size.
 
     reports = await simulate_compaction(

@@ -78,6 +78,7 @@ async def _run_cli(
             context_window=args.context_window,
             price_per_million_tokens=args.price,
             summary_price_per_million_tokens=args.summary_price,
+            revisions=args.revisions,
         )
     finally:
         await store.aclose()
@@ -109,6 +110,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--price", type=float, help="USD per million prompt tokens")
     parser.add_argument("--summary-price", type=float, help="USD per million summary tokens")
     parser.add_argument("--details", action="store_true", help="print the evicted ranges")
+    parser.add_argument(
+        "--revisions",
+        action="store_true",
+        help="rebuild the turns from the session's kept revisions too, not only the live "
+        "document and the archive (what the session continues after an undo or edit wins)",
+    )
     return parser
 
 

@@ -44,6 +44,8 @@ class NamespaceHistory:
         summary: The stored summary, or None.
         summary_generation: How many summaries the real run wrote into the namespace.
         live_from: Position of the first live message (the document's `archived` + 1).
+        from_revisions: How many of `messages` came from kept revisions (a replay with
+            `revisions=True`, see `picoflow.simulate._revisions`).
     """
 
     namespace: str
@@ -55,6 +57,7 @@ class NamespaceHistory:
     summary: str | None = None
     summary_generation: int = 0
     live_from: int = 1
+    from_revisions: int = 0
     _tokens: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
 
     def tokens_at(self, position: int, message: BaseMessage) -> int:
@@ -102,19 +105,26 @@ async def read_archive(store: Store, session_id: str, namespace: str) -> dict[in
 
 
 def build_history(
-    namespace: str, entry: Mapping[str, Any], archive: Mapping[int, dict[str, Any]] | None
+    namespace: str,
+    entry: Mapping[str, Any],
+    archive: Mapping[int, dict[str, Any]] | None,
+    kept: Mapping[int, dict[str, Any]] | None = None,
 ) -> NamespaceHistory:
     """Merge a namespace's live messages (`memory.<namespace>` of the document) and archive.
 
     A position found in both places comes from the document: an archive write whose session
     save then failed leaves such duplicates, and both copies are the same message (M9).
+    `kept` are the messages of the kept revisions on the current line by position; they win
+    over the archive, which may hold a turn taken back at a position reused since.
     """
     stored = list(entry.get("messages") or [])
     parsed = messages_from_dict(stored) if stored else []
     system = parsed[0] if parsed and isinstance(parsed[0], SystemMessage) else SystemMessage("")
     archived = int(entry.get("archived", 0) or 0)
     live = {archived + index: message for index, message in enumerate(parsed[1:], start=1)}
+    recovered = {p: d for p, d in (kept or {}).items() if p not in live and p <= archived}
     old = {p: d for p, d in (archive or {}).items() if p not in live and p <= archived}
+    old.update(recovered)
     merged = dict(zip(sorted(old), messages_from_dict([old[p] for p in sorted(old)]), strict=True))
     merged.update(live)
     positions = sorted(merged)
@@ -124,7 +134,8 @@ def build_history(
         system=system,
         messages=[(p, merged[p]) for p in positions],
         missing=missing_ranges(positions, last),
-        from_archive=len(old),
+        from_archive=len(old) - len(recovered),
+        from_revisions=len(recovered),
         archive_read=archive is not None,
         summary=entry.get("summary"),
         summary_generation=int(entry.get("summary_generation", 0) or 0),

@@ -24,6 +24,7 @@ from ._replay import (
     NamespaceReplay,
     Replay,
 )
+from ._revisions import revision_messages
 from ._table import format_details, format_table
 
 __all__ = [
@@ -192,6 +193,7 @@ async def simulate_compaction(
     context_window: int | None = None,
     price_per_million_tokens: float | None = None,
     summary_price_per_million_tokens: float | None = None,
+    revisions: bool = False,
 ) -> list[SimulationReport]:
     """Replay stored sessions under each setting; one report per session, nothing written.
 
@@ -206,10 +208,14 @@ async def simulate_compaction(
         context_window: Check every request against this many tokens (a coverage gap).
         price_per_million_tokens: Adds a cost column.
         summary_price_per_million_tokens: Price of summary tokens; defaults to the price.
+        revisions: Rebuild each namespace from the session's kept revisions too (W1): the
+            current line's messages win over the archive's, which may hold turns an undo,
+            rewind or edit took back, and fill what the archive trimmed or never had.
 
     Raises:
         SessionNotFoundError: a session id is not in the store.
-        ValueError, TypeError: an argument is invalid (the message says which and why).
+        ValueError, TypeError: an argument is invalid (the message says which and why), or
+            `revisions=True` with a store that keeps no history.
     """
     ids = session_ids_of(session_ids)
     options = check_options(
@@ -230,7 +236,7 @@ async def simulate_compaction(
                 "Check the id (TurnResult.session_id) and that this is the store the engine "
                 "used; deleted and expired sessions are gone.",
             )
-        histories = await load_history(store, doc, options.namespaces)
+        histories = await load_history(store, doc, options.namespaces, revisions=revisions)
         reports.append(await _simulate(doc, histories, "store", options))
     return reports
 
@@ -265,9 +271,16 @@ async def simulate_document(
 
 
 async def load_history(
-    store: Store | None, doc: Mapping[str, Any], namespaces: Sequence[str] | None = None
+    store: Store | None,
+    doc: Mapping[str, Any],
+    namespaces: Sequence[str] | None = None,
+    *,
+    revisions: bool = False,
 ) -> dict[str, NamespaceHistory]:
     """The whole history of a session's namespaces: archive (if a store is given) plus live.
+
+    With `revisions`, the messages of the store's kept revisions on the current line too
+    (see `simulate_compaction`).
 
     Raises:
         ValueError: `doc` is not a session document, or a namespace is not in it.
@@ -283,10 +296,11 @@ async def load_history(
             f"Session '{session_id}' has no namespace {unknown[0]!r}; its namespaces are "
             f"{known}. Pass some of them, or namespaces=None to replay them all."
         )
+    kept = await revision_messages(store, session_id, wanted) if store and revisions else {}
     histories = {}
     for name in wanted:
         archive = None if store is None else await read_archive(store, session_id, name)
-        histories[name] = build_history(name, memory[name], archive)
+        histories[name] = build_history(name, memory[name], archive, kept.get(name))
     return histories
 
 

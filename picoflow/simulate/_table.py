@@ -79,7 +79,10 @@ def count_turns(history: NamespaceHistory) -> int:
 def _describe(history: NamespaceHistory) -> str:
     calls = sum(1 for _, message in history.messages if is_model_reply(message))
     known = len(history.messages)
-    source = f" ({history.from_archive} from the archive)" if history.archive_read else ""
+    sources = [f"{history.from_archive} from the archive"] if history.archive_read else []
+    if history.from_revisions:
+        sources.append(f"{history.from_revisions} from kept revisions")
+    source = f" ({', '.join(sources)})" if sources else ""
     real = history.summary_generation
     return (
         f"namespace '{history.namespace}': {known} messages{source}, {count_turns(history)} "

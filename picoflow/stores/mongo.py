@@ -236,10 +236,8 @@ class MongoStore(MongoExtras):
             tokens = [token for _, token, _ in kept]
             notes = {
                 row["t"]: row["note"]
-                async for row in history.find(
-                    {"s": session_id, "t": {"$in": tokens}, "r": {"$exists": True}},
-                    {"t": 1, "note": 1},
-                )
+                async for row in rows.by_tokens(history, session_id, tokens, {"t": 1, "note": 1})
+                if "note" in row
             }
         return [
             _history.entry(revision, saved_at, notes.get(token, {}))
@@ -256,7 +254,11 @@ class MongoStore(MongoExtras):
             tokens = [t for r, t, _ in (found or {}).get("_history", []) if r == revision]
             if not tokens:
                 return None
-            row = await history.find_one({"s": session_id, "t": tokens[0], "r": revision})
+            row = None  # the batch's message rows come back empty and are skipped
+            fields = {"r": 1, "doc": 1}
+            async for candidate in rows.by_tokens(history, session_id, tokens[:1], fields):
+                if candidate.get("r") == revision:
+                    row = candidate
             if row is None:
                 return None
             stored = dict(row["doc"])
