@@ -3,7 +3,7 @@
 Compaction moves old messages to the store's archive; this tool lets the model look them up
 again. It searches only the archive of the executing step's own namespace, so a step never
 reads another stage's conversation. Results come newest first, ten per page, as plain text the
-model can read.
+model can read, each with its position and when compaction moved it out of the context (M16).
 """
 
 from __future__ import annotations
@@ -99,4 +99,16 @@ def _render(entry: ArchiveEntry) -> str:
     )
     if len(text) > _CLIP:
         text = text[: _CLIP - 3] + "..."
-    return f"#{entry['position']} {role}: {text}"
+    stamp = entry.get("compacted_at")
+    when = f" (compacted {_minute(stamp)})" if isinstance(stamp, str) else ""
+    return f"#{entry['position']} {role}{when}: {text}"
+
+
+def _minute(stamp: str) -> str:
+    """`2026-12-02T06:40:12.345Z` as `2026-12-02 06:40 UTC`: when it left the context (M16).
+
+    To the minute: the model needs to place a message in time, not a stamp's every digit.
+    """
+    if len(stamp) >= 16 and stamp[10] == "T" and stamp.endswith("Z"):
+        return f"{stamp[:10]} {stamp[11:16]} UTC"
+    return stamp

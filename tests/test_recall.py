@@ -100,7 +100,8 @@ async def test_m9_erased_messages_are_not_archived_but_keep_their_positions() ->
 async def test_m9_conversation_search_is_bound_and_finds_archived_messages() -> None:
     chat = [*replies(5), tool_call("conversation_search", query="budget"), "It was 300."]
     model = ScriptedChatModel(script={"Chat": chat, "summary": ["S1"]})
-    engine = FlowEngine(flows=[recall_flow(model)], store=MemoryStore())
+    store = MemoryStore()
+    engine = FlowEngine(flows=[recall_flow(model)], store=store)
     first = await engine.run("ChatFlow", "my budget is 300 EUR")
     results = await talk(engine, 4, first.session_id)  # the 4th turn evicts the first four
     answer = await engine.run("ChatFlow", "what was my budget?", session_id=first.session_id)
@@ -109,8 +110,12 @@ async def test_m9_conversation_search_is_bound_and_finds_archived_messages() -> 
     assert "conversation_search" in asked.tool_names
     result = answered.messages[-1]
     assert isinstance(result, ToolMessage)
+    (entry,) = await store.search_archive(first.session_id, "chat", "budget")
+    stamp = entry["compacted_at"]  # M16: when the compaction that evicted it ran
+    shown = f"{stamp[:10]} {stamp[11:16]} UTC"
     assert result.content == (
-        "Earlier messages matching 'budget', page 1, newest first:\n#1 user: my budget is 300 EUR"
+        "Earlier messages matching 'budget', page 1, newest first:\n"
+        f"#1 user (compacted {shown}): my budget is 300 EUR"
     )
 
 
