@@ -150,8 +150,9 @@ async def test_m16_archived_originals_keep_their_compacted_at(store: Store) -> N
 
 @pytest.mark.parametrize("stamp", ["", 17, ["2026"]])
 async def test_m16_a_bad_compacted_at_archives_nothing(store: Store, stamp: Any) -> None:
+    entries = [_entry(1, "kept"), _entry(2, "bad", compacted_at=stamp)]
     with pytest.raises(ValueError, match="an entry's 'compacted_at' must be the ISO 8601 stamp"):
-        await store.archive("s-1", "chat", [_entry(1, "kept"), _entry(2, "bad", compacted_at=stamp)])
+        await store.archive("s-1", "chat", entries)
     assert await store.search_archive("s-1", "chat", "") == []
 
 
