@@ -44,7 +44,8 @@ CREATE INDEX IF NOT EXISTS sessions_idle ON sessions ({_UPDATED}, id) WHERE {_RU
 EXTRAS_SCHEMA = LEDGER_SCHEMA + IDLE_SCHEMA
 
 _IDLE = (
-    f"SELECT id, doc FROM sessions WHERE {_RUNNING} AND {_UPDATED} < ?1 AND {_UPDATED} >= ?2 "
+    f"SELECT id, json_extract(doc, '$.flow'), {_UPDATED}, expires_at FROM sessions "
+    f"WHERE {_RUNNING} AND {_UPDATED} < ?1 AND {_UPDATED} >= ?2 "
     f"AND ({_UPDATED}, id) > (?2, ?3) ORDER BY {_UPDATED}, id LIMIT ?4"
 )
 
@@ -101,14 +102,17 @@ class SQLiteExtras:
         """Running sessions last saved before `before` (ISO), oldest first, one page (M14).
 
         `after` is the `(updated_at, id)` of the previous page's last session. One range of
-        the partial index `sessions_idle`; only the listed rows' documents are read.
+        the partial index `sessions_idle`; SQLite reads the three listed fields of those rows.
         """
         start = check_idle_query(before, after, limit)
         rows = await self._read(
             "list the idle sessions",
             lambda db: db.execute(_IDLE, (before, *start, limit)).fetchall(),
         )
-        return [idle_summary(_checks.decode(doc, key), key) for key, doc in rows]
+        return [
+            idle_summary({"flow": flow, "updated_at": updated, "expires_at": expires}, key)
+            for key, flow, updated, expires in rows
+        ]
 
     async def add_owner_tokens(self, owner: str, day: str, tokens: int) -> int:
         """Add to an owner's tokens of one day and return the new total (O3's ledger).
