@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage, messages_from_dict
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ..stores.base import Store
+from ..stores.base import ArchiveEntry, Store
 
 __all__ = ["ARCHIVE_PAGE", "NamespaceHistory", "build_history", "read_archive"]
 
@@ -44,6 +44,8 @@ class NamespaceHistory:
         summary: The stored summary, or None.
         summary_generation: How many summaries the real run wrote into the namespace.
         live_from: Position of the first live message (the document's `archived` + 1).
+        compacted_at: When each archived position of `messages` was compacted (M16), for the
+            entries whose archive records it (older ones do not).
     """
 
     namespace: str
@@ -55,6 +57,7 @@ class NamespaceHistory:
     summary: str | None = None
     summary_generation: int = 0
     live_from: int = 1
+    compacted_at: dict[int, str] = field(default_factory=dict)
     _tokens: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
 
     def tokens_at(self, position: int, message: BaseMessage) -> int:
@@ -82,27 +85,27 @@ class NamespaceHistory:
         return not self.archive_read and self.summary is not None and self.live_from > 1
 
 
-async def read_archive(store: Store, session_id: str, namespace: str) -> dict[int, dict[str, Any]]:
-    """Every archived message of a namespace, by position.
+async def read_archive(store: Store, session_id: str, namespace: str) -> dict[int, ArchiveEntry]:
+    """Every archived entry of a namespace (message, `compacted_at` if recorded), by position.
 
     The Store protocol has no listing call: `search_archive` with an empty query matches every
     entry (every word of an empty query occurs in any text), newest first, one page at a time.
     """
-    found: dict[int, dict[str, Any]] = {}
+    found: dict[int, ArchiveEntry] = {}
     page = 1
     while True:
         entries = await store.search_archive(
             session_id, namespace, "", page=page, page_size=ARCHIVE_PAGE
         )
         for entry in entries:
-            found.setdefault(int(entry["position"]), entry["message"])
+            found.setdefault(int(entry["position"]), entry)
         if len(entries) < ARCHIVE_PAGE:
             return found
         page += 1
 
 
 def build_history(
-    namespace: str, entry: Mapping[str, Any], archive: Mapping[int, dict[str, Any]] | None
+    namespace: str, entry: Mapping[str, Any], archive: Mapping[int, ArchiveEntry] | None
 ) -> NamespaceHistory:
     """Merge a namespace's live messages (`memory.<namespace>` of the document) and archive.
 
@@ -114,8 +117,10 @@ def build_history(
     system = parsed[0] if parsed and isinstance(parsed[0], SystemMessage) else SystemMessage("")
     archived = int(entry.get("archived", 0) or 0)
     live = {archived + index: message for index, message in enumerate(parsed[1:], start=1)}
-    old = {p: d for p, d in (archive or {}).items() if p not in live and p <= archived}
+    kept = {p: e for p, e in (archive or {}).items() if p not in live and p <= archived}
+    old = {p: e["message"] for p, e in kept.items()}
     merged = dict(zip(sorted(old), messages_from_dict([old[p] for p in sorted(old)]), strict=True))
+    stamps = {p: e["compacted_at"] for p, e in kept.items() if e.get("compacted_at")}
     merged.update(live)
     positions = sorted(merged)
     last = positions[-1] if positions else archived
@@ -129,6 +134,7 @@ def build_history(
         summary=entry.get("summary"),
         summary_generation=int(entry.get("summary_generation", 0) or 0),
         live_from=archived + 1,
+        compacted_at=stamps,
     )
 
 
