@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-__all__ = ["DEFAULT_PAGE", "IdleRun", "idle_cutoff", "check_page_size"]
+__all__ = ["DEFAULT_PAGE", "IdleRun", "check_page_size", "duration_seconds", "idle_cutoff"]
 
 DEFAULT_PAGE = 100  # sessions listed per store call
 _MAX_PAGE = 1000  # what every store's `idle_sessions` accepts at most
@@ -26,23 +26,34 @@ def idle_cutoff(older_than: Any, now: datetime) -> str:
         TypeError: `older_than` is neither a `timedelta` nor a number of seconds.
         ValueError: it is zero, negative or not finite.
     """
-    if isinstance(older_than, timedelta):
-        seconds = older_than.total_seconds()
-    elif isinstance(older_than, int | float) and not isinstance(older_than, bool):
-        seconds = float(older_than)
+    seconds = duration_seconds(older_than, "compact_idle(older_than=...)")
+    moment = now - timedelta(seconds=seconds)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def duration_seconds(value: Any, what: str) -> float:
+    """A positive duration given as a `timedelta` or seconds, in seconds.
+
+    `what` names the argument in the error, e.g. `compact_idle(older_than=...)`.
+
+    Raises:
+        TypeError: `value` is neither a `timedelta` nor a number.
+        ValueError: it is zero, negative or not finite.
+    """
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
     else:
         raise TypeError(
-            "compact_idle(older_than=...) takes a timedelta or a number of seconds (how long "
-            f"a session must have been idle), got {type(older_than).__name__} {older_than!r}."
+            f"{what} takes a timedelta or a number of seconds, got "
+            f"{type(value).__name__} {value!r}."
         )
     if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError(
-            "compact_idle(older_than=...) must be a positive duration, e.g. timedelta(hours=1) "
-            f"or 3600; got {older_than!r}. A session idle for no time at all is one a turn may "
-            "be using right now."
+            f"{what} must be a positive duration, e.g. timedelta(hours=1) or 3600; got {value!r}."
         )
-    moment = now - timedelta(seconds=seconds)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return seconds
 
 
 def check_page_size(page_size: Any) -> int:
