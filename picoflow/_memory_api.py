@@ -1,25 +1,30 @@
-"""The engine's memory methods (L5, M13, M15), mixed into `FlowEngine`: bank, compact, preview."""
+"""The engine's memory methods (L5, M13-M15), mixed into `FlowEngine`: bank, compact, preview."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import logging
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import HumanMessage
 
 from ._bank import MemoryBank
+from ._housekeeping.idle import DEFAULT_PAGE, IdleRun, check_page_size, idle_cutoff
 from ._housekeeping.on_demand import compact_now, compactable
 from ._migration import migrate
 from ._preview import Preview, preview_of
-from .errors import SessionNotFoundError
-from .session import continuation, empty_usage, load_flow
+from .errors import SessionConflictError, SessionNotFoundError, StoreError
+from .session import continuation, empty_usage, is_expired, load_flow
 
 if TYPE_CHECKING:
     from ._housekeeping.scheduler import Housekeeping
     from ._sessions import Sessions
     from .flow import Flow
+    from .memory import Namespace
     from .stores import Store
     from .stores.base import JSONDict
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["MemoryOperations"]
 
@@ -68,15 +73,109 @@ class MemoryOperations:
             flow_class = self._flows.get(doc["flow"]) if doc is not None else None
             if doc is None or flow_class is None:
                 raise SessionNotFoundError(session_id)
-            flow = flow_class()
-            load_flow(flow, doc, spaces)
-            names = compactable(flow, namespace)
-            usage = empty_usage()
-            model = self._housekeeping.summary_model(flow)
-            result = await compact_now(flow, doc["memory"], names, self._store, model, usage)
-            if result["compacted"]:
-                await self._sessions.commit(flow, doc, usage)
+            result, _ = await self._compact_loaded(flow_class, doc, spaces, namespace)
             return result
+
+    async def compact_idle(
+        self, older_than: timedelta | float, *, page_size: int = DEFAULT_PAGE
+    ) -> dict[str, Any]:
+        """Compact every running session idle for at least `older_than` (M14), for a scheduler.
+
+        `older_than` is a `timedelta` or seconds. Sessions are read from the store page by
+        page (`page_size` per call), oldest first; each is compacted like `compact()`: under
+        its lock, saved with the revision check, so a turn racing it either waits for it or
+        wins (the compaction is then dropped, never merged). The save keeps the session's
+        `updated_at` and `expires_at`: compaction is not activity. One session failing never
+        stops the others. Returns `{"looked_at", "compacted", "compacted_ids",
+        "compacted_count", "nothing_to_compact", "skipped", "failed"}`: `skipped` counts
+        sessions a turn would not continue (expired, or of a flow this engine does not serve)
+        and those a turn saved meanwhile; `failed` lists `{"session_id", "error"}`.
+
+        Raises:
+            TypeError: `older_than` is neither a timedelta nor a number.
+            ValueError: `older_than` is not positive, or `page_size` is not 1 to 1000.
+            StoreError: the store cannot list its idle sessions (or failed to).
+        """
+        now = datetime.now(UTC)
+        cutoff = idle_cutoff(older_than, now)
+        page_size = check_page_size(page_size)
+        listing = getattr(self._store, "idle_sessions", None)
+        if listing is None:
+            raise StoreError(
+                f"{type(self._store).__name__} cannot list idle sessions, so compact_idle has "
+                "nothing to walk. Use MemoryStore, SQLiteStore or MongoStore, or give the "
+                "store an idle_sessions(before, after=..., limit=...) method."
+            )
+        run = IdleRun()
+        after: tuple[str, str] | None = None
+        while page := await listing(cutoff, after=after, limit=page_size):
+            for listed in page:
+                run.looked_at += 1
+                await self._compact_idle_one(listed, cutoff, now, run)
+            after = (page[-1]["updated_at"], page[-1]["id"])
+            if len(page) < page_size:
+                break
+        return run.report()
+
+    async def _compact_idle_one(
+        self, listed: JSONDict, cutoff: str, now: datetime, run: IdleRun
+    ) -> None:
+        """Compact one listed session into `run`'s counts; errors are recorded, not raised."""
+        session_id = str(listed["id"])
+        flow_class = self._flows.get(str(listed["flow"]))
+        if flow_class is None or is_expired(listed, now):
+            run.skipped += 1
+            return
+        try:
+            async with self._sessions.lock(session_id):
+                doc, spaces = await self._sessions.load(session_id)
+                if doc is None or continuation(doc, now) != "continue":
+                    run.skipped += 1
+                    return
+                if str(doc.get("updated_at")) >= cutoff:  # a turn saved it since the listing
+                    run.skipped += 1
+                    return
+                result, problem = await self._compact_loaded(flow_class, doc, spaces, idle=True)
+        except SessionConflictError:
+            run.skipped += 1  # another process saved it meanwhile: its turn wins
+            return
+        except Exception as exc:  # one session's failure must not stop the others
+            logger.warning("compact_idle: session %s failed: %s", session_id, exc)
+            run.fail(session_id, f"{type(exc).__name__}: {exc}")
+            return
+        if result["compacted"]:
+            run.compacted.append(session_id)
+            run.compacted_count += int(result["compacted_count"])
+        elif problem is not None:
+            run.fail(session_id, problem)
+        else:
+            run.nothing_to_compact += 1
+
+    async def _compact_loaded(
+        self,
+        flow_class: type[Flow],
+        doc: JSONDict,
+        spaces: dict[str, Namespace] | None,
+        namespace: str | None = None,
+        *,
+        idle: bool = False,
+    ) -> tuple[dict[str, Any], str | None]:
+        """Compact a session loaded under its lock, and save it if anything was compacted.
+
+        Returns the M13 answer and the warning of a summary that could not be written (M8),
+        if one was recorded.
+        """
+        flow = flow_class()
+        load_flow(flow, doc, spaces)
+        names = compactable(flow, namespace)
+        usage = empty_usage()
+        model = self._housekeeping.summary_model(flow)
+        warned = len(flow._session.warnings)
+        result = await compact_now(flow, doc["memory"], names, self._store, model, usage)
+        if result["compacted"]:
+            await self._sessions.commit(flow, doc, usage, idle=idle)
+        problems = flow._session.warnings[warned:]
+        return result, (problems[0] if problems else None)
 
     async def preview(
         self, session_id: str, *, message: str | None = None

@@ -3,7 +3,8 @@
 Compaction moves old messages to the store's archive; this tool lets the model look them up
 again. It searches only the archive of the executing step's own namespace, so a step never
 reads another stage's conversation. Results come newest first, ten per page, as plain text the
-model can read.
+model can read, each with its position, under a line saying when compaction moved it out of
+the context (M16).
 """
 
 from __future__ import annotations
@@ -81,7 +82,13 @@ def render_results(query: str, page: int, entries: list[ArchiveEntry]) -> str:
         where = "" if page == 1 else f" on page {page}"
         return f"No earlier messages match {query!r}{where}."
     lines = [f"Earlier messages matching {query!r}, page {page}, newest first:"]
-    lines += [_render(entry) for entry in entries]
+    shown: object = None
+    for entry in entries:  # M16: when each run of results left the context, said once
+        stamp = entry.get("compacted_at")
+        if stamp != shown:
+            lines.append(f"[compacted {_minute(stamp)}]")
+            shown = stamp
+        lines.append(_render(entry))
     if len(entries) == PAGE_SIZE:
         lines.append(f"More may be on page {page + 1}.")
     return "\n".join(lines)
@@ -100,3 +107,16 @@ def _render(entry: ArchiveEntry) -> str:
     if len(text) > _CLIP:
         text = text[: _CLIP - 3] + "..."
     return f"#{entry['position']} {role}: {text}"
+
+
+def _minute(stamp: object) -> str:
+    """`2026-12-02T06:40:12.345Z` as `2026-12-02 06:40 UTC`: when it left the context (M16).
+
+    To the minute: the model needs to place a message in time, not a stamp's every digit.
+    Entries archived before picoflow recorded the time have none.
+    """
+    if not isinstance(stamp, str):
+        return "at a time not recorded"
+    if len(stamp) >= 16 and stamp[10] == "T" and stamp.endswith("Z"):
+        return f"{stamp[:10]} {stamp[11:16]} UTC"
+    return stamp

@@ -58,6 +58,7 @@ class Sessions:
         fresh: bool = False,
         deadline: asyncio.Timeout | None = None,
         note: JSONDict | None = None,
+        idle: bool = False,
     ) -> JSONDict:
         """Write the flow's session once: `doc` as loaded, changed by the flow, plus `usage`.
 
@@ -65,8 +66,12 @@ class Sessions:
         at, so a writer that saved meanwhile makes this raise `SessionConflictError` and
         nothing is written (P4). Returns the document as stored. A turn's `deadline` (H6) ends
         where the write begins: a turn is saved whole or not at all, never cut mid-write.
+        `idle` work (M14) keeps `updated_at` and `expires_at`: housekeeping is not activity,
+        so it neither wakes the session nor extends its life.
         """
         out = dump_flow(flow, doc, self._ttl, datetime.now(UTC))
+        if idle:
+            out["updated_at"], out["expires_at"] = doc["updated_at"], doc["expires_at"]
         out["usage"] = add_usage(doc["usage"], usage)
         failed = self._failed.take(out["id"])
         if failed:

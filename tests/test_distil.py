@@ -402,8 +402,10 @@ async def test_distil_erase_archives_and_removes_the_covered_messages_and_recall
     (answer,) = await chat(engine, "Where did I want to go?", session_id=first.session_id)
     assert answer.message == "You said Lyon."
     found = brain.model.requests[-1].messages[-1]
+    stamp = archived[-1]["compacted_at"]  # M16: when the erase moved them to the archive
     assert isinstance(found, ToolMessage) and found.content == (
         "Earlier messages matching 'Lyon', page 1, newest first:\n"
+        f"[compacted {stamp[:10]} {stamp[11:16]} UTC]\n"
         "#2 assistant: re Lyon please\n#1 user: Lyon please"
     )
 

@@ -100,7 +100,8 @@ async def test_m9_erased_messages_are_not_archived_but_keep_their_positions() ->
 async def test_m9_conversation_search_is_bound_and_finds_archived_messages() -> None:
     chat = [*replies(5), tool_call("conversation_search", query="budget"), "It was 300."]
     model = ScriptedChatModel(script={"Chat": chat, "summary": ["S1"]})
-    engine = FlowEngine(flows=[recall_flow(model)], store=MemoryStore())
+    store = MemoryStore()
+    engine = FlowEngine(flows=[recall_flow(model)], store=store)
     first = await engine.run("ChatFlow", "my budget is 300 EUR")
     results = await talk(engine, 4, first.session_id)  # the 4th turn evicts the first four
     answer = await engine.run("ChatFlow", "what was my budget?", session_id=first.session_id)
@@ -109,8 +110,12 @@ async def test_m9_conversation_search_is_bound_and_finds_archived_messages() -> 
     assert "conversation_search" in asked.tool_names
     result = answered.messages[-1]
     assert isinstance(result, ToolMessage)
+    (entry,) = await store.search_archive(first.session_id, "chat", "budget")
+    stamp = entry["compacted_at"]  # M16: when the compaction that evicted it ran
+    shown = f"{stamp[:10]} {stamp[11:16]} UTC"
     assert result.content == (
-        "Earlier messages matching 'budget', page 1, newest first:\n#1 user: my budget is 300 EUR"
+        "Earlier messages matching 'budget', page 1, newest first:\n"
+        f"[compacted {shown}]\n#1 user: my budget is 300 EUR"
     )
 
 
@@ -171,6 +176,25 @@ def test_m9_results_page_and_clip() -> None:
     assert len(lines[1]) == len("#0 user: ") + 600 and lines[1].endswith("...")
     assert lines[-1] == "More may be on page 3."
     assert render_results("room", 3, []) == "No earlier messages match 'room' on page 3."
+
+
+def test_m16_results_say_when_each_run_of_them_was_compacted() -> None:
+    late, early = "2026-12-02T06:40:12.345Z", "2026-11-30T22:05:59.999Z"
+    entries = [
+        {"position": 9, "message": _human("room 9"), "compacted_at": late},
+        {"position": 8, "message": _human("room 8"), "compacted_at": late},
+        {"position": 3, "message": _human("room 3"), "compacted_at": early},
+        {"position": 1, "message": _human("room 1")},  # archived before M16: no stamp
+    ]
+    assert render_results("room", 1, entries).splitlines()[1:] == [
+        "[compacted 2026-12-02 06:40 UTC]",
+        "#9 user: room 9",
+        "#8 user: room 8",
+        "[compacted 2026-11-30 22:05 UTC]",
+        "#3 user: room 3",
+        "[compacted at a time not recorded]",
+        "#1 user: room 1",
+    ]
 
 
 def test_m9_results_show_tool_calls() -> None:

@@ -341,6 +341,28 @@ async def test_m9_history_is_rebuilt_from_archive_pages_and_live_messages(
     assert (history.from_archive, history.missing, history.live_from) == (1200, [], 1201)
 
 
+async def test_m16_history_tells_when_each_archived_position_was_compacted() -> None:
+    store = MemoryStore()
+    doc = await store_session(store, plain_turns(1), archived=3, summary="earlier talk")
+    stamp = "2026-12-02T06:40:12.345Z"
+    await store.archive(
+        doc["id"],
+        "agent",
+        [
+            {"position": 1, "message": message_to_dict(HumanMessage("before M16"))},
+            *(
+                {"position": p, "message": message_to_dict(HumanMessage(f"old {p}")),
+                 "compacted_at": stamp}
+                for p in (2, 3)
+            ),
+        ],
+    )  # fmt: skip
+    history = (await load_history(store, doc))["agent"]
+
+    assert history.compacted_at == {2: stamp, 3: stamp}  # position 1 was archived unstamped
+    assert history.from_archive == 3
+
+
 async def test_simulator_a_document_alone_replays_only_its_live_history() -> None:
     """Without the store, positions before the live part are unknown: the stored summary
     stands in for them (it is in every request, M7) and the notes say so."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage, message_to_dict
 
+from .._state import now_iso
 from ..memory import Namespace
 from ..stores.base import ArchiveEntry, Store
 
@@ -128,14 +129,22 @@ async def evict(store: Store, session_id: str, namespace: str, record: Namespace
     Raises:
         StoreError: the archive could not be written; the history is unchanged.
     """
-    await store.archive(session_id, namespace, archive_entries(record, cut))
+    await store.archive(session_id, namespace, archive_entries(record, cut, now_iso()))
     del record.messages[1:cut]
     record.archived += cut - 1
 
 
-def archive_entries(record: Namespace, cut: int) -> list[ArchiveEntry]:
-    """`messages[1:cut]` with their original positions in the namespace (M9)."""
+def archive_entries(record: Namespace, cut: int, compacted_at: str) -> list[ArchiveEntry]:
+    """`messages[1:cut]` with their original positions in the namespace (M9).
+
+    Each carries `compacted_at` (M16), the time of the compaction that evicted it: a reader
+    of the archive (a person, `conversation_search`) sees when a message left the context.
+    """
     return [
-        {"position": record.archived + index, "message": message_to_dict(message)}
+        {
+            "position": record.archived + index,
+            "message": message_to_dict(message),
+            "compacted_at": compacted_at,
+        }
         for index, message in enumerate(record.messages[1:cut], start=1)
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from ._headers import REQUEST_ID_HEADER, SESSION_HEADER, SESSION_HEADER_ALT
 from ._heap import settle_heap
 from ._history_routes import history_router
 from ._idempotency import IDEMPOTENCY_HEADER
+from ._idle_task import IdleCompaction
 from ._limits import Limits
 from ._observe import install_observability
 from ._people_routes import PeopleSettings, people_router
@@ -56,6 +58,7 @@ def create_app(
     public_dir: str | os.PathLike[str] | None = None,
     chat_route: bool = False,
     shutdown_grace: float = 30.0,
+    compact_idle_every: timedelta | float | None = None,
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
@@ -84,27 +87,37 @@ def create_app(
         chat_route: True also serves `POST /ai/chat` (chat-ui's route), the turn of `/ai/run`.
         shutdown_grace: Seconds a shutdown waits for running turns before closing the store
             (O6); new turns meanwhile get 503 `shutting_down`.
+        compact_idle_every: Every this often, compact the sessions idle that long (M14).
 
     Raises:
         ValueError: a limit is not a positive integer, or `public_dir` is not a folder.
+        TypeError, ValueError: `compact_idle_every` is not a positive timedelta or seconds.
     """
     sizes = (max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
     limits = Limits(*sizes, max_header_bytes=max_header_bytes, max_headers=max_headers)
     people = PeopleSettings(allow_self_approval=allow_self_approval)
     settings = ServerSettings(engine, limits, authorize, people=people)
-    app = _new_app(settings, expose_docs, shutdown_grace)
+    app = _new_app(settings, expose_docs, shutdown_grace, compact_idle_every)
     _install(app, engine, list(cors_origins), metrics=metrics)
     _serve_picoflow_extras(app, public_dir, chat_route)
     return app
 
 
-def _new_app(settings: ServerSettings, expose_docs: bool, grace: float) -> FastAPI:
+def _new_app(
+    settings: ServerSettings,
+    expose_docs: bool,
+    grace: float,
+    compact_idle_every: timedelta | float | None,
+) -> FastAPI:
     """The FastAPI app with its lifespan and settings; routes and the rest come after."""
+    idle = None
+    if compact_idle_every is not None:  # checked here: a bad value stops create_app
+        idle = IdleCompaction(settings.engine, compact_idle_every)
     app = FastAPI(
         title="picoflow",
         version=__version__,
         description=_DESCRIPTION,
-        lifespan=_closing(settings, grace),
+        lifespan=_closing(settings, grace, idle),
         **({} if expose_docs else _NO_DOCS),
     )
     app.state.picoflow = settings
@@ -146,17 +159,22 @@ def _serve_picoflow_extras(
 
 
 def _closing(
-    settings: ServerSettings, grace: float
+    settings: ServerSettings, grace: float, idle: IdleCompaction | None
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """The app's lifespan: settle the collector (see `_heap`), then drain and close.
 
-    When it stops, running turns get `grace` seconds to finish (O6); then the engine closes.
+    When it stops, the idle compaction (if any) stops first, then running turns get `grace`
+    seconds to finish (O6); then the engine closes.
     """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settle_heap()
+        if idle is not None:
+            idle.start()
         yield
+        if idle is not None:
+            await idle.stop()
         await settings.turns.drain(grace)
         await settings.engine.aclose()
 

@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage, messages_from_dict
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ..stores.base import Store
+from ..stores.base import ArchiveEntry, Store
 
 __all__ = ["ARCHIVE_PAGE", "NamespaceHistory", "build_history", "read_archive"]
 
@@ -46,6 +46,8 @@ class NamespaceHistory:
         live_from: Position of the first live message (the document's `archived` + 1).
         from_revisions: How many of `messages` came from kept revisions (a replay with
             `revisions=True`, see `picoflow.simulate._revisions`).
+        compacted_at: When each archived position of `messages` was compacted (M16), for the
+            entries whose archive records it (older ones do not).
     """
 
     namespace: str
@@ -58,6 +60,7 @@ class NamespaceHistory:
     summary_generation: int = 0
     live_from: int = 1
     from_revisions: int = 0
+    compacted_at: dict[int, str] = field(default_factory=dict)
     _tokens: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
 
     def tokens_at(self, position: int, message: BaseMessage) -> int:
@@ -85,20 +88,20 @@ class NamespaceHistory:
         return not self.archive_read and self.summary is not None and self.live_from > 1
 
 
-async def read_archive(store: Store, session_id: str, namespace: str) -> dict[int, dict[str, Any]]:
-    """Every archived message of a namespace, by position.
+async def read_archive(store: Store, session_id: str, namespace: str) -> dict[int, ArchiveEntry]:
+    """Every archived entry of a namespace (message, `compacted_at` if recorded), by position.
 
     The Store protocol has no listing call: `search_archive` with an empty query matches every
     entry (every word of an empty query occurs in any text), newest first, one page at a time.
     """
-    found: dict[int, dict[str, Any]] = {}
+    found: dict[int, ArchiveEntry] = {}
     page = 1
     while True:
         entries = await store.search_archive(
             session_id, namespace, "", page=page, page_size=ARCHIVE_PAGE
         )
         for entry in entries:
-            found.setdefault(int(entry["position"]), entry["message"])
+            found.setdefault(int(entry["position"]), entry)
         if len(entries) < ARCHIVE_PAGE:
             return found
         page += 1
@@ -107,7 +110,7 @@ async def read_archive(store: Store, session_id: str, namespace: str) -> dict[in
 def build_history(
     namespace: str,
     entry: Mapping[str, Any],
-    archive: Mapping[int, dict[str, Any]] | None,
+    archive: Mapping[int, ArchiveEntry] | None,
     kept: Mapping[int, dict[str, Any]] | None = None,
 ) -> NamespaceHistory:
     """Merge a namespace's live messages (`memory.<namespace>` of the document) and archive.
@@ -122,10 +125,12 @@ def build_history(
     system = parsed[0] if parsed and isinstance(parsed[0], SystemMessage) else SystemMessage("")
     archived = int(entry.get("archived", 0) or 0)
     live = {archived + index: message for index, message in enumerate(parsed[1:], start=1)}
+    stored = {p: e for p, e in (archive or {}).items() if p not in live and p <= archived}
+    old = {p: e["message"] for p, e in stored.items()}
     recovered = {p: d for p, d in (kept or {}).items() if p not in live and p <= archived}
-    old = {p: d for p, d in (archive or {}).items() if p not in live and p <= archived}
     old.update(recovered)
     merged = dict(zip(sorted(old), messages_from_dict([old[p] for p in sorted(old)]), strict=True))
+    stamps = {p: e["compacted_at"] for p, e in stored.items() if e.get("compacted_at")}
     merged.update(live)
     positions = sorted(merged)
     last = positions[-1] if positions else archived
@@ -140,6 +145,7 @@ def build_history(
         summary=entry.get("summary"),
         summary_generation=int(entry.get("summary_generation", 0) or 0),
         live_from=archived + 1,
+        compacted_at=stamps,
     )
 
 

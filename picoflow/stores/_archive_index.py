@@ -16,8 +16,12 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from picoflow.stores._checks import decode
+from picoflow.stores.base import ArchiveEntry
+
 __all__ = [
     "ARCHIVE_INDEX_SCHEMA",
+    "archive_entry",
     "search_rows",
     "ensure_archive_index",
     "few_matches",
@@ -48,8 +52,23 @@ CREATE TABLE IF NOT EXISTS picoflow_meta (key TEXT PRIMARY KEY, value TEXT NOT N
 """
 
 
+def archive_entry(position: int, message: str, compacted_at: str | None) -> ArchiveEntry:
+    """A row of `search_rows` as `search_archive` returns it, stamped if it was (M16)."""
+    entry: ArchiveEntry = {"position": position, "message": decode(message)}
+    if compacted_at is not None:
+        entry["compacted_at"] = compacted_at
+    return entry
+
+
 def ensure_archive_index(db: sqlite3.Connection) -> None:
-    """Index the rows archived before the index existed, once per file."""
+    """Add what a file made by an older picoflow lacks: `compacted_at`, the index (once)."""
+    columns = [row[1] for row in db.execute("PRAGMA table_info(archive)").fetchall()]
+    if "compacted_at" not in columns:  # M16: entries archived before it carry no stamp
+        try:
+            db.execute("ALTER TABLE archive ADD COLUMN compacted_at TEXT")
+        except sqlite3.OperationalError as exc:
+            if "duplicate column" not in str(exc):  # another process added it just now
+                raise
     done = db.execute("SELECT 1 FROM picoflow_meta WHERE key = 'archive_fts'").fetchone()
     if done:
         return
@@ -82,7 +101,7 @@ def search_rows(
     page: int,
     page_size: int,
 ) -> list[Any]:
-    """(position, message) rows of one page: every word matched, newest first (M9, L4).
+    """(position, message, compacted_at) rows of one page: every word, newest first (M9, L4).
 
     A common query finds its page among the newest rows (a bounded scan); a selective one,
     which the scan would read the whole archive for, comes from the trigram index; only a
@@ -90,7 +109,8 @@ def search_rows(
     """
     patterns = [_like_pattern(word) for word in words]
     scan = (
-        "SELECT position, message FROM archive WHERE session_id = ? AND namespace = ?"
+        "SELECT position, message, compacted_at FROM archive WHERE session_id = ? "
+        "AND namespace = ?"
         + " AND text LIKE ? ESCAPE '\\'" * len(words)
         + " ORDER BY position DESC LIMIT ? OFFSET ?"
     )

@@ -77,7 +77,8 @@ def conflict_on_create_message(session_id: str, actual_revision: int) -> str:
 def check_entries(session_id: str, namespace: str, entries: list[ArchiveEntry]) -> None:
     """Refuse malformed archive entries, or messages no store keeps (H7).
 
-    Each entry must be `{"position": int >= 0, "message": dict}`.
+    Each entry must be `{"position": int >= 0, "message": dict}`, optionally with
+    `"compacted_at"`: the ISO stamp of the compaction that evicted it (M16).
     """
     for entry in entries:
         position = entry.get("position")
@@ -87,6 +88,14 @@ def check_entries(session_id: str, namespace: str, entries: list[ArchiveEntry]) 
                 "entry must be {'position': int >= 0, 'message': dict}, got "
                 f"position={position!r} and message of type "
                 f"{type(entry.get('message')).__name__}. Nothing was archived."
+            )
+        stamp = entry.get("compacted_at")
+        if stamp is not None and (not isinstance(stamp, str) or not stamp):
+            raise ValueError(
+                f"Cannot archive into session '{session_id}', namespace '{namespace}': an "
+                "entry's 'compacted_at' must be the ISO 8601 stamp of the compaction that "
+                f"evicted it (e.g. '2026-01-01T00:00:00.000Z') or absent, got {stamp!r}. "
+                "Nothing was archived."
             )
     for entry in entries:
         check_archived_message(session_id, namespace, entry["message"])

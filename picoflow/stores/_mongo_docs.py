@@ -199,6 +199,8 @@ def archive_record(
         "message": message,
         "text": _checks.search_text(entry["message"]),
     }
+    if entry.get("compacted_at") is not None:  # M16
+        record["compacted_at"] = entry["compacted_at"]
     if escaped:
         record[_ESCAPED] = True
     record.update(extra or {})
@@ -210,7 +212,10 @@ def entry_from_stored(stored: JSONDict) -> ArchiveEntry:
     message = stored["message"]
     if stored.get(_ESCAPED, False):
         message = _unescape(message)
-    return {"position": stored["position"], "message": message}
+    entry: ArchiveEntry = {"position": stored["position"], "message": message}
+    if stored.get("compacted_at") is not None:  # M16: absent on entries written before it
+        entry["compacted_at"] = stored["compacted_at"]
+    return entry
 
 
 def _plain(value: Any, session_id: str) -> tuple[Any, bool]:

@@ -1,4 +1,4 @@
-"""MongoStore's waiting list (K7), owner ledger (O3) and memory bank (L1, L4, L5).
+"""MongoStore's waiting list (K7), idle sessions (M14), owner ledger (O3) and memory bank (L1-L5).
 
 A mixin of `MongoStore`: its methods reach the database through `_collections`, so they share
 its connection, its lazily made indexes and its error translation.
@@ -17,6 +17,7 @@ from pymongo.errors import OperationFailure
 
 from picoflow.stores import _bank, _checks
 from picoflow.stores._bank import BankEntry
+from picoflow.stores._idle import check_idle_query, idle_summary
 from picoflow.stores._mongo_docs import session_from_stored
 from picoflow.stores._waiting import check_limit, summary
 from picoflow.stores.base import JSONDict
@@ -33,6 +34,7 @@ class MongoExtras:
     _names: tuple[str, ...]
     _usage_ready: bool
     _bank_text: bool | None
+    _idle_ready: bool = False  # M14: the index of running sessions, made on first use
 
     if TYPE_CHECKING:
 
@@ -51,6 +53,29 @@ class MongoExtras:
             stored = [doc async for doc in cursor]
         found = [summary({**session_from_stored(doc), "id": doc["_id"]}) for doc in stored]
         return [item for item in found if item is not None]
+
+    async def idle_sessions(
+        self, before: str, *, after: tuple[str, str] | None = None, limit: int = 100
+    ) -> list[JSONDict]:
+        """Running sessions last saved before `before` (ISO), oldest first, one page (M14).
+
+        `after` is the `(updated_at, id)` of the previous page's last session. One range of
+        the `(run_status, updated_at, _id)` index, made on the first call (a store that never
+        lists idle sessions never pays for it on its saves); the messages are not read.
+        """
+        _checks.check_open(self, self._closed)
+        stamp, last_id = check_idle_query(before, after, limit)
+        query = {
+            "run_status": "running",
+            "updated_at": {"$lt": before, "$gte": stamp},
+            "$or": [{"updated_at": {"$gt": stamp}}, {"_id": {"$gt": last_id}}],
+        }
+        async with self._collections("list the idle sessions") as (sessions, _, _):
+            if not self._idle_ready:
+                await sessions.create_index(_IDLE_KEY)
+                self._idle_ready = True
+            cursor = sessions.find(query, _IDLE_FIELDS).sort(_IDLE_KEY[1:]).limit(limit)
+            return [idle_summary(doc, str(doc["_id"])) async for doc in cursor]
 
     async def add_owner_tokens(self, owner: str, day: str, tokens: int) -> int:
         """Add to an owner's tokens of one day and return the new total (O3's ledger).
@@ -207,6 +232,8 @@ class MongoExtras:
 
 
 _BANK_FIELDS = {"_id": 0, "search": 0}
+_IDLE_FIELDS = {"flow": 1, "updated_at": 1, "expires_at": 1}
+_IDLE_KEY = [("run_status", 1), ("updated_at", 1), ("_id", 1)]
 _BANK_SCAN = 500  # without a text index: at most this many matching entries are ranked
 
 

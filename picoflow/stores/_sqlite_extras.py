@@ -1,4 +1,4 @@
-"""SQLiteStore's waiting list (K7), owner ledger (O3) and memory bank (L1, L4, L5).
+"""SQLiteStore's waiting list (K7), idle sessions (M14), owner ledger (O3) and memory bank (L1-L5).
 
 A mixin of `SQLiteStore`: the methods run on its reader and writer connections through
 `_read`, `_write` and `_transaction`, so they share its locking, cancellation and errors.
@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 from picoflow.stores import _bank, _bank_sqlite, _checks
 from picoflow.stores._bank import BankEntry
+from picoflow.stores._idle import check_idle_query, idle_summary
 from picoflow.stores._waiting import check_limit, summary
 from picoflow.stores.base import JSONDict
 
 if TYPE_CHECKING:
     from picoflow.stores._sqlite_worker import Gate
 
-__all__ = ["LEDGER_SCHEMA", "SQLiteExtras"]
+__all__ = ["EXTRAS_SCHEMA", "SQLiteExtras"]
 
 _T = TypeVar("_T")
 
@@ -31,6 +32,22 @@ CREATE TABLE IF NOT EXISTS owner_usage (
     PRIMARY KEY (owner, day)
 );
 """
+
+# M14: running sessions by when they were last saved, so `idle_sessions` reads one range of
+# an index that holds no finished session. The expressions must be spelled exactly as in
+# `_IDLE`, or SQLite does not use the index.
+_UPDATED = "json_extract(doc, '$.updated_at')"
+_RUNNING = "json_extract(doc, '$.run_status') = 'running'"
+IDLE_SCHEMA = f"""
+CREATE INDEX IF NOT EXISTS sessions_idle ON sessions ({_UPDATED}, id) WHERE {_RUNNING};
+"""
+EXTRAS_SCHEMA = LEDGER_SCHEMA + IDLE_SCHEMA
+
+_IDLE = (
+    f"SELECT id, json_extract(doc, '$.flow'), {_UPDATED}, expires_at FROM sessions "
+    f"WHERE {_RUNNING} AND {_UPDATED} < ?1 AND {_UPDATED} >= ?2 "
+    f"AND ({_UPDATED}, id) > (?2, ?3) ORDER BY {_UPDATED}, id LIMIT ?4"
+)
 
 _WAITING = (  # K7: a pending approval, or an operator record that is not null
     "SELECT doc FROM sessions WHERE json_extract(doc, '$.operator') IS NOT NULL OR EXISTS "
@@ -78,6 +95,24 @@ class SQLiteExtras:
         )
         found = [summary(_checks.decode(row[0])) for row in rows]
         return [item for item in found if item is not None]
+
+    async def idle_sessions(
+        self, before: str, *, after: tuple[str, str] | None = None, limit: int = 100
+    ) -> list[JSONDict]:
+        """Running sessions last saved before `before` (ISO), oldest first, one page (M14).
+
+        `after` is the `(updated_at, id)` of the previous page's last session. One range of
+        the partial index `sessions_idle`; SQLite reads the three listed fields of those rows.
+        """
+        start = check_idle_query(before, after, limit)
+        rows = await self._read(
+            "list the idle sessions",
+            lambda db: db.execute(_IDLE, (before, *start, limit)).fetchall(),
+        )
+        return [
+            idle_summary({"flow": flow, "updated_at": updated, "expires_at": expires}, key)
+            for key, flow, updated, expires in rows
+        ]
 
     async def add_owner_tokens(self, owner: str, day: str, tokens: int) -> int:
         """Add to an owner's tokens of one day and return the new total (O3's ledger).

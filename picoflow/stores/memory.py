@@ -12,6 +12,7 @@ from picoflow.errors import SessionConflictError, SessionNotFoundError
 from picoflow.stores import _bank, _checks, _history
 from picoflow.stores._bank import BankEntry
 from picoflow.stores._codec import JSONCodec
+from picoflow.stores._idle import check_idle_query, idle_summary
 from picoflow.stores._limits import DocumentChecker
 from picoflow.stores._waiting import check_limit, summary
 from picoflow.stores.base import ArchiveEntry, JSONDict
@@ -38,8 +39,8 @@ class MemoryStore:
         self._docs: dict[str, tuple[int, _Encoded]] = {}
         self._codec = JSONCodec(capacity=None)  # every session is kept here anyway
         self._limits = DocumentChecker(capacity=None)
-        # (session_id, namespace) -> {position: (message JSON, lowercased search text)}
-        self._archive: dict[tuple[str, str], dict[int, tuple[str, str]]] = {}
+        # (session_id, namespace) -> {position: (message JSON, search text, compacted_at)}
+        self._archive: dict[tuple[str, str], dict[int, tuple[str, str, str | None]]] = {}
         # session_id -> its revisions, oldest first: (revision, saved_at, note, encoded) (W1)
         self._revisions: dict[str, list[tuple[int, str, JSONDict, _Encoded]]] = {}
         self.archive_limit: int | None = None  # W5: entries kept per namespace, newest
@@ -125,6 +126,27 @@ class MemoryStore:
         listed.sort(key=lambda item: str(item["updated_at"]), reverse=True)
         return listed[:limit]
 
+    async def idle_sessions(
+        self, before: str, *, after: tuple[str, str] | None = None, limit: int = 100
+    ) -> list[JSONDict]:
+        """Running sessions last saved before `before` (ISO), oldest first, one page (M14).
+
+        `after` is the `(updated_at, id)` of the previous page's last session. A scan of every
+        session: this store holds one process's sessions, in memory.
+        """
+        _checks.check_open(self, self._closed)
+        start = check_idle_query(before, after, limit)
+        found = []
+        for session_id, (_, encoded) in self._docs.items():
+            doc = _checks.decode(encoded[0])
+            stamp = doc.get("updated_at")
+            if doc.get("run_status") != "running" or not isinstance(stamp, str):
+                continue
+            if stamp < before and (stamp, session_id) > start:
+                found.append(((stamp, session_id), idle_summary(doc, session_id)))
+        found.sort(key=lambda item: item[0])
+        return [item for _, item in found[:limit]]
+
     async def history(self, session_id: str, *, limit: int | None = None) -> list[JSONDict]:
         """The session's kept revisions, newest first: what each turn was (W1)."""
         _checks.check_open(self, self._closed)
@@ -184,12 +206,13 @@ class MemoryStore:
         _checks.check_open(self, self._closed)
         _checks.check_entries(session_id, namespace, entries)
         encoded = [
-            (entry["position"], (_checks.encode(entry["message"], session_id), entry["message"]))
+            (entry["position"], _checks.encode(entry["message"], session_id), entry)
             for entry in entries
         ]
         slot = self._archive.setdefault((session_id, namespace), {})
-        for position, (text, message) in encoded:
-            slot.setdefault(position, (text, _checks.search_text(message)))
+        for position, text, entry in encoded:
+            found = (text, _checks.search_text(entry["message"]), entry.get("compacted_at"))
+            slot.setdefault(position, found)
         if self.archive_limit is not None and slot:  # the newest `archive_limit` positions
             floor = max(slot) - self.archive_limit
             for position in [position for position in slot if position <= floor]:
@@ -216,14 +239,13 @@ class MemoryStore:
         words = _checks.search_words(query)
         slot = self._archive.get((session_id, namespace), {})
         hits = [
-            position for position, (_, text) in slot.items() if all(word in text for word in words)
+            position
+            for position, (_, text, _) in slot.items()
+            if all(word in text for word in words)
         ]
         hits.sort(reverse=True)
         start = (page - 1) * page_size
-        return [
-            {"position": position, "message": _checks.decode(slot[position][0])}
-            for position in hits[start : start + page_size]
-        ]
+        return [_entry(position, *slot[position]) for position in hits[start : start + page_size]]
 
     async def add_owner_tokens(self, owner: str, day: str, tokens: int) -> int:
         """Add to an owner's tokens of one day and return the new total (O3's ledger)."""
@@ -317,6 +339,14 @@ def _decode(encoded: _Encoded) -> JSONDict:
     for namespace, messages in texts.items():
         doc["memory"][namespace]["messages"] = json.loads("[" + ",".join(messages) + "]")
     return doc
+
+
+def _entry(position: int, text: str, _: str, compacted_at: str | None) -> ArchiveEntry:
+    """An archived message as `search_archive` returns it, stamped if it was (M16)."""
+    entry: ArchiveEntry = {"position": position, "message": _checks.decode(text)}
+    if compacted_at is not None:
+        entry["compacted_at"] = compacted_at
+    return entry
 
 
 def _expired(expires_at: object, now: str) -> bool:

@@ -34,13 +34,14 @@ from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreErr
 from picoflow.stores import _checks, _history, _sqlite_history
 from picoflow.stores._archive_index import (
     ARCHIVE_INDEX_SCHEMA,
+    archive_entry,
     ensure_archive_index,
     search_rows,
 )
 from picoflow.stores._bank_sqlite import BANK_SCHEMA
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
-from picoflow.stores._sqlite_extras import LEDGER_SCHEMA, SQLiteExtras
+from picoflow.stores._sqlite_extras import EXTRAS_SCHEMA, SQLiteExtras
 from picoflow.stores._sqlite_history import SQLiteHistory
 from picoflow.stores._sqlite_loop import LoopConnection
 from picoflow.stores._sqlite_rows import MESSAGES_SCHEMA, Plan, RowMemory, apply, fill
@@ -72,16 +73,16 @@ CREATE TABLE IF NOT EXISTS archive (
     position INTEGER NOT NULL,
     message TEXT NOT NULL,
     text TEXT NOT NULL,
+    compacted_at TEXT,
     PRIMARY KEY (session_id, namespace, position)
 );
 """
     + MESSAGES_SCHEMA
     + BANK_SCHEMA
-    + LEDGER_SCHEMA
+    + EXTRAS_SCHEMA
     + ARCHIVE_INDEX_SCHEMA
     + _sqlite_history.HISTORY_SCHEMA
 )
-
 
 
 class SQLiteStore(SQLiteExtras, SQLiteHistory):
@@ -228,7 +229,6 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory):
             raise SessionNotFoundError(session_id)
         raise SessionConflictError(session_id, expected_revision, actual)
 
-
     async def delete(self, session_id: str) -> bool:
         """Remove the session and its whole archive; True if a session document existed."""
         self._codec.forget(session_id)
@@ -257,6 +257,7 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory):
                 entry["position"],
                 _checks.encode(entry["message"], session_id),
                 _checks.search_text(entry["message"]),
+                entry.get("compacted_at"),  # M16
             )
             for entry in entries
         ]
@@ -266,8 +267,8 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory):
         def archive(db: sqlite3.Connection, gate: Gate) -> None:
             with _immediate(db, gate):
                 db.executemany(
-                    "INSERT OR IGNORE INTO archive "
-                    "(session_id, namespace, position, message, text) VALUES (?, ?, ?, ?, ?)",
+                    "INSERT OR IGNORE INTO archive (session_id, namespace, position, message, "
+                    "text, compacted_at) VALUES (?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 _sqlite_history.trim_archive(db, session_id, namespace, limit)
@@ -295,7 +296,7 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory):
             return search_rows(db, session_id, namespace, words, page, page_size)
 
         rows = await self._read(f"search the archive of session '{session_id}'", search)
-        return [{"position": row[0], "message": _checks.decode(row[1])} for row in rows]
+        return [archive_entry(*row) for row in rows]
 
     async def aclose(self) -> None:
         """Close the connections; the store refuses further calls with StoreError."""
