@@ -42,7 +42,7 @@ CONCURRENT_TURNS = ("reject", "queue")
 # session. It is renewed every third of this while its turn runs.
 LEASE_SECONDS = 10.0
 FIRST_POLL = 0.005  # seconds before the first retry of a taken lease; doubles up to MAX_POLL
-MAX_POLL = 0.2
+MAX_POLL = 0.1
 
 
 def check_concurrent_turns(
