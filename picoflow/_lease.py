@@ -32,7 +32,14 @@ from .session import is_session_id
 from .stores import Store
 from .stores._leases import LeaseStore, supports_leases
 
-__all__ = ["CONCURRENT_TURNS", "LEASE_SECONDS", "TurnLeases", "check_concurrent_turns"]
+__all__ = [
+    "CONCURRENT_TURNS",
+    "LEASE_SECONDS",
+    "ConcurrentTurns",
+    "TurnLeases",
+    "check_concurrent_turns",
+    "turn_leases",
+]
 
 logger = logging.getLogger("picoflow.engine")
 
@@ -67,6 +74,11 @@ def check_concurrent_turns(
             "SQLiteStore or MongoStore, or add those two methods to your store."
         )
     return "queue" if mode == "queue" else "reject"
+
+
+def turn_leases(mode: object, turn_timeout: float | None, store: Store) -> TurnLeases:
+    """The engine's `TurnLeases` for `concurrent_turns=mode`, checked (ValueError)."""
+    return TurnLeases(store, check_concurrent_turns(mode, turn_timeout, store))
 
 
 class TurnLeases:

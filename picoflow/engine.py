@@ -30,7 +30,7 @@ from ._flow_providers import merged_providers
 from ._fresh_scripts import FreshScripts
 from ._housekeeping.scheduler import Housekeeping
 from ._idempotent import KeyedRuns, keep_reply, replay_if_recorded, session_id_for_new
-from ._lease import ConcurrentTurns, TurnLeases, check_concurrent_turns
+from ._lease import ConcurrentTurns, turn_leases
 from ._mcp import MCPConnections
 from ._memory_api import MemoryOperations
 from ._migration import migrate
@@ -150,8 +150,7 @@ class FlowEngine(
         ttl = as_ttl(session_ttl) or ttl_from_environment()  # U6: SESSION_EXPIRATION
         limit_archive(self._store, archive_limit)
         self._sessions = Sessions(self._store, ttl, retention(history_limit, history_max_age))
-        mode = check_concurrent_turns(concurrent_turns, self._turn_timeout, self._store)
-        self._leases = TurnLeases(self._store, mode)  # O4
+        self._leases = turn_leases(concurrent_turns, self._turn_timeout, self._store)  # O4
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
         self._revisions = Revisions(self._sessions, ttl, self._housekeeping.cancel)
         self._housekeeping.telemetry = self._telemetry
@@ -414,12 +413,7 @@ class FlowEngine(
         if doc is not None and _overrides(flow, "migrate_session"):  # V10: upgrade it first
             doc, spaces = await migrate(flow, doc, spaces)
         if doc is not None and not message.strip():
-            return _failure(
-                session_id,
-                "The message is empty. Send the user's text; an empty message only starts a "
-                "new session.",
-                INVALID_REQUEST,
-            )
+            return _empty_message(session_id)
         context = self._context_for(flow)
         context.emit = emit
         context.ends = deadline.when()
@@ -557,6 +551,15 @@ class FlowEngine(
 def _overrides(flow: Flow, hook: str) -> bool:
     """Whether the flow defines its own `hook` (V10 hooks are skipped for the many that don't)."""
     return getattr(type(flow), hook) is not getattr(Flow, hook)
+
+
+def _empty_message(session_id: str | None) -> TurnResult:
+    return _failure(
+        session_id,
+        "The message is empty. Send the user's text; an empty message only starts a new "
+        "session.",
+        INVALID_REQUEST,
+    )
 
 
 def _failure(session_id: str | None, message: str, error: str) -> TurnResult:
