@@ -27,7 +27,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Literal
 
-from .errors import PicoflowError
 from .session import is_session_id
 from .stores import Store
 from .stores._leases import LeaseStore, supports_leases
@@ -107,14 +106,18 @@ class TurnLeases:
             return
         holder = f"{self._worker}:{secrets.token_hex(6)}"
         await self._acquire(store, str(session_id), holder)
-        renewal = asyncio.ensure_future(self._renew(store, str(session_id), holder))
+        done = asyncio.Event()
+        renewal = asyncio.ensure_future(self._renew(store, str(session_id), holder, done))
         try:
             yield
         finally:
-            renewal.cancel()
-            with suppress(asyncio.CancelledError):
-                await renewal
-            await _release(store, str(session_id), holder)
+            # Not cancelled: a renewal already sent must land before the release, or it would
+            # take the lease again after it. Nothing here fails a turn that was saved.
+            done.set()
+            try:
+                await asyncio.wait([renewal])
+            finally:
+                await _release(store, str(session_id), holder)
 
     async def _acquire(self, store: LeaseStore, session_id: str, holder: str) -> None:
         """Take the lease, waiting with a backoff while another worker holds it.
@@ -131,13 +134,18 @@ class TurnLeases:
             await _release(store, session_id, holder)
             raise
 
-    async def _renew(self, store: LeaseStore, session_id: str, holder: str) -> None:
-        """Renew the lease every third of its length until cancelled (the turn ended)."""
+    async def _renew(
+        self, store: LeaseStore, session_id: str, holder: str, done: asyncio.Event
+    ) -> None:
+        """Renew the lease every third of its length until `done` (the turn ended)."""
         while True:
-            await asyncio.sleep(self._seconds / 3)
+            with suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), self._seconds / 3)
+            if done.is_set():
+                return
             try:
                 held = await store.acquire_lease(session_id, holder, self._seconds)
-            except PicoflowError as exc:  # the store is down: try again next time
+            except Exception as exc:  # the store is down: try again next time
                 logger.warning(
                     "could not renew the session's lease: %s", exc, extra={"session_id": session_id}
                 )
@@ -155,7 +163,7 @@ async def _release(store: LeaseStore, session_id: str, holder: str) -> None:
     """Remove the lease; if the store cannot be reached, it expires by itself."""
     try:
         await asyncio.shield(store.release_lease(session_id, holder))
-    except PicoflowError as exc:
+    except Exception as exc:  # never fails a turn that was saved
         logger.warning(
             "could not release the session's lease (it expires by itself): %s",
             exc,

@@ -79,6 +79,14 @@ async def start(client: Any) -> str:
     return str(reply.json()["session"])
 
 
+async def slow_turn(client: Any, held: Held) -> tuple[str, asyncio.Future[Any]]:
+    """Start a session, then post a turn of it that `held` keeps inside its model call."""
+    session = await start(client)
+    slow = asyncio.ensure_future(client.post("/ai/run", **turn("slow one", session)))
+    await held.entered.wait()
+    return session, slow
+
+
 def turn(message: str, session: str) -> dict[str, Any]:
     return {
         "json": {"flowName": "ChatFlow", "message": message},
@@ -91,9 +99,7 @@ async def test_o4_queue_the_second_request_waits_and_gets_200(route: str) -> Non
     held, store = Held(), LeasingStore()
     one, other = two_workers(held, "queue", store)
     async with client_for(one) as first, client_for(other) as second:
-        session = await start(first)
-        slow = asyncio.ensure_future(first.post("/ai/run", **turn("slow one", session)))
-        await held.entered.wait()
+        session, slow = await slow_turn(first, held)
         queued = asyncio.ensure_future(second.post(route, **turn("then two", session)))
         await store.refused.wait()  # the second worker waits for the session's lease
         assert not queued.done()
@@ -113,9 +119,7 @@ async def test_o4_reject_the_request_that_saves_second_gets_409() -> None:
     held, store = Held(), LeasingStore()
     one, other = two_workers(held, "reject", store)
     async with client_for(one) as first, client_for(other) as second:
-        session = await start(first)
-        slow = asyncio.ensure_future(first.post("/ai/run", **turn("slow one", session)))
-        await held.entered.wait()
+        session, slow = await slow_turn(first, held)
         quick = await second.post("/ai/run", **turn("quick two", session))
         held.gate.set()
         lost = await slow
@@ -129,9 +133,7 @@ async def test_o4_queue_a_request_still_waiting_at_the_deadline_is_503_turn_time
     held, store = Held(), LeasingStore()
     one, other = two_workers(held, "queue", store, second_timeout=0.3)
     async with client_for(one) as first, client_for(other) as second:
-        session = await start(first)
-        slow = asyncio.ensure_future(first.post("/ai/run", **turn("slow one", session)))
-        await held.entered.wait()
+        session, slow = await slow_turn(first, held)
         late = await second.post("/ai/run", **turn("too late", session))
         held.gate.set()
         assert (await slow).status_code == 200

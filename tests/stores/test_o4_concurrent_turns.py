@@ -108,12 +108,18 @@ class LeaseSpy:
 
     async def acquire_lease(self, session_id: str, holder: str, seconds: float) -> bool:
         if self.fail is not None:
+            self._log.changed.set()  # an attempt, though not one that is logged
             raise self.fail
         granted: bool = await self._store.acquire_lease(  # type: ignore[attr-defined]
             session_id, holder, seconds
         )
         self._log.add(self._name, granted)
         return granted
+
+    async def release_lease(self, session_id: str, holder: str) -> None:
+        if self.fail is not None:
+            raise self.fail
+        await self._store.release_lease(session_id, holder)  # type: ignore[attr-defined]
 
 
 def humans(doc: dict[str, Any] | None) -> list[str]:
@@ -139,6 +145,15 @@ def workers(
         for name, timeout in zip("ab", timeouts, strict=True)
     ]
     return engines[0], engines[1], log
+
+
+async def slow_turn(engine: FlowEngine, held: Held) -> tuple[str, asyncio.Future[Any]]:
+    """Start a session, then a turn of it that `held` keeps inside its model call."""
+    start = await engine.run("ChatFlow", "hello")
+    session_id = str(start.session_id)
+    slow = asyncio.ensure_future(engine.run("ChatFlow", "slow one", session_id))
+    await held.entered.wait()
+    return session_id, slow
 
 
 async def free(store: Store, session_id: str) -> bool:
@@ -294,15 +309,13 @@ async def test_o4_reject_a_turn_of_a_session_saved_elsewhere_meanwhile_is_a_conf
 ) -> None:
     held = Held()
     first, second, _ = workers(store, held, mode="reject")
-    start = await first.run("ChatFlow", "hello")
-    slow = asyncio.ensure_future(first.run("ChatFlow", "slow one", start.session_id))
-    await held.entered.wait()
-    quick = await second.run("ChatFlow", "quick two", start.session_id)
+    session_id, slow = await slow_turn(first, held)
+    quick = await second.run("ChatFlow", "quick two", session_id)
     assert quick.success  # nothing told it the session was running elsewhere
     held.gate.set()
     lost = await slow
     assert not lost.success and lost.error == "SessionConflictError"
-    assert humans(await store.load(str(start.session_id))) == ["hello", "quick two"]
+    assert humans(await store.load(session_id)) == ["hello", "quick two"]
 
 
 @STORES
@@ -311,10 +324,7 @@ async def test_o4_queue_the_second_turn_waits_and_runs_on_the_first_ones_result(
 ) -> None:
     held = Held()
     first, second, log = workers(store, held)
-    start = await first.run("ChatFlow", "hello")
-    session_id = str(start.session_id)
-    slow = asyncio.ensure_future(first.run("ChatFlow", "slow one", session_id))
-    await held.entered.wait()
+    session_id, slow = await slow_turn(first, held)
     queued = asyncio.ensure_future(second.run("ChatFlow", "then two", session_id))
     await log.until(lambda: log.refused("b") >= 1)  # it found the lease taken: it waits
     assert not queued.done()
@@ -333,10 +343,7 @@ async def test_o4_queue_a_turn_still_waiting_at_its_deadline_fails_and_saves_not
 ) -> None:
     held = Held()
     first, second, log = workers(store, held, timeouts=(10, 0.3))
-    start = await first.run("ChatFlow", "hello")
-    session_id = str(start.session_id)
-    slow = asyncio.ensure_future(first.run("ChatFlow", "slow one", session_id))
-    await held.entered.wait()
+    session_id, slow = await slow_turn(first, held)
     late = await second.run("ChatFlow", "too late", session_id)
     assert (late.success, late.error, late.message) == (False, "TurnTimeout", DEADLINE_FAILED)
     assert log.refused("b") >= 1
@@ -372,10 +379,7 @@ async def test_o4_queue_the_lease_is_renewed_while_a_long_turn_runs(
     monkeypatch.setattr(picoflow._lease, "LEASE_SECONDS", 0.3)  # renewed every 0.1 s
     held = Held()
     first, second, log = workers(store, held)
-    start = await first.run("ChatFlow", "hello")
-    session_id = str(start.session_id)
-    slow = asyncio.ensure_future(first.run("ChatFlow", "slow one", session_id))
-    await held.entered.wait()
+    session_id, slow = await slow_turn(first, held)
     queued = asyncio.ensure_future(second.run("ChatFlow", "then two", session_id))
 
     def refused_after_the_first_lease_ran_out() -> bool:
@@ -458,13 +462,27 @@ async def test_o4_queue_a_store_that_fails_to_lease_fails_the_turn_as_a_store_er
     assert failed.message == "MemoryStore could not take the lease: the disk is on fire."
 
 
+async def test_o4_queue_a_lease_that_cannot_be_renewed_or_released_fails_no_saved_turn(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(picoflow._lease, "LEASE_SECONDS", 0.3)
+    held, store = Held(), MemoryStore()
+    first, _, log = workers(store, held)
+    session_id, slow = await slow_turn(first, held)
+    log.spies["a"].fail = StoreError("MemoryStore is unreachable.")
+    await log.until(lambda: "could not renew the session's lease" in caplog.text)
+    held.gate.set()
+    result = await slow
+    assert result.success and humans(await store.load(session_id)) == ["hello", "slow one"]
+    assert "could not release the session's lease (it expires by itself)" in caplog.text
+    assert not await free(store, session_id)  # still there, until it expires
+
+
 async def test_o4_queue_turns_of_one_engine_wait_on_its_lock_not_on_the_lease() -> None:
     held = Held()
     first, _, log = workers(MemoryStore(), held)
-    start = await first.run("ChatFlow", "hello")
-    slow = asyncio.ensure_future(first.run("ChatFlow", "slow one", start.session_id))
-    await held.entered.wait()
-    queued = asyncio.ensure_future(first.run("ChatFlow", "then two", start.session_id))
+    session_id, slow = await slow_turn(first, held)
+    queued = asyncio.ensure_future(first.run("ChatFlow", "then two", session_id))
     held.gate.set()
     assert (await slow).success and (await queued).success
     assert log.refused("a") == 0  # one engine never competes with itself for a lease
