@@ -89,11 +89,6 @@ class TurnLeases:
         # A readable prefix (which worker) and a random part (which turn) per lease.
         self._worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
-    @property
-    def queues(self) -> bool:
-        """Whether turns wait for their session's lease ("queue")."""
-        return self._store is not None
-
     @asynccontextmanager
     async def hold(self, session_id: str | None) -> AsyncIterator[None]:
         """Hold the session's lease around a turn ("queue"); do nothing for "reject".
