@@ -54,6 +54,7 @@ __all__ = [
     "first_reply",
     "keep_reply",
     "recorded_reply",
+    "replay_if_recorded",
     "run_keyed",
     "session_id_for_new",
 ]
@@ -126,6 +127,23 @@ def recorded_reply(doc: JSONDict | None, turn: IdempotentTurn) -> JSONDict | Non
         raise IdempotencyKeyReused(turn.key)
     reply: JSONDict = record["reply"]
     return reply
+
+
+def replay_if_recorded(doc: JSONDict | None) -> TurnResult | None:
+    """The key's first result, if the session a keyed turn just loaded holds it; else None.
+
+    The retry checked before it ran, but it may then have waited for its session (the lock of
+    this process, or the lease of `concurrent_turns="queue"`) while the first request ran and
+    saved: it must replay that result, not store the message a second time.
+    """
+    turn = current_turn.get()
+    if turn is None or doc is None:
+        return None
+    try:
+        reply = recorded_reply(doc, turn)
+    except IdempotencyKeyReused as exc:
+        return TurnResult(doc["id"], str(exc), False, False, None, error=KEY_REUSED)
+    return None if reply is None else _replayed(doc["id"], reply)
 
 
 def session_id_for_new() -> str:

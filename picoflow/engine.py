@@ -30,7 +30,8 @@ from ._expiration import ttl_from_environment
 from ._flow_providers import merged_providers
 from ._fresh_scripts import FreshScripts
 from ._housekeeping.scheduler import Housekeeping
-from ._idempotent import KeyedRuns, keep_reply, session_id_for_new
+from ._idempotent import KeyedRuns, keep_reply, replay_if_recorded, session_id_for_new
+from ._lease import ConcurrentTurns, turn_leases
 from ._mcp import MCPConnections
 from ._memory_api import MemoryOperations
 from ._migration import migrate
@@ -110,6 +111,7 @@ class FlowEngine(
         history_limit: int = 50,
         history_max_age: timedelta | float | None = None,
         archive_limit: int | None = 1000,
+        concurrent_turns: ConcurrentTurns = "reject",
     ) -> None:
         """Check every flow now, so a mistake fails here rather than at a live turn (F5).
 
@@ -121,7 +123,9 @@ class FlowEngine(
         subset; a turn that would pass one fails with `BudgetExceeded` and saves nothing.
         `history_limit` revisions are kept per session, none older than `history_max_age`
         (seconds or a timedelta) but the current one; `archive_limit` evicted messages are
-        kept per namespace, the newest (W5).
+        kept per namespace, the newest (W5). `concurrent_turns` (O4) decides what a turn of a
+        session running on another worker does: "reject" fails it with a conflict at its save,
+        "queue" (needs `turn_timeout`) waits for the session's lease in the store.
         """
         self._sleep = sleep
         flows = list(flows)
@@ -147,6 +151,7 @@ class FlowEngine(
         ttl = as_ttl(session_ttl) or ttl_from_environment()  # U6: SESSION_EXPIRATION
         limit_archive(self._store, archive_limit)
         self._sessions = Sessions(self._store, ttl, retention(history_limit, history_max_age))
+        self._leases = turn_leases(concurrent_turns, self._turn_timeout, self._store)  # O4
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
         self._revisions = Revisions(self._sessions, ttl, self._housekeeping.cancel)
         self._housekeeping.telemetry = self._telemetry
@@ -372,7 +377,7 @@ class FlowEngine(
         """
         deadline = asyncio.timeout(self._turn_timeout)
         try:
-            async with deadline:
+            async with deadline, self._leases.hold(session_id):  # O4: "queue" waits in it
                 return await self._turn_within(
                     flow_class,
                     message,
@@ -402,17 +407,14 @@ class FlowEngine(
     ) -> TurnResult:
         edit = _EDITING.get()
         doc, spaces = await self._load_usable(flow_class, session_id, owner, edit)
+        if (replay := replay_if_recorded(doc)) is not None:
+            return replay  # O4: a keyed retry that waited for its session's first request
         step_before = None if doc is None else doc.get("current_step")
         flow = flow_class()
         if doc is not None and _overrides(flow, "migrate_session"):  # V10: upgrade it first
             doc, spaces = await migrate(flow, doc, spaces)
         if doc is not None and not message.strip():
-            return _failure(
-                session_id,
-                "The message is empty. Send the user's text; an empty message only starts a "
-                "new session.",
-                INVALID_REQUEST,
-            )
+            return _empty_message(session_id)
         context = self._context_for(flow)
         context.emit = emit
         context.ends = deadline.when()
@@ -550,6 +552,15 @@ class FlowEngine(
 def _overrides(flow: Flow, hook: str) -> bool:
     """Whether the flow defines its own `hook` (V10 hooks are skipped for the many that don't)."""
     return getattr(type(flow), hook) is not getattr(Flow, hook)
+
+
+def _empty_message(session_id: str | None) -> TurnResult:
+    return _failure(
+        session_id,
+        "The message is empty. Send the user's text; an empty message only starts a new "
+        "session.",
+        INVALID_REQUEST,
+    )
 
 
 def _failure(session_id: str | None, message: str, error: str) -> TurnResult:

@@ -13,6 +13,7 @@ from picoflow.stores import _bank, _checks, _history
 from picoflow.stores._bank import BankEntry
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._idle import check_idle_query, idle_summary
+from picoflow.stores._leases import MemoryLeases
 from picoflow.stores._limits import DocumentChecker
 from picoflow.stores._waiting import check_limit, summary
 from picoflow.stores.base import ArchiveEntry, JSONDict
@@ -20,7 +21,7 @@ from picoflow.stores.base import ArchiveEntry, JSONDict
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore:
+class MemoryStore(MemoryLeases):
     """Keeps sessions in process memory, with the same rules as the persistent stores (P2).
 
     Documents are kept as JSON text, not as the caller's objects: a caller can never change a
@@ -47,6 +48,7 @@ class MemoryStore:
         self._closed = False
         self._owner_tokens: dict[tuple[str, str], int] = {}  # (owner, day) -> tokens (O3)
         self._bank: dict[str, dict[str, str]] = {}  # owner -> entry id -> entry JSON (L1)
+        self._leases: dict[str, tuple[str, float]] = {}  # O4: session id -> (holder, expiry)
 
     def __repr__(self) -> str:
         """Show how many sessions are held, for logs and debuggers."""

@@ -40,6 +40,7 @@ from picoflow.stores._mongo_docs import (
 )
 from picoflow.stores._mongo_errors import describe_failure
 from picoflow.stores._mongo_extras import MongoExtras
+from picoflow.stores._mongo_leases import MongoLeases
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["MongoStore"]
@@ -58,7 +59,7 @@ _MOTOR_CLIENT, _MOTOR_DATABASE = "AsyncIOMotorClient", "AsyncIOMotorDatabase"
 _Collection = Any
 
 
-class MongoStore(MongoExtras):
+class MongoStore(MongoExtras, MongoLeases):
     """Keeps sessions in MongoDB through PyMongo's async API (or a Motor handle).
 
     Give it a URI, a `pymongo.AsyncMongoClient`, a pymongo `AsyncDatabase`, or a Motor

@@ -43,6 +43,7 @@ from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
 from picoflow.stores._sqlite_extras import EXTRAS_SCHEMA, SQLiteExtras
 from picoflow.stores._sqlite_history import SQLiteHistory
+from picoflow.stores._sqlite_leases import SQLiteLeases
 from picoflow.stores._sqlite_loop import LoopConnection
 from picoflow.stores._sqlite_rows import MESSAGES_SCHEMA, Plan, RowMemory, apply, fill
 from picoflow.stores._sqlite_worker import Gate, ReaderPool, Worker, WouldWait
@@ -85,7 +86,7 @@ CREATE TABLE IF NOT EXISTS archive (
 )
 
 
-class SQLiteStore(SQLiteExtras, SQLiteHistory):
+class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases):
     """Keeps sessions in one SQLite file; `":memory:"` keeps them in RAM.
 
     The constructor only records the path: the engine may be built outside an event loop, so

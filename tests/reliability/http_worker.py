@@ -1,10 +1,11 @@
 """A server process of the two-worker scenario: the HTTP API on MongoDB, on a port of its own.
 
-    python http_worker.py MONGO_URI DATABASE crashy|steady
+    python http_worker.py MONGO_URI DATABASE crashy|steady [reject|queue]
 
 It prints `ready PORT` once it listens. A `crashy` worker kills itself with SIGKILL right after
 the store has saved a turn whose message starts with "crash-", before any reply is sent: the
-worst moment for a client, which cannot know whether its turn was saved.
+worst moment for a client, which cannot know whether its turn was saved. The last argument is
+the engine's `concurrent_turns` (O4; "reject" by default).
 """
 
 from __future__ import annotations
@@ -42,9 +43,14 @@ class CrashAfterSave(MongoStore):
         return revision
 
 
-async def serve(uri: str, database: str, kind: str) -> None:
+async def serve(uri: str, database: str, kind: str, mode: str = "reject") -> None:
     store = CrashAfterSave(uri, database) if kind == "crashy" else MongoStore(uri, database)
-    engine = FlowEngine(flows=[ChatFlow], store=store, turn_timeout=20)
+    engine = FlowEngine(
+        flows=[ChatFlow],
+        store=store,
+        turn_timeout=20,
+        concurrent_turns="queue" if mode == "queue" else "reject",
+    )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
