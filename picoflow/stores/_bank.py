@@ -25,6 +25,7 @@ __all__ = [
     "check_text",
     "check_kind",
     "check_page",
+    "check_vector",
     "query_words",
     "rank",
 ]
@@ -89,6 +90,20 @@ def check_page(page: Any, page_size: Any) -> None:
             f"Memory bank pages count from 1 and hold 1 to 100 entries, got page={page!r}, "
             f"page_size={page_size!r}."
         )
+
+
+def check_vector(vector: Any) -> list[float]:
+    """An embedding (L4): a non-empty list of finite numbers, kept as floats."""
+    ok = isinstance(vector, list | tuple) and bool(vector)
+    ok = ok and all(isinstance(x, int | float) and not isinstance(x, bool) for x in vector)
+    floats = [float(x) for x in vector] if ok else []
+    if not ok or any(x != x or x in (float("inf"), float("-inf")) for x in floats):
+        shown = type(vector).__name__ if not isinstance(vector, list | tuple) else "that list"
+        raise ValueError(
+            f"A memory entry's vector is a non-empty list of finite numbers (what an "
+            f"Embeddings model returns), got {shown}."
+        )
+    return floats
 
 
 def stamp() -> str:

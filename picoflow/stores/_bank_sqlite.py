@@ -21,6 +21,8 @@ __all__ = [
     "update",
     "delete",
     "forget",
+    "set_vector",
+    "vectors",
 ]
 
 BANK_SCHEMA = """
@@ -37,6 +39,12 @@ CREATE INDEX IF NOT EXISTS bank_by_owner ON bank (owner, updated_at);
 CREATE VIRTUAL TABLE IF NOT EXISTS bank_fts USING fts5(
     text, entry_id UNINDEXED, owner, tokenize = 'porter unicode61'
 );
+CREATE TABLE IF NOT EXISTS bank_vector (
+    entry_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    vector TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS bank_vector_by_owner ON bank_vector (owner);
 """
 
 _COLUMNS = "id, owner, kind, text, created_at, updated_at, source"
@@ -125,6 +133,8 @@ def update(
         "INSERT INTO bank_fts (text, entry_id, owner) VALUES (?, ?, ?)",
         (entry["text"], entry_id, owner),
     )
+    if text is not None:  # the old vector embeds the old text
+        db.execute("DELETE FROM bank_vector WHERE entry_id = ?", (entry_id,))
     return entry
 
 
@@ -133,6 +143,7 @@ def delete(db: sqlite3.Connection, owner: str, entry_id: str) -> bool:
     gone = db.execute("DELETE FROM bank WHERE id = ? AND owner = ?", (entry_id, owner)).rowcount
     if gone:
         db.execute("DELETE FROM bank_fts WHERE entry_id = ?", (entry_id,))
+        db.execute("DELETE FROM bank_vector WHERE entry_id = ?", (entry_id,))
     return bool(gone)
 
 
@@ -140,4 +151,28 @@ def forget(db: sqlite3.Connection, owner: str) -> int:
     """Remove every entry of the owner; how many there were."""
     gone = db.execute("DELETE FROM bank WHERE owner = ?", (owner,)).rowcount
     db.execute("DELETE FROM bank_fts WHERE owner = ?", (owner,))
+    db.execute("DELETE FROM bank_vector WHERE owner = ?", (owner,))
     return int(gone)
+
+
+def set_vector(db: sqlite3.Connection, owner: str, entry_id: str, vector: list[float]) -> bool:
+    """Keep an entry's embedding as JSON (L4); False if the owner has no such entry."""
+    row = db.execute("SELECT 1 FROM bank WHERE id = ? AND owner = ?", (entry_id, owner)).fetchone()
+    if row is None:
+        return False
+    db.execute(
+        "INSERT OR REPLACE INTO bank_vector (entry_id, owner, vector) VALUES (?, ?, ?)",
+        (entry_id, owner, json.dumps(vector)),
+    )
+    return True
+
+
+def vectors(db: sqlite3.Connection, owner: str) -> list[tuple[BankEntry, list[float]]]:
+    """Every entry of the owner that has an embedding, with it, the newest first."""
+    rows = db.execute(
+        f"SELECT {', '.join('b.' + c.strip() for c in _COLUMNS.split(','))}, v.vector "
+        "FROM bank_vector AS v JOIN bank AS b ON b.id = v.entry_id "
+        "WHERE v.owner = ? AND b.owner = ? ORDER BY b.updated_at DESC",
+        (owner, owner),
+    ).fetchall()
+    return [(_entry(row[:-1]), json.loads(row[-1])) for row in rows]

@@ -115,9 +115,7 @@ class MongoExtras:
             await (await self._bank_collection(sessions)).insert_one(record)
         return checked
 
-    async def bank_list(
-        self, owner: str, *, page: int = 1, page_size: int = 50
-    ) -> list[BankEntry]:
+    async def bank_list(self, owner: str, *, page: int = 1, page_size: int = 50) -> list[BankEntry]:
         """An owner's entries, the most recently written first, one page."""
         _checks.check_open(self, self._closed)
         _bank.check_owner(owner)
@@ -171,16 +169,18 @@ class MongoExtras:
         _checks.check_open(self, self._closed)
         _bank.check_owner(owner)
         change: dict[str, Any] = {"updated_at": _bank.stamp()}
+        update: dict[str, Any] = {"$set": change}
         if text is not None:
             change["text"] = _bank.check_text(text)
             change["search"] = change["text"].lower()
+            update["$unset"] = {"vector": ""}  # the old vector embeds the old text
         if kind is not None:
             change["kind"] = _bank.check_kind(kind)
         async with self._collections(f"edit the memory of owner '{owner}'") as (sessions, _, _):
             bank = await self._bank_collection(sessions)
             stored = await bank.find_one_and_update(
                 {"_id": entry_id, "owner": owner},
-                {"$set": change},
+                update,
                 projection=_BANK_FIELDS,
                 return_document=ReturnDocument.AFTER,
             )
@@ -205,8 +205,37 @@ class MongoExtras:
             gone = await bank.delete_many({"owner": owner})
         return int(gone.deleted_count)
 
+    async def bank_set_vector(self, owner: str, entry_id: str, vector: list[float]) -> bool:
+        """Keep an entry's embedding in its document (L4); False if the owner has no such entry.
 
-_BANK_FIELDS = {"_id": 0, "search": 0}
+        A plain array field: cosine is computed by the caller over the owner's entries (Atlas
+        vector search is where a large deployment would go; see docs/long-term-memory.md).
+        """
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        checked = _bank.check_vector(vector)
+        action = f"store an embedding for owner '{owner}'"
+        async with self._collections(action) as (sessions, _, _):
+            bank = await self._bank_collection(sessions)
+            done = await bank.update_one(
+                {"_id": entry_id, "owner": owner}, {"$set": {"vector": checked}}
+            )
+        return bool(done.matched_count)
+
+    async def bank_vectors(self, owner: str) -> list[tuple[BankEntry, list[float]]]:
+        """Every entry of the owner that has an embedding, with it, the newest first."""
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        action = f"read the embeddings of owner '{owner}'"
+        async with self._collections(action) as (sessions, _, _):
+            bank = await self._bank_collection(sessions)
+            cursor = bank.find(
+                {"owner": owner, "vector": {"$exists": True}}, {"_id": 0, "search": 0}
+            ).sort([("updated_at", -1), ("_id", -1)])
+            return [(_bank_entry(stored), list(stored["vector"])) async for stored in cursor]
+
+
+_BANK_FIELDS = {"_id": 0, "search": 0, "vector": 0}
 _BANK_SCAN = 500  # without a text index: at most this many matching entries are ranked
 
 
