@@ -338,7 +338,8 @@ class Flow:
         if session.current is not None:
             leaving = self.current_step
             await self._call_hook(leaving.on_exit)
-            if leaving._distil is not None:
+            spec = leaving._long_term  # L3: a step that extracts when left is noted too
+            if leaving._distil is not None or (spec is not None and spec.extract == "step"):
                 session.exits.append((leaving.name, list(leaving.get_messages())))
         session.sequence.append(target.name)
         session.current = target.name
