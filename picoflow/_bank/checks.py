@@ -28,7 +28,8 @@ def check_long_term(store: Any, flows: Iterable[Flow], embeddings: Any) -> None:
             require_bank(store)  # L1: the bank lives in the session store
             check_embeddings(embeddings, store)
         except ValueError as exc:
-            raise FlowDefinitionError(f"A step uses long-term memory, but {exc}") from None
+            what = "A step uses long-term memory" if steps else "FlowEngine(embeddings=...)"
+            raise FlowDefinitionError(f"{what}, but {exc}") from None
     for flow, step in steps:
         spec = step._long_term
         if spec is None or spec.extract is None or spec.extract_model is not None:
