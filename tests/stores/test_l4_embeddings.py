@@ -151,3 +151,14 @@ def test_l4_reciprocal_rank_fusion_orders_by_the_summed_reciprocal_ranks() -> No
     # b: 1/62 + 1/62; c: 1/63 + 1/61, a hair more; a: 1/61 alone
     assert [e["text"] for e in fuse([[a, b, c], [c, b]])] == ["c", "b", "a"]
     assert [e["text"] for e in fuse([[a], []])] == ["a"]
+
+
+def test_l4_docstring_examples_hold() -> None:
+    import doctest
+
+    import picoflow._bank.vectors
+    import picoflow._keyword_embeddings
+
+    for module in (picoflow._bank.vectors, picoflow._keyword_embeddings):
+        outcome = doctest.testmod(module)
+        assert outcome.failed == 0 and outcome.attempted > 0, module.__name__
