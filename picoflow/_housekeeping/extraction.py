@@ -282,13 +282,14 @@ async def draft_extraction(flow: Flow, item: ExtractionDraft, model: SummaryMode
     run = summary_run_config(flow, item.namespace, item.steps[0], "extract")
     timeout = flow.get_memory().summary_config.timeout
     extra = {"session_id": item.session_id, "namespace": item.namespace, "step": item.steps[0]}
-    item.reply, item.problem = await ask_summary_model(
+    item.reply, problem = await ask_summary_model(
         model, extraction_request(item), run, timeout, extra
     )
-    if item.reply is None:
-        return
-    value, item.problem = parse_value(ExtractionReply, str(item.reply.text))
-    if value is None:
+    value = None
+    if item.reply is not None:
+        value, problem = parse_value(ExtractionReply, str(item.reply.text))
+    if value is None:  # the shared call and parser name the summary model; here it extracts
+        item.problem = (problem or "no reply").replace("the summary model", "the extraction model")
         return
     allowed = {_label(seq, m) for seq, m in item.messages}
     for number, entry in enumerate(ExtractionReply.model_validate(value).entries, start=1):

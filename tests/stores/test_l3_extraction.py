@@ -151,8 +151,10 @@ async def test_l3_bad_extractor_output_writes_nothing_warns_and_the_turn_succeed
     for reply, words in [
         ("sure, here you go", "the reply is not JSON"),
         ('{"entries": [{"text": "x"}]}', "does not match ExtractionReply"),
+        ("", "the extraction model returned an empty reply"),
+        (ValueError("model down"), "the extraction model raised ValueError: model down"),
     ]:
-        extractor = ScriptedChatModel(policy=lambda m, t, reply=reply: reply)
+        extractor = ScriptedChatModel(script=[reply])
         engine = FlowEngine([hotel(moving_model(), extractor)], store=store)
         first = await engine.run("HotelFlow", "my dog comes along", owner="ada")
         second = await engine.run("HotelFlow", "book it", session_id=first.session_id)
