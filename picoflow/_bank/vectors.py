@@ -2,11 +2,12 @@
 
 With `FlowEngine(embeddings=...)` (any LangChain `Embeddings`) every entry written through
 picoflow (the `remember` tool, extraction, `MemoryBank.add`/`update`) gets a vector, kept by the
-store beside the entry (a JSON column on SQLite, an array field on MongoDB). A search then fuses
+store beside the entry (a BLOB column on SQLite, an array field on MongoDB). A search then fuses
 two rankings with reciprocal rank fusion: the store's text index (bm25 on SQLite, the text
-score on MongoDB) and cosine similarity over the owner's vectors, computed here in Python.
-A bank holds one owner's entries (tens to a few thousand), so a scan is cheap; no vector index
-(sqlite-vec, Atlas vector search) is needed at that size.
+score on MongoDB) and the store's `bank_nearest`, cosine similarity over the owner's vectors
+(computed in Python by `stores._bank.nearest`: no store here has a vector index; a store with
+one, Atlas Vector Search say, would answer `bank_nearest` from it). A bank holds one owner's
+entries, so the scan is cheap at the sizes docs/long-term-memory.md measures.
 
 Embeddings are an aid, never a point of failure: an embedding call that fails leaves the entry
 without a vector (text search still finds it) and a search whose query cannot be embedded is
@@ -16,20 +17,19 @@ ranked by text alone; both are logged.
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
 from ..stores._bank import BankEntry, check_page
 
-__all__ = ["add_entry", "update_entry", "search", "cosine", "fuse", "check_embeddings"]
+__all__ = ["add_entry", "update_entry", "search", "fuse", "check_embeddings"]
 
 logger = logging.getLogger(__name__)
 
 RRF_K = 60  # the usual constant of reciprocal rank fusion: rank 1 scores 1/61
 _CANDIDATES = 100  # each ranking contributes at most this many entries to the fusion
-_VECTOR_METHODS = ("bank_set_vector", "bank_vectors")
+_VECTOR_METHODS = ("bank_set_vector", "bank_nearest")
 
 
 def check_embeddings(embeddings: Any, store: Any) -> None:
@@ -53,9 +53,10 @@ def check_embeddings(embeddings: Any, store: Any) -> None:
 async def _embed(embeddings: Any, text: str, *, query: bool) -> list[float] | None:
     try:
         if query:
-            return list(await embeddings.aembed_query(text))
-        (vector,) = await embeddings.aembed_documents([text])
-        return list(vector)
+            vector = await embeddings.aembed_query(text)
+        else:
+            (vector,) = await embeddings.aembed_documents([text])
+        return [float(x) for x in vector]  # numpy scalars would make the scoring 5x slower
     except Exception:  # an aid, never a failure: text search still works
         logger.warning(
             "embedding failed; %s by text only", "ranked" if query else "kept", exc_info=True
@@ -105,25 +106,10 @@ async def search(
     wanted = await _embed(embeddings, query, query=True) if query.strip() else None
     vector_ranked: list[BankEntry] = []
     if wanted is not None:
-        pairs = await store.bank_vectors(owner)
-        scored = [(cosine(wanted, vector), entry) for entry, vector in pairs]
-        scored = [pair for pair in scored if pair[0] > 0.0]
-        scored.sort(key=lambda pair: pair[0], reverse=True)
-        vector_ranked = [entry for _, entry in scored[:_CANDIDATES]]
+        nearest = await store.bank_nearest(owner, wanted, limit=_CANDIDATES)
+        vector_ranked = [entry for entry, _ in nearest]
     fused = fuse([text_ranked, vector_ranked])
     return fused[(page - 1) * page_size : page * page_size]
-
-
-def cosine(a: list[float], b: list[float]) -> float:
-    """Cosine similarity; 0 for vectors of different length or a zero vector.
-
-    >>> cosine([1.0, 0.0], [2.0, 0.0]), cosine([1.0, 0.0], [0.0, 3.0]), cosine([1.0], [0.0])
-    (1.0, 0.0, 0.0)
-    """
-    if len(a) != len(b):
-        return 0.0
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
 
 
 def fuse(rankings: list[list[BankEntry]]) -> list[BankEntry]:

@@ -222,17 +222,29 @@ class MongoExtras:
             )
         return bool(done.matched_count)
 
-    async def bank_vectors(self, owner: str) -> list[tuple[BankEntry, list[float]]]:
-        """Every entry of the owner that has an embedding, with it, the newest first."""
+    async def bank_nearest(
+        self, owner: str, vector: list[float], *, limit: int = 100
+    ) -> list[tuple[BankEntry, float]]:
+        """The owner's `limit` entries most similar to `vector` (cosine above 0), best first.
+
+        Scored here over the owner's vectors (ids and vectors only are read); whole entries
+        are read for the ones returned.
+        """
         _checks.check_open(self, self._closed)
         _bank.check_owner(owner)
-        action = f"read the embeddings of owner '{owner}'"
+        query = _bank.check_vector(vector)
+        action = f"search the embeddings of owner '{owner}'"
         async with self._collections(action) as (sessions, _, _):
             bank = await self._bank_collection(sessions)
             cursor = bank.find(
-                {"owner": owner, "vector": {"$exists": True}}, {"_id": 0, "search": 0}
+                {"owner": owner, "vector": {"$exists": True}}, {"_id": 1, "vector": 1}
             ).sort([("updated_at", -1), ("_id", -1)])
-            return [(_bank_entry(stored), list(stored["vector"])) async for stored in cursor]
+            pairs = [(stored["_id"], stored["vector"]) async for stored in cursor]
+            ranked = _bank.nearest(query, pairs, limit)
+            keys = [key for key, _ in ranked]
+            found = bank.find({"owner": owner, "_id": {"$in": keys}}, _BANK_FIELDS)
+            entries = {stored["id"]: _bank_entry(stored) async for stored in found}
+        return [(entries[key], score) for key, score in ranked if key in entries]
 
 
 _BANK_FIELDS = {"_id": 0, "search": 0, "vector": 0}

@@ -193,13 +193,17 @@ class SQLiteExtras:
         action = f"store an embedding for owner '{owner}'"
         return await self._write(action, self._in_transaction(set_vector))
 
-    async def bank_vectors(self, owner: str) -> list[tuple[BankEntry, list[float]]]:
-        """Every entry of the owner that has an embedding, with it.
+    async def bank_nearest(
+        self, owner: str, vector: list[float], *, limit: int = 100
+    ) -> list[tuple[BankEntry, float]]:
+        """The owner's `limit` entries most similar to `vector` (cosine above 0), best first.
 
-        A JSON column, no vector index: the caller computes cosine (docs/long-term-memory.md).
+        A BLOB column and no vector index: cosine is computed over the owner's vectors, on the
+        reader thread (docs/long-term-memory.md).
         """
         _bank.check_owner(owner)
+        query = _bank.check_vector(vector)
         return await self._read(
-            f"read the embeddings of owner '{owner}'",
-            lambda db: _bank_sqlite.vectors(db, owner),
+            f"search the embeddings of owner '{owner}'",
+            lambda db: _bank_sqlite.nearest(db, owner, query, limit),
         )

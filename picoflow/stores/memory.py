@@ -297,10 +297,15 @@ class MemoryStore:
         self._vectors.setdefault(owner, {})[entry_id] = checked
         return True
 
-    async def bank_vectors(self, owner: str) -> list[tuple[BankEntry, list[float]]]:
-        """Every entry of the owner that has an embedding, with it."""
+    async def bank_nearest(
+        self, owner: str, vector: list[float], *, limit: int = 100
+    ) -> list[tuple[BankEntry, float]]:
+        """The owner's `limit` entries most similar to `vector` (cosine above 0), best first."""
+        query = _bank.check_vector(vector)
+        entries = {entry["id"]: entry for entry in self._entries(owner)}  # newest first
         vectors = self._vectors.get(owner, {})
-        return [(e, list(vectors[e["id"]])) for e in self._entries(owner) if e["id"] in vectors]
+        pairs = ((key, vectors[key]) for key in entries if key in vectors)
+        return [(entries[key], score) for key, score in _bank.nearest(query, pairs, limit)]
 
     async def bank_delete(self, owner: str, entry_id: str) -> bool:
         """Delete one entry of the owner; False if there was none."""

@@ -70,30 +70,47 @@ async def test_l4_vectors_follow_their_entries_and_stay_with_their_owner(store: 
     bank = MemoryBank(store, "ada", embeddings)
     entry = await bank.add("Travels with a dog")
     vectors: Any = store
-    ((kept, vector),) = await vectors.bank_vectors("ada")
-    assert kept["id"] == entry["id"] and vector == [1.0, 0.0, 0.0]
+    pet, car = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]
+    ((kept, score),) = await vectors.bank_nearest("ada", pet)
+    assert kept["id"] == entry["id"] and score == pytest.approx(1.0)
     await bank.update(entry["id"], text="Needs parking for a van")
-    ((_, vector),) = await vectors.bank_vectors("ada")
-    assert vector == [0.0, 2.0, 0.0]  # re-embedded with the new text
+    assert await vectors.bank_nearest("ada", pet) == []  # re-embedded with the new text
+    ((kept, score),) = await vectors.bank_nearest("ada", car)
+    assert kept["text"] == "Needs parking for a van" and score == pytest.approx(1.0)
     await bank.update(entry["id"], kind="preference")  # a kind change keeps the vector
-    assert [v for _, v in await vectors.bank_vectors("ada")] == [[0.0, 2.0, 0.0]]
-    assert await vectors.bank_set_vector("bob", entry["id"], [1.0]) is False  # not bob's
-    assert await vectors.bank_vectors("bob") == []
+    assert [e["kind"] for e, _ in await vectors.bank_nearest("ada", car)] == ["preference"]
+    assert await vectors.bank_set_vector("bob", entry["id"], pet) is False  # not bob's
+    assert await vectors.bank_nearest("bob", car) == []
+    assert await vectors.bank_nearest("ada", [1.0, 1.0]) == []  # another length: no match
     assert await bank.delete(entry["id"]) is True
-    assert await vectors.bank_vectors("ada") == []
+    assert await vectors.bank_nearest("ada", car) == []
     await bank.add("Has a cat")
-    assert await bank.forget() == 1 and await vectors.bank_vectors("ada") == []
+    assert await bank.forget() == 1 and await vectors.bank_nearest("ada", pet) == []
     with pytest.raises(ValueError, match="non-empty list of finite numbers"):
         await vectors.bank_set_vector("ada", entry["id"], [float("nan")])
     with pytest.raises(ValueError, match="non-empty list of finite numbers"):
         await vectors.bank_set_vector("ada", entry["id"], "1,2")
+    with pytest.raises(ValueError, match="non-empty list of finite numbers"):
+        await vectors.bank_nearest("ada", [])
+
+
+async def test_l4_nearest_ranks_by_cosine_and_limits(store: Store) -> None:
+    vectors: Any = store
+    made = []
+    for text, vector in [("a", [1.0, 0.0]), ("b", [3.0, 4.0]), ("c", [0.0, 1.0]), ("d", [-1, 0])]:
+        entry = await store.bank_add(new_entry("ada", text))
+        assert await vectors.bank_set_vector("ada", entry["id"], vector) is True
+        made.append(entry)
+    ranked = await vectors.bank_nearest("ada", [1.0, 0.0])
+    assert [(e["text"], round(s, 3)) for e, s in ranked] == [("a", 1.0), ("b", 0.6)]
+    assert [e["text"] for e, _ in await vectors.bank_nearest("ada", [1.0, 1.0], limit=1)] == ["b"]
 
 
 async def test_l4_failing_embeddings_never_fail_a_write_or_a_search(store: Store) -> None:
     bank = MemoryBank(store, "ada", Broken())
     entry = await bank.add("Needs parking for a van")
     vectors: Any = store
-    assert await vectors.bank_vectors("ada") == []  # kept without a vector
+    assert await vectors.bank_nearest("ada", [0.0, 1.0, 0.0]) == []  # kept without a vector
     assert [e["id"] for e in await bank.search("parking")] == [entry["id"]]  # by text alone
     await store.bank_add(new_entry("ada", "Likes breakfast"))  # written past the bank
     fake = MemoryBank(store, "ada", DeterministicFakeEmbedding(size=8))
@@ -158,7 +175,8 @@ def test_l4_docstring_examples_hold() -> None:
 
     import picoflow._bank.vectors
     import picoflow._keyword_embeddings
+    import picoflow.stores._bank
 
-    for module in (picoflow._bank.vectors, picoflow._keyword_embeddings):
+    for module in (picoflow._bank.vectors, picoflow._keyword_embeddings, picoflow.stores._bank):
         outcome = doctest.testmod(module)
         assert outcome.failed == 0 and outcome.attempted > 0, module.__name__
