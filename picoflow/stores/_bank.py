@@ -31,6 +31,7 @@ __all__ = [
     "check_page",
     "check_vector",
     "nearest",
+    "unit",
     "query_words",
     "rank",
 ]
@@ -178,24 +179,33 @@ def rank(entries: list[BankEntry], words: list[str]) -> list[BankEntry]:
     return [entry for _, entry in scored]
 
 
+def unit(vector: list[float]) -> list[float]:
+    """The vector scaled to length 1, as stores keep vectors (cosine is then a dot product).
+
+    >>> unit([3.0, 4.0]), unit([0.0, 0.0])
+    ([0.6, 0.8], [0.0, 0.0])
+    """
+    length = math.sqrt(sum(map(operator.mul, vector, vector)))
+    return [x / length for x in vector] if length else list(vector)
+
+
 def nearest(
     query: Sequence[float], vectors: Iterable[tuple[str, Sequence[float]]], limit: int
 ) -> list[tuple[str, float]]:
-    """The ids of the `limit` vectors most similar to `query` (cosine above 0), best first.
+    """The ids of the `limit` stored vectors most similar to `query`, best first.
 
-    Where a store has no vector index, it scores its rows with this, in Python: `map` over
-    `operator.mul` runs the products at C speed, and the query's length is taken once.
+    Stored vectors are unit length (`unit`), so cosine is one dot product each, which `map`
+    over `operator.mul` runs at C speed: how a store without a vector index scores its rows.
+    Only a similarity above 0 counts; ties keep the order of `vectors`.
 
-    >>> nearest([1.0, 0.0], [("a", [0.0, 1.0]), ("b", [3.0, 4.0]), ("c", [1.0, 0.0])], 5)
+    >>> nearest([2.0, 0.0], [("a", [0.0, 1.0]), ("b", [0.6, 0.8]), ("c", [1.0, 0.0])], 5)
     [('c', 1.0), ('b', 0.6)]
     """
-    length = math.sqrt(sum(map(operator.mul, query, query)))
+    wanted = unit(list(query))
     scored = []
     for key, vector in vectors:
-        if len(vector) != len(query) or not length:
-            continue
-        norm = length * math.sqrt(sum(map(operator.mul, vector, vector)))
-        similarity = sum(map(operator.mul, query, vector)) / norm if norm else 0.0
-        if similarity > 0.0:
-            scored.append((key, similarity))
+        if len(vector) == len(wanted):
+            similarity = sum(map(operator.mul, wanted, vector))
+            if similarity > 0.0:
+                scored.append((key, similarity))
     return heapq.nlargest(limit, scored, key=lambda pair: pair[1])

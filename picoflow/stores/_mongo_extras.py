@@ -213,7 +213,7 @@ class MongoExtras:
         """
         _checks.check_open(self, self._closed)
         _bank.check_owner(owner)
-        checked = _bank.check_vector(vector)
+        checked = _bank.unit(_bank.check_vector(vector))
         action = f"store an embedding for owner '{owner}'"
         async with self._collections(action) as (sessions, _, _):
             bank = await self._bank_collection(sessions)

@@ -185,7 +185,7 @@ class SQLiteExtras:
     async def bank_set_vector(self, owner: str, entry_id: str, vector: list[float]) -> bool:
         """Keep an entry's embedding (L4); False if the owner has no entry with that id."""
         _bank.check_owner(owner)
-        checked = _bank.check_vector(vector)
+        checked = _bank.unit(_bank.check_vector(vector))
 
         def set_vector(db: sqlite3.Connection) -> bool:
             return _bank_sqlite.set_vector(db, owner, entry_id, checked)

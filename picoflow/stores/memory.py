@@ -291,7 +291,7 @@ class MemoryStore:
         """Keep an entry's embedding (L4); False if the owner has no entry with that id."""
         _checks.check_open(self, self._closed)
         _bank.check_owner(owner)
-        checked = _bank.check_vector(vector)
+        checked = _bank.unit(_bank.check_vector(vector))
         if entry_id not in self._bank.get(owner, {}):
             return False
         self._vectors.setdefault(owner, {})[entry_id] = checked
