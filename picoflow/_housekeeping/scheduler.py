@@ -1,9 +1,11 @@
-"""When compaction and step distillation run: inline, before the save, or after the reply (M4).
+"""When compaction, distillation and extraction run: inline, before the save, or after the reply.
 
-`compaction` and `distillation` are the algorithms; this module is their schedule and commit
-protocol.
-Distillation goes first: its erase changes a namespace, and compaction must
-see the history the save will write.
+`compaction`, `distillation` and `extraction` (L3) are the algorithms; this module is their
+schedule and commit protocol (M4).
+Extraction goes first: it reads a namespace's messages and writes only to the memory bank and
+the step's state. Distillation follows: its erase changes a namespace, and compaction must
+see the history the save will write. In background mode, extracted entries go to the bank while
+the task drafts, and the extracted ranges, warnings and tokens are applied with its commit.
 
 **Inline** (the default): `before_save` runs at the start of the turn's save, so the
 compacted history, the summary, the warnings and the summary's tokens are written by the turn's
