@@ -309,3 +309,18 @@ def test_l3_bad_extraction_options_fail_at_definition() -> None:
 
     with pytest.raises(FlowDefinitionError, match="needs a model to read the messages"):
         FlowEngine([NoModel])
+
+
+async def test_l3_extract_memory_refuses_unknown_and_other_owners_sessions(store: Store) -> None:
+    from picoflow import SessionNotFoundError
+
+    extractor = ScriptedChatModel(policy=citing(("dog", "Travels with a dog", "fact")))
+    engine = FlowEngine([hotel(moving_model(), extractor, extract="session")], store=store)
+    first = await engine.run("HotelFlow", "I travel with my dog", owner="ada")
+    with pytest.raises(SessionNotFoundError):
+        await engine.extract_memory("no-such-session")
+    with pytest.raises(SessionNotFoundError):
+        await engine.extract_memory(first.session_id or "", owner="bob")  # H4: not bob's
+    assert extractor.requests == [] and await engine.memory_bank("ada").list() == []
+    done = await engine.extract_memory(first.session_id or "", owner="ada")
+    assert [e["text"] for e in done["entries"]] == ["Travels with a dog"]

@@ -180,3 +180,19 @@ def test_l4_docstring_examples_hold() -> None:
     for module in (picoflow._bank.vectors, picoflow._keyword_embeddings, picoflow.stores._bank):
         outcome = doctest.testmod(module)
         assert outcome.failed == 0 and outcome.attempted > 0, module.__name__
+
+
+async def test_l4_extracted_entries_get_vectors_and_are_found_by_meaning(store: Store) -> None:
+    from test_l3_extraction import citing, hotel, moving_model
+
+    extractor = ScriptedChatModel(policy=citing(("dog", "Travels with a dog", "fact")))
+    engine = FlowEngine(
+        [hotel(moving_model(), extractor)], store=store, embeddings=KeywordEmbeddings(CONCEPTS)
+    )
+    first = await engine.run("HotelFlow", "Hi, my dog comes along", owner="ada")
+    await engine.run("HotelFlow", "book it", session_id=first.session_id)  # leaves Greet
+    vectors: Any = store
+    ((entry, score),) = await vectors.bank_nearest("ada", [1.0, 0.0, 0.0])
+    assert entry["text"] == "Travels with a dog" and score == pytest.approx(1.0)
+    found = await engine.memory_bank("ada").search("is it pet friendly?")
+    assert [e["text"] for e in found] == ["Travels with a dog"]
