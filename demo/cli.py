@@ -7,6 +7,10 @@ stdin does the same. Typing ``quit``, ending the input (Ctrl-D) or pressing Ctrl
 keeps the session, and the CLI prints the exact command that resumes it; a conversation that
 reaches its end prints the closing line and stops.
 
+The person chatting is ``--user NAME`` (default: the login name), the session's
+``config.user_id``: HotelFlow remembers their usual room on the store between sessions and offers
+it again; "forget what you know about me" deletes it, and ``--anonymous`` remembers nothing.
+
 Every option either works with ``--serve`` or is refused with a message saying why, before
 anything starts; the exit status is 2 for a bad command line (argparse's convention), 1 when the
 first turn fails, 130 after Ctrl-C.
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
 import logging
 import os
@@ -83,6 +88,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--store", help=f"memory:, sqlite:///PATH or mongodb://... (default: {DEFAULT_STORE})")
     add("--session", metavar="ID", help="resume this session (--session=ID if ID starts with -)")
     add("--script", metavar="FILE", type=Path, help="replay the file's lines, print the transcript")
+    add(
+        "--user",
+        metavar="NAME",
+        help="who is chatting, so HotelFlow remembers your usual room from one session to the "
+        "next (default: your login name); say 'forget what you know about me' to delete it",
+    )
+    add("--anonymous", action="store_true", help="chat as nobody: nothing is remembered")
     add("--debug", action="store_true", help="show step changes, tool calls and compactions")
     add("--today", type=_iso_date, help="today's date as YYYY-MM-DD (reproducible transcripts)")
     add("--serve", action="store_true", help="serve the flow over HTTP instead of chatting")
@@ -140,6 +152,10 @@ def option_problem(args: argparse.Namespace) -> str | None:
     """Why these options cannot run together, or None; checked before anything starts."""
     if args.today is not None and args.flow != FLOW:
         return f"--today only applies to --flow {FLOW}: the other demos do not use dates."
+    if args.user is not None and args.anonymous:
+        return "--user and --anonymous contradict each other; give one of them."
+    if args.user is not None and not args.user.strip():
+        return "--user needs a name; leave it out to be your login name, or use --anonymous."
     if args.serve:
         for flag, given, why in (
             ("--script", args.script, "it replays a chat in the terminal"),
@@ -147,6 +163,10 @@ def option_problem(args: argparse.Namespace) -> str | None:
              "client sends its session id with its messages"),
             ("--today", args.today, "it fixes the date of a chat in the terminal; over HTTP a "
              'client sends it with its first message as "config": {"today": "YYYY-MM-DD"}'),
+            ("--user", args.user, "over HTTP the guest is the signed-in principal, or the "
+             '"config": {"user_id": ...} a client sends with its first message'),
+            ("--anonymous", args.anonymous or None, "over HTTP a client that sends no user "
+             "and is not signed in is anonymous already"),
         ):  # fmt: skip
             if given is not None:
                 return f"{flag} cannot be combined with --serve: {why}."
@@ -230,12 +250,15 @@ class Chat:
         self.engine = engine
         self.flow: str = args.flow
         self.debug: bool = args.debug
-        self.config = {"today": args.today} if args.today else None
+        user = None if args.anonymous else args.user or local_user()
+        config = {"today": args.today} if args.today else {}
+        self.config = {**config, "user_id": user} if user else config or None
         self.script: Path | None = args.script
         self.session_id: str | None = args.session
         self.resumable = resumable
-        self.options = [f"--{name}={value}" for name in ("store", "model")
+        self.options = [f"--{name}={value}" for name in ("store", "model", "user")
                         if (value := getattr(args, name)) is not None]  # fmt: skip
+        self.options += ["--anonymous"] if args.anonymous else []
 
     def run(self) -> int:
         """Chat until the conversation completes, the input ends, or the guest quits or Ctrl-Cs.
@@ -320,6 +343,17 @@ class Chat:
             return
         with self.script.open(encoding="utf-8") as script:
             yield from _lines_of(script)
+
+
+def local_user() -> str | None:
+    """The login name: a person who runs the demo again on the same store is recognised.
+
+    None where the system has no name for the process (a container without a user entry).
+    """
+    try:
+        return getpass.getuser() or None
+    except (KeyError, OSError):
+        return None
 
 
 def resume_command(session_id: str, options: list[str]) -> str:

@@ -52,6 +52,11 @@ class SessionLoading:
         edit: int | None = None,
     ) -> tuple[JSONDict | None, dict[str, Namespace] | None]:
         """The stored session to continue (and its cached namespaces), or None (P5, H4)."""
+        if session_id is None and edit is not None:
+            raise SessionNotFoundError(
+                "None", "edit_message needs the id of the session whose message it edits; "
+                "got None. Pass the session id that engine.history() was read from."
+            )
         if session_id is None:
             return None, None
         if edit is not None:  # W4: the session as it was before that turn

@@ -19,7 +19,8 @@ from .session import SessionDocument, check_schema
 __all__ = ["migrate"]
 
 _KEPT = frozenset({"id", "revision", "flow", "owner"})  # put back as stored, whatever it returns
-_OPTIONAL = frozenset({"sequence_levels"})  # V2: present only once a nested run is recorded
+# V2: present only once a nested run is recorded; O4: only once a keyed turn was saved
+_OPTIONAL = frozenset({"sequence_levels", "idempotency"})
 _KEYS = frozenset(SessionDocument.__annotations__) - _KEPT - PEOPLE_KEYS - _OPTIONAL
 
 

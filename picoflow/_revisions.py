@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,6 +27,9 @@ __all__ = ["Revisions", "limit_archive", "retention", "supports_history", "turn_
 # How often, at most, a background purge of expired sessions starts after a save (W5).
 PURGE_EVERY_SECONDS = 600.0
 _HISTORY_METHODS = ("history", "load_revision")
+# W4: the revision the edited turn being run started from, set by `edit_base` for `turn_note`
+# (the turn's own task): N - 1 for a turn N, but what an edit N ran on for an edit N.
+_EDIT_BASE: ContextVar[int | None] = ContextVar("picoflow_edit_base", default=None)
 
 
 def supports_history(store: Store) -> bool:
@@ -72,10 +76,12 @@ def limit_archive(store: Store, limit: int | None) -> None:
 def turn_note(
     message: str, step_before: str | None, step_after: str | None, reply: str, edit: int | None
 ) -> JSONDict:
-    """What a turn's revision records (W1); an edit of turn N ran on revision N - 1 (W4)."""
+    """What a turn's revision records (W1); an edit records the revision it ran on (W4)."""
+    base = _EDIT_BASE.get()
+    _EDIT_BASE.set(None)  # read once: a later turn of this task never sees it
     return {
         "action": "turn" if edit is None else "edit",
-        "restored": None if edit is None else edit - 1,
+        "restored": None if edit is None else (edit - 1 if base is None else base),
         "message": message,
         "step_before": step_before,
         "step_after": step_after,
@@ -244,7 +250,11 @@ class Revisions:
                 "session: there is nothing before it to run the new text on. Start a new "
                 "session with the new text instead.",
             )
-        base = await self._old(session_id, revision - 1)
+        # An edit ran on the revision it names (`restored`), not on the one before it.
+        restored = entry.get("restored") if entry.get("action") == "edit" else None
+        start = revision - 1 if restored is None else int(restored)
+        base = await self._old(session_id, start)
+        _EDIT_BASE.set(start)  # the turn's note records it (`turn_note`)
         return {**base, "revision": current["revision"], "usage": current["usage"]}
 
     async def purge(self) -> int:

@@ -67,7 +67,7 @@ class SessionDocument(TypedDict):
     owner: NotRequired[str]  # H4: only in sessions created with an owner
     approvals: NotRequired[list[dict[str, Any]]]  # K1: only once a tool asked for approval
     operator: NotRequired[dict[str, Any] | None]  # K6: only once a step handed off
-    turns: NotRequired[dict[str, Any]]  # K5: only once a turn ran with an idempotency key
+    idempotency: NotRequired[dict[str, Any]]  # O4, K5: results of keyed turns, saved with them
     sequence_levels: NotRequired[list[int]]  # V2: only once a nested run is in `sequence`
 
 

@@ -388,7 +388,27 @@ async def test_k5_a_retried_turn_replays_its_reply_in_any_engine(run_log: Path) 
     assert [t for t in transcript(doc, "BookStep") if t == ("human", "book Inn 90")] == [
         ("human", "book Inn 90")
     ]
-    assert doc["turns"]["k-1"]["reply"] == done.message
+    # One record of the keyed turn, the one every engine replays from (O4); no second copy.
+    assert "turns" not in doc
+    assert [r["reply"]["message"] for r in doc["idempotency"].values()] == [done.message]
+
+
+async def test_k5_a_session_saved_by_an_older_release_loses_its_second_record() -> None:
+    """Releases before 2026-12-02 kept keyed turns twice (`turns` beside `idempotency`)."""
+    store = MemoryStore()
+    engine = booking_engine(store)
+    start = await engine.run("BookingFlow", "hello")
+    session_id = start.session_id or ""
+    doc = await store.load(session_id)
+    assert doc is not None
+    doc["turns"] = {"k-0": {"reply": "old", "at": doc["updated_at"]}}
+    await store.save(doc, doc["revision"])
+
+    await engine.run("BookingFlow", "book Inn 90", session_id, idempotency_key="k-1")
+
+    saved = await store.load(session_id)
+    assert saved is not None and "turns" not in saved
+    assert len(saved["idempotency"]) == 1
 
 
 async def test_k1_a_nested_run_cannot_pause_for_approval(run_log: Path) -> None:

@@ -23,6 +23,7 @@ PAGE = "Page shown"
 SELECTED = "Selected for comparison"
 LAST_COMPARISON = "Last comparison"
 CRITERIA_JSON = "Criteria JSON"
+USUAL_STAY = "Usual stay JSON"
 """Labels of the "Label: value" lines of the prompts."""
 
 PAGE_SIZE = 10

@@ -25,11 +25,13 @@ from demo.hotel.formats import (
     SORTED_BY,
     STAY,
     TODAY,
+    USUAL_STAY,
     label_line,
     page_count,
     page_value,
 )
 from demo.hotel.pricing import format_usd
+from demo.hotel.returning import UsualStay
 from demo.hotel.types import Amenity, RoomType, StayCriteria, describe_dates
 
 
@@ -46,8 +48,11 @@ BOOKED = _load("booked")
 FAREWELL = _load("farewell").template
 
 
-def explore_prompt(today: date, last_search: StayCriteria | None) -> str:
-    """ExploreStep: collect the criteria; shows today's date and the last search, if any."""
+def explore_prompt(
+    today: date, last_search: StayCriteria | None, usual: UsualStay | None = None
+) -> str:
+    """ExploreStep: collect the criteria; shows today's date, the last search and, for a
+    returning guest, their usual stay (to offer, never to apply unasked)."""
     return EXPLORE.substitute(
         role=ROLE,
         today_line=label_line(TODAY, f"{today.isoformat()} ({today:%A})"),
@@ -56,6 +61,20 @@ def explore_prompt(today: date, last_search: StayCriteria | None) -> str:
         room_types=", ".join(f"'{room}'" for room in RoomType),
         amenities=", ".join(str(amenity) for amenity in Amenity),
         last_search=_last_search(last_search),
+        returning=_returning(usual),
+    )
+
+
+def _returning(usual: UsualStay | None) -> str:
+    if usual is None:
+        return "Nothing: treat the guest as new."
+    return (
+        f"The guest is back. Last time they chose {usual.describe()}.\n"
+        f"{label_line(USUAL_STAY, usual.as_json())}\n"
+        "Welcome them back. When you come to the room type, offer these as defaults instead "
+        f'("Last time you chose {usual.describe()} — same again?"). Use them in '
+        "`capture_choices` only if the guest agrees; a guest who declines, or names another "
+        "room type, gets the usual questions. Never search with them unasked."
     )
 
 

@@ -16,6 +16,7 @@ decide where the conversation goes next.
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from decimal import Decimal
 from typing import Annotated, Any, Literal
@@ -23,7 +24,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import Field, ValidationError
 
-from demo.hotel import catalog, facts
+from demo.hotel import catalog, facts, returning
 from demo.hotel.booking import (
     Booking,
     Offer,
@@ -43,6 +44,7 @@ from demo.hotel.prompting import (
     farewell_prompt,
     present_prompt,
 )
+from demo.hotel.returning import UsualStay
 from demo.hotel.types import StayCriteria, describe_dates, describe_errors, parse_criteria
 from picoflow import EndStep, Step, ToolResult, direct, go, stay, tool
 
@@ -66,6 +68,14 @@ class HotelStep(Step):
         """End the conversation when the guest clearly wants to stop or leave."""
         return go(EndStep).with_prompt(farewell_prompt())
 
+    @tool
+    async def forget_guest(self) -> ToolResult:
+        """Forget what you remember about the guest, when they ask you to forget them or to
+        delete their data or preferences; this conversation is then not remembered either."""
+        done = await returning.forget(self.flow)
+        self.flow.save_step_state(ExploreStep, {"usual": None, "forgotten": True})
+        return direct(f"{done} How else can I help with your stay?")
+
     def today(self) -> date:
         """The run's `config.today` (so tests and transcripts are reproducible), else the clock."""
         configured = self.get_context("config.today")
@@ -88,8 +98,12 @@ class HotelStep(Step):
         saved = self.flow.get_step_state(PresentStep, "offers") or []
         return [Offer.model_validate(offer) for offer in saved]
 
-    def book(self, hotel: str) -> ToolResult:
-        """Book the listed hotel ``hotel`` names and end; refuse what is not in the list."""
+    async def book(self, hotel: str) -> ToolResult:
+        """Book the listed hotel ``hotel`` names and end; refuse what is not in the list.
+
+        The booking becomes the guest's usual stay (``demo.hotel.returning``), unless they asked
+        to be forgotten in this session.
+        """
         offers, criteria = self.offers(), self.criteria()
         offer = pick_offer(offers, hotel)
         if offer is None or criteria is None:
@@ -100,6 +114,10 @@ class HotelStep(Step):
         self.flow.save_step_state(
             PresentStep, {"booking": booking.model_dump(mode="json"), "bookings_made": made + 1}
         )
+        if not self.flow.get_step_state(ExploreStep, "forgotten"):
+            usual = UsualStay(booking.room_type, tuple(criteria.amenities))
+            source = {"session_id": self.flow.get_session_id(), "booking": reference}
+            await returning.remember(self.flow, usual, source)
         return go(EndStep).with_prompt(booked_prompt(booking))
 
     def answer(self, hotels: list[str], topic: str) -> ToolResult:
@@ -122,9 +140,17 @@ class HotelStep(Step):
 class ExploreStep(HotelStep):
     """Collects dates, budget, room type, amenities and distances, then searches."""
 
+    async def on_start(self) -> None:
+        """A new session: a returning guest's usual stay is read once, to be offered."""
+        usual = await returning.recall(self.flow)
+        if usual is not None:
+            self.save_state({"usual": json.loads(usual.as_json())})
+        await super().on_start()
+
     def get_prompt(self) -> str:
-        """The criteria prompt, with today's date and the last search."""
-        return explore_prompt(self.today(), self.criteria())
+        """The criteria prompt, with today's date, the last search and the usual stay."""
+        usual = UsualStay.from_json(self.get_state("usual"))
+        return explore_prompt(self.today(), self.criteria(), usual)
 
     @tool(args_schema=StayCriteria)
     def capture_choices(self, criteria: StayCriteria) -> ToolResult:
@@ -164,12 +190,12 @@ class PresentStep(HotelStep):
         return int(self.get_state("page") or 1)
 
     @tool(requires_approval=needs_approval)
-    def chosen_hotel(
+    async def chosen_hotel(
         self,
         hotel: Annotated[str, Field(description="The chosen hotel's name exactly as listed.")],
     ) -> ToolResult:
         """Book the hotel the guest explicitly chose to book; this ends the conversation."""
-        return self.book(hotel)
+        return await self.book(hotel)
 
     @tool
     def show_hotels(
@@ -267,12 +293,12 @@ class CompareStep(HotelStep):
         return direct(reply).with_content_type("text/markdown")
 
     @tool(requires_approval=needs_approval)
-    def chosen_hotel(
+    async def chosen_hotel(
         self,
         hotel: Annotated[str, Field(description="The chosen hotel's name exactly as listed.")],
     ) -> ToolResult:
         """Book the hotel the guest explicitly chose to book; this ends the conversation."""
-        return self.book(hotel)
+        return await self.book(hotel)
 
     @tool
     def answer_question(

@@ -21,7 +21,6 @@ from .records import approvals_of, operator_of, pending_of
 __all__ = ["run_or_hold", "turn_label", "pending_approvals"]
 
 
-MAX_TURNS = 20  # idempotency keys of recent turns kept per session (K5)
 MAX_HELD = 20  # messages kept per waiting approval; the model reads them once it is resolved
 
 
@@ -31,20 +30,12 @@ def turn_label(doc: dict[str, Any]) -> str:
 
 
 async def run_or_hold(flow: Flow, message: str, ctx: TurnContext, doc: dict[str, Any]) -> str:
-    """Run the turn, unless it ran already (K5) or a person has the floor; return the reply."""
-    key = IDEMPOTENCY.get()
-    turns: dict[str, Any] = flow._session.people.setdefault("turns", {})
-    if key is not None and key in turns:
-        return str(turns[key]["reply"])  # K5: a retry replays the turn; nothing runs again
-    reply = await _run_or_hold(flow, message, ctx, doc)
-    if key is not None:
-        turns[key] = {"reply": reply, "at": now_iso()}
-        for old in list(turns)[:-MAX_TURNS]:
-            del turns[old]
-    return reply
+    """Run the turn, unless a person has the floor; return the reply.
 
-
-async def _run_or_hold(flow: Flow, message: str, ctx: TurnContext, doc: dict[str, Any]) -> str:
+    A retried keyed turn never gets here: the engine replays the result it saved with the
+    first run (`_idempotent`, O4), the one record of a keyed turn, so the tool it called is not
+    called again (K5) in this engine or any other.
+    """
     if message and operator_of(flow._session) is not None:
         return hold_for_operator(flow, message)
     pending = pending_of(flow._session)

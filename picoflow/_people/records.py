@@ -14,8 +14,10 @@ keeps the rest of the document and they are easy to query in MongoDB:
   `note`, `result`, and `reply` once the model has answered). A `running` record whose tool
   never reported back (the process died) becomes `interrupted`; its tool is never run again.
 - `operator`: the handoff in progress (`since`, `note`, `step`, `messages`), or None.
-- `turns`: the replies of the last turns run with an idempotency key (K5), by key, so a retry
-  of one of them, in any process, replays its reply instead of running it again.
+
+A retried keyed turn is replayed from the session's `idempotency` record (`_idempotent`, O4),
+written by the same save as the turn, so its tools are not called again (K5). Releases before
+2026-12-02 also kept a `turns` map for this; the next save of such a session drops it.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ __all__ = [
 ]
 
 PENDING, RUNNING, RESOLVED, INTERRUPTED = "pending", "running", "resolved", "interrupted"
-PEOPLE_KEYS = frozenset({"approvals", "operator", "turns"})  # top-level, only when used
+PEOPLE_KEYS = frozenset({"approvals", "operator"})  # top-level, only when used
 MAX_SETTLED = 50  # settled approvals kept per session; pending and running ones always stay
 
 
@@ -53,7 +55,6 @@ def load_people(session: SessionRuntime, doc: dict[str, Any]) -> None:
         "approvals": copy.deepcopy(doc.get("approvals") or []),
         "operator": copy.deepcopy(doc.get("operator")),
         "owner": doc.get("owner"),
-        "turns": copy.deepcopy(doc.get("turns") or {}),
     }
 
 
@@ -66,9 +67,7 @@ def dump_people(session: SessionRuntime, out: dict[str, Any]) -> None:
     operator = people.get("operator")
     if operator is not None or "operator" in out:
         out["operator"] = copy.deepcopy(operator)
-    turns = people.get("turns")
-    if turns or "turns" in out:
-        out["turns"] = copy.deepcopy(turns or {})
+    out.pop("turns", None)  # an older release's copy of keyed turns; `idempotency` has them
 
 
 def _trimmed(approvals: list[dict[str, Any]]) -> list[dict[str, Any]]:

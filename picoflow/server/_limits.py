@@ -27,6 +27,8 @@ from ._schemas import RunRequest
 __all__ = [
     "Limits",
     "read_json_body",
+    "read_json_request",
+    "check_turn_sizes",
     "check_header_sizes",
     "check_single",
     "read_run_request",
@@ -116,6 +118,17 @@ async def read_json_body(request: Request, limits: Limits) -> Any:
     return _parse(await _read_body(request, limits.max_body_bytes), limits.max_json_depth)
 
 
+async def read_json_request(request: Request, limits: Limits, hint: str) -> Any:
+    """The JSON body of a route that changes a session: declared JSON (415), within the limits.
+
+    An empty body reads as `{}`, for routes whose fields are all optional. `hint` is the
+    example body the route's error messages show.
+    """
+    _check_media_type(request, hint)
+    body = await _read_body(request, limits.max_body_bytes)
+    return _parse(body, limits.max_json_depth, hint) if body.strip() else {}
+
+
 async def _read_body(request: Request, limit: int) -> bytes:
     """At most `limit` bytes of body; the rest is never read from the connection."""
     declared = request.headers.get("content-length")
@@ -146,7 +159,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
 _JSON_TYPES = ("application/json",)
 
 
-def _check_media_type(request: Request) -> None:
+def _check_media_type(request: Request, hint: str = HINT) -> None:
     """415 unless the body is declared JSON: text/plain would let any site run turns.
 
     A page of another origin may POST `text/plain` (or a form) without a CORS preflight; the
@@ -160,7 +173,7 @@ def _check_media_type(request: Request) -> None:
     shown = ", ".join(repr(value[:60]) for value in declared) or "none"
     raise ApiError(
         415,
-        f"The request's Content-Type is {shown}, but this server reads only JSON bodies. {HINT}",
+        f"The request's Content-Type is {shown}, but this server reads only JSON bodies. {hint}",
         code="unsupported_media_type",
     )
 
@@ -174,7 +187,7 @@ def _too_large(what: str, limit: int) -> ApiError:
     )
 
 
-def _parse(body: bytes, max_depth: int) -> Any:
+def _parse(body: bytes, max_depth: int, hint: str = HINT) -> Any:
     """JSON from UTF-8 bytes; each way it can be wrong gets its own 400."""
     try:
         text = body.decode("utf-8").removeprefix("\ufeff")  # a BOM some tools add (RFC 8259)
@@ -182,7 +195,7 @@ def _parse(body: bytes, max_depth: int) -> Any:
         raise ApiError(
             400,
             f"The request body is not valid UTF-8 (the byte at offset {exc.start} is not part "
-            f"of a UTF-8 character). {HINT}",
+            f"of a UTF-8 character). {hint}",
             code="invalid_encoding",
         ) from None
     try:
@@ -195,7 +208,7 @@ def _parse(body: bytes, max_depth: int) -> Any:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise ApiError(
             400,
-            f"The request is not valid (the body is not valid JSON: {reason}). {HINT}",
+            f"The request is not valid (the body is not valid JSON: {reason}). {hint}",
             code="invalid_body",
         ) from None
     _check_values(data, max_depth)
@@ -308,17 +321,21 @@ def refuse_empty_message(doc: dict[str, Any], message: str) -> None:
 
 
 def _check_sizes(run: RunRequest, limits: Limits) -> None:
+    check_turn_sizes(run.message, run.config, limits)
+
+
+def check_turn_sizes(message: str, config: dict[str, Any] | None, limits: Limits) -> None:
     """Message length and config size: 413, with the limit, before any model is called."""
-    if len(run.message) > limits.max_message_chars:
+    if len(message) > limits.max_message_chars:
         raise ApiError(
             413,
-            f"The message has {len(run.message)} characters; this server accepts at most "
+            f"The message has {len(message)} characters; this server accepts at most "
             f"{limits.max_message_chars}. Shorten it or send it over several turns.",
             code="message_too_long",
         )
-    if run.config is None:
+    if config is None:
         return
-    size = len(json.dumps(run.config, ensure_ascii=False, separators=(",", ":")).encode())
+    size = len(json.dumps(config, ensure_ascii=False, separators=(",", ":")).encode())
     if size > limits.max_config_bytes:
         raise ApiError(
             413,

@@ -18,6 +18,7 @@ from ._auth import Authorize
 from ._errors import install_error_handlers
 from ._headers import REQUEST_ID_HEADER, SESSION_HEADER, SESSION_HEADER_ALT
 from ._heap import settle_heap
+from ._history_routes import history_router
 from ._idempotency import IDEMPOTENCY_HEADER
 from ._limits import Limits
 from ._observe import install_observability
@@ -115,6 +116,7 @@ def _install(app: FastAPI, engine: FlowEngine, origins: list[str], *, metrics: b
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(people_router)
+    app.include_router(history_router)  # W1-W4 over HTTP
     _describe_run_body(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _allow_cross_site(app, origins)

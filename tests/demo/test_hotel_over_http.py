@@ -35,6 +35,7 @@ async def test_booking_through_chat_openai_and_a_local_server() -> None:
     assert {tool["function"]["name"] for tool in bound[0]["tools"]} == {
         "capture_choices",
         "end_chat",
+        "forget_guest",
     }
     assert all(body["model"] == "gpt-4o" for body in server.requests)
     assert (await guest.doc())["usage"]["model"]["total_tokens"] > 0

@@ -62,13 +62,14 @@ async def test_full_booking_explore_present_compare_book() -> None:
     assert (booked.completed, booked.message) == (True, "Booked, thank you!")
 
     by_step = {r.metadata["picoflow_step"]: r for r in model.requests}  # the last of each
-    assert by_step["ExploreStep"].tool_names == ["end_chat", "capture_choices"]
+    assert by_step["ExploreStep"].tool_names == ["end_chat", "forget_guest", "capture_choices"]
     assert by_step["PresentStep"].tool_names == [
-        "end_chat", "chosen_hotel", "show_hotels", "answer_question", "search_again", "go_compare"
+        "end_chat", "forget_guest", "chosen_hotel", "show_hotels", "answer_question",
+        "search_again", "go_compare",
     ]  # fmt: skip
     assert by_step["CompareStep"].tool_names == [
-        "end_chat", "generate_comparison", "chosen_hotel", "answer_question", "resume_booking",
-        "search_again",
+        "end_chat", "forget_guest", "generate_comparison", "chosen_hotel", "answer_question",
+        "resume_booking", "search_again",
     ]  # fmt: skip
     assert by_step["EndStep"].tool_names == []
     present_prompt = model.requests[1].messages[0].content

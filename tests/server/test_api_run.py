@@ -213,6 +213,9 @@ async def test_healthcheck_answers_ok_with_a_utc_timestamp() -> None:
     assert datetime.fromisoformat(reply.json()["timestamp"]).utcoffset().total_seconds() == 0
 
 
+HISTORY_TAILS = ("", "/history", "/rewind", "/undo", "/fork", "/edit")
+
+
 async def test_openapi_describes_the_wire_names() -> None:
     _, app = api(chat_flow())
     async with client_for(app) as client:
@@ -253,6 +256,7 @@ async def test_openapi_describes_the_wire_names() -> None:
         "/ai/operator/return",
         "/ai/events",
     }
+    history = {f"/ai/sessions/{{session_id}}{tail}" for tail in HISTORY_TAILS}  # W1-W4
     assert set(schema["paths"]) == {
         "/ai/run",
         "/ai/stream",
@@ -260,6 +264,7 @@ async def test_openapi_describes_the_wire_names() -> None:
         "/ai/flows",
         "/healthcheck",
         *people,
+        *history,
         "/ready",
     }
 

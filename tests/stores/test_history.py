@@ -17,56 +17,17 @@ from typing import Any
 
 import pytest
 from conftest import memory_store, mongo_store, sqlite_store
-from langchain_core.messages import BaseMessage
+from history_flows import GATE, ChatFlow, humans
 
-from picoflow import Flow, FlowEngine, RevisionNotFoundError, SessionConflictError, Step
+from picoflow import FlowEngine, RevisionNotFoundError, SessionConflictError
 from picoflow.stores import MemoryStore, SQLiteStore, Store
 from picoflow.stores.mongo import MongoStore
-from picoflow.testing import ScriptedChatModel
 
 FACTORIES: dict[str, Callable[[pytest.FixtureRequest], AbstractAsyncContextManager[Store]]] = {
     "memory": memory_store,
     "sqlite": sqlite_store,
     "mongo": mongo_store,
 }
-
-
-class Gate:
-    """Holds a model call until the test opens it, so a turn can be raced mid-way."""
-
-    def __init__(self) -> None:
-        self.closed = False
-        self.entered = asyncio.Event()
-        self.opened = asyncio.Event()
-
-
-GATE = Gate()
-
-
-async def echo(messages: list[BaseMessage], tool_names: list[str]) -> str:
-    text = str(messages[-1].content)
-    if text == "fail":
-        raise RuntimeError("the model is down")
-    if GATE.closed:
-        GATE.entered.set()
-        await GATE.opened.wait()
-    return f"echo: {text}"
-
-
-MODEL = ScriptedChatModel(policy=echo)
-
-
-class ChatStep(Step):
-    def get_prompt(self) -> str:
-        return "Echo every message."
-
-
-class ChatFlow(Flow):
-    def config_model(self) -> Any:
-        return MODEL
-
-    def define_steps(self) -> list[Step]:
-        return [ChatStep(self)]
 
 
 @pytest.fixture(params=list(FACTORIES))
@@ -77,12 +38,6 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
 
 def engine_on(store: Store, **options: Any) -> FlowEngine:
     return FlowEngine(flows=[ChatFlow], store=store, **options)
-
-
-def humans(doc: dict[str, Any] | None) -> list[str]:
-    assert doc is not None
-    messages = doc["memory"]["ChatStep"]["messages"]
-    return [m["data"]["content"] for m in messages if m["type"] == "human"]
 
 
 async def chat(engine: FlowEngine, *texts: str) -> tuple[str, list[dict[str, Any]]]:
@@ -240,6 +195,19 @@ async def test_w4_edit_message_reruns_that_turn_with_the_new_text(store: Store) 
     assert humans(await engine.get_session(session_id)) == ["one"]
 
 
+async def test_w4_editing_an_edited_message_replaces_it_again(store: Store) -> None:
+    """An edit's revision ran on the one before the turn it edited, not on the revision before."""
+    engine = engine_on(store)
+    session_id, _ = await chat(engine, "one", "two")
+    await engine.edit_message(session_id, 1, "TWO")  # revision 2, ran on revision 0
+
+    again = await engine.edit_message(session_id, 2, "2")
+
+    assert again.success and again.message == "echo: 2"
+    assert humans(await engine.get_session(session_id)) == ["one", "2"]
+    assert (await engine.history(session_id, limit=1))[0]["restored"] == 0
+
+
 async def test_w4_a_failed_edit_leaves_the_session_as_it_was(store: Store) -> None:
     engine = engine_on(store)
     session_id, saved = await chat(engine, "one", "two")
@@ -248,11 +216,14 @@ async def test_w4_a_failed_edit_leaves_the_session_as_it_was(store: Store) -> No
     not_a_turn = await engine.edit_message(session_id, 7, "x")
     first = await engine.edit_message(session_id, 0, "x")
     unknown = await engine.edit_message("NoSuchSession0123456789", 1, "x")
+    no_id = await engine.edit_message(None, 1, "x")  # type: ignore[arg-type]  # a caller's slip
 
     assert not failed.success and "the model is down" in failed.message
     assert not_a_turn.error == "RevisionNotFoundError"
     assert first.error == "RevisionNotFoundError" and "Start a new session" in first.message
     assert unknown.error == "SessionNotFoundError" and "does not exist" in unknown.message
+    assert no_id.error == "SessionNotFoundError" and "got None" in no_id.message
+    assert no_id.session_id is None  # no new session was started in its place
     assert json.dumps(await engine.get_session(session_id)) == json.dumps(saved[-1])
 
 

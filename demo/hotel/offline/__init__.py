@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from demo.hotel.offline import closing, compare, explore, present
 from demo.hotel.offline.conversation import Conversation
-from demo.hotel.offline.reply import say
+from demo.hotel.offline.reply import call, say
 from demo.hotel.offline.summary import is_summary_request, summarize
+from demo.hotel.offline.usual import wants_to_be_forgotten
 
 __all__ = ["respond"]
 
@@ -32,7 +33,19 @@ def respond(messages: Sequence[BaseMessage], tool_names: Sequence[str]) -> AIMes
     conversation = Conversation.read(messages, tool_names)
     if not tool_names:
         return closing.decide(conversation)
+    if _asks_to_be_forgotten(conversation):
+        return call("forget_guest")
     for marker, decide in _STEPS:
         if marker in conversation.tools:
             return decide(conversation)
     return say("Sorry, I can't help with that here.")
+
+
+def _asks_to_be_forgotten(conversation: Conversation) -> bool:
+    """The guest's new message asks to be forgotten, in any step that can forget them."""
+    last = conversation.messages[-1] if conversation.messages else None
+    return (
+        "forget_guest" in conversation.tools
+        and isinstance(last, HumanMessage)
+        and wants_to_be_forgotten(conversation.guest_text())
+    )

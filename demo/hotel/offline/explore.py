@@ -24,12 +24,15 @@ from demo.hotel.offline.language import (
     is_negative,
     mentions_portland,
     names_another_place,
+    parse_room_type,
     wants_a_room,
     wants_new_search,
     wants_to_quit,
     wants_to_see_criteria,
 )
 from demo.hotel.offline.reply import call, say
+from demo.hotel.offline.usual import OFFER_MARK, accepts, declines, offer, usual_of
+from demo.hotel.returning import UsualStay
 from demo.hotel.types import Amenity
 
 GREETING = "Hello! I'm the HotelFlow assistant: I find and book hotels around Portland."
@@ -130,6 +133,9 @@ class Reading:
     restated: bool = False  # it named criteria, all already as the draft has them
     answered: frozenset[str] = frozenset()  # optional criteria given or skipped
     replaced: str = ""  # a budget limit the newest message overrode ("above your maximum")
+    usual: UsualStay | None = None  # a returning guest's usual stay, from the prompt
+    usual_answer: str = ""  # "taken" or "declined" once the guest answered it
+    declined_now: bool = False  # the newest guest message declined it
 
 
 def read(conversation: Conversation) -> Reading:
@@ -137,7 +143,10 @@ def read(conversation: Conversation) -> Reading:
     last = conversation.label("Criteria JSON")
     start = Draft.from_args(_json(last)) if last else Draft()
     today = conversation.today()
-    reading = Reading(draft=start, portland=last is not None, searched=last is not None)
+    reading = Reading(
+        draft=start, portland=last is not None, searched=last is not None,
+        usual=usual_of(conversation),
+    )  # fmt: skip
     said = ""
     for event in conversation.events():
         if event.kind == "said":
@@ -155,7 +164,10 @@ def read(conversation: Conversation) -> Reading:
 def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
     asks_about = about_a_hotel(event.text)
     text = _in_context(event.text, said)
-    draft = reading.draft if asks_about else reading.draft.heard(text, today)
+    base, answer = _usual_answer(reading, event.text, said, asks_about is not None)
+    draft = reading.draft if asks_about else base.heard(text, today)
+    if answer == "" and OFFER_MARK in said and draft != reading.draft:
+        answer = "declined"  # other criteria instead of a yes: the usual questions follow
     confirmed = _confirms_area(event.text, said, draft != reading.draft)
     answers = _answers(reading.draft, draft, text, said)
     return replace(
@@ -172,7 +184,28 @@ def _heard(reading: Reading, event: Event, said: str, today: date) -> Reading:
         said_before=said,
         heard=draft != reading.draft,
         replaced=_replaced_limit(reading.draft, draft),
+        usual_answer=answer,
+        declined_now=answer == "declined" and reading.usual_answer != "declined",
     )
+
+
+def _usual_answer(reading: Reading, said_now: str, said: str, question: bool) -> tuple[Draft, str]:
+    """The draft to read the guest's message onto, and their answer to the usual stay.
+
+    Taken ("yes" to the offer, or "same as last time" at any point), the usual room type and
+    amenities go into the draft before the message is read, so "yes, but without the pool"
+    drops the pool from them. Another room type is no yes.
+    """
+    usual, answer = reading.usual, reading.usual_answer
+    if usual is None or answer or question:
+        return reading.draft, answer
+    offered = OFFER_MARK in said
+    room = parse_room_type(said_now)
+    if accepts(said_now, offered) and room in (None, usual.room_type):
+        amenities = set(reading.draft.amenities) | set(usual.amenities)
+        ordered = tuple(a for a in Amenity if a in amenities)
+        return replace(reading.draft, room_type=usual.room_type, amenities=ordered), "taken"
+    return reading.draft, "declined" if offered and declines(said_now) else ""
 
 
 def _replaced_limit(before: Draft, after: Draft) -> str:
@@ -311,10 +344,13 @@ def _next_question(reading: Reading, opening: str | None = None) -> str:
     if unclear and miles is not None:
         return f"Within {miles['n']} miles of the airport or of downtown?"
     if opening is None:
-        said = _acknowledgement(reading)
+        declined = reading.declined_now and not reading.heard  # the usual stay: a plain no
+        said = "No problem." if declined else _acknowledgement(reading)
         opening = f"{said} " if said else ""
     if not reading.searched:
         for key, question in QUESTIONS:
+            if key == "room" and reading.usual is not None and not reading.usual_answer:
+                question = offer(reading.usual)  # a returning guest: the usual stay, offered
             if key not in reading.answered:
                 hint = f" {SEARCH_HINT}" if unclear and opening.startswith("Sorry") else ""
                 return f"{opening}{question}{hint}"
@@ -439,7 +475,9 @@ def _has_nothing_more(text: str, reading: Reading) -> bool:
 
 
 def _greeted(reading: Reading, text: str) -> str:
-    return f"{GREETING} {text}" if reading.first_contact else text
+    if not reading.first_contact:
+        return text
+    return f"{GREETING} Welcome back! {text}" if reading.usual else f"{GREETING} {text}"
 
 
 def _noted(reading: Reading) -> str:

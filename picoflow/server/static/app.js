@@ -209,6 +209,7 @@
     if (chat.ended) addNote("This conversation has ended. Send a message to start a new one.");
     showStep(chat.step);
     showSaveTest();
+    showTurnActions();
   }
 
   // The session just talked to, also once it has ended: that is often the one worth a test.
@@ -240,6 +241,7 @@
     ui.reset.disabled = busy;
     ui.flow.disabled = busy;
     if (!busy) ui.status.textContent = "";
+    showTurnActions();
   }
 
   // -- talking to the server ----------------------------------------------------------------
@@ -336,6 +338,7 @@
       reply = { success: false, message: "The server could not be reached: " + error.message };
     }
     finishTurn(bubble, reply || { success: false, message: "The reply ended early; send again." });
+    await learnRevision();
     saveChat();
     setBusy(false);
     listen();
@@ -383,6 +386,150 @@
       if (!ok && !idle) await new Promise((resolve) => setTimeout(resolve, 5000));
     }
     if (listening === session) listening = null;
+  }
+
+  // -- undo the last answer, edit the last message (the /ai/sessions/{id} routes) ------------
+
+  // The last exchange, if it may be undone or edited: a user message and its reply in a
+  // running session, the turn's revision known and not the session's first turn (that one
+  // started the session: there is nothing before it to go back to).
+  function lastExchange() {
+    const n = chat.messages.length;
+    if (!chat.session || n < 2 || document.body.dataset.busy === "true") return null;
+    const asked = chat.messages[n - 2];
+    if (asked.role !== "user" || chat.messages[n - 1].role !== "assistant") return null;
+    return typeof asked.revision === "number" && asked.revision > 0 ? asked : null;
+  }
+
+  function sessionRoute(tail) {
+    return "ai/sessions/" + encodeURIComponent(chat.session) + tail;
+  }
+
+  // After a turn, the revision it saved (the newest in the session's history) goes on the
+  // user's message: editing it names that revision. A store that keeps no history (501) or
+  // another tab's turn in between leave it unknown, and the buttons do not show.
+  async function learnRevision() {
+    const n = chat.messages.length;
+    const asked = chat.messages[n - 2];
+    if (!chat.session || !asked || asked.role !== "user") return;
+    if (chat.messages[n - 1].role !== "assistant") return;
+    try {
+      const response = await api(sessionRoute("/history?limit=1"));
+      if (!response.ok) return;
+      const entry = (await response.json()).history[0];
+      const turn = entry && (entry.action === "turn" || entry.action === "edit");
+      if (turn && entry.message === asked.text) asked.revision = entry.revision;
+    } catch (error) {
+      // Unknown: no buttons for this exchange.
+    }
+  }
+
+  function showTurnActions() {
+    ui.messages.querySelectorAll(".msg-actions").forEach((node) => node.remove());
+    const asked = lastExchange();
+    const bubbles = ui.messages.querySelectorAll(".msg");
+    if (!asked || bubbles.length < 2) return;
+    const question = bubbles[bubbles.length - 2];
+    question.after(actionRow("user", "Edit", "Edit your last message",
+      () => startEdit(question, asked)));
+    bubbles[bubbles.length - 1].after(actionRow("assistant", "Undo", "Undo the last answer",
+      undoLast));
+  }
+
+  function actionRow(side, label, title, onClick) {
+    const row = document.createElement("div");
+    row.className = "msg-actions " + side;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = label.toLowerCase() + "-last";
+    button.textContent = label;
+    button.title = title;
+    button.setAttribute("aria-label", title);
+    button.addEventListener("click", onClick);
+    row.appendChild(button);
+    return row;
+  }
+
+  // POST a history route with a JSON body; the reply's JSON, or a failure to show.
+  async function postHistory(tail, body) {
+    try {
+      const response = await api(sessionRoute(tail), {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+      });
+      return await response.json();
+    } catch (error) {
+      return { success: false, message: "The server could not be reached: " + error.message };
+    }
+  }
+
+  async function undoLast() {
+    setBusy(true);
+    ui.status.textContent = "Undoing the last answer…";
+    const reply = await postHistory("/undo", {});
+    if (reply.success) {
+      chat.messages.splice(chat.messages.length - 2, 2);
+      chat.step = reply.step || chat.step;
+      saveChat();
+    }
+    redraw();
+    if (!reply.success) addNote("Could not undo: " + reply.message);
+    setBusy(false);
+  }
+
+  // The last user message becomes a small form in place; Save runs that turn again.
+  function startEdit(bubble, asked) {
+    ui.messages.querySelectorAll(".msg-actions").forEach((node) => node.remove());
+    const form = document.createElement("form");
+    form.className = "msg editing";
+    const box = document.createElement("textarea");
+    box.value = asked.text;
+    box.rows = 2;
+    box.setAttribute("aria-label", "Your message, edited");
+    const buttons = document.createElement("div");
+    buttons.className = "edit-buttons";
+    const cancel = document.createElement("button");
+    cancel.type = "button";
+    cancel.textContent = "Cancel";
+    cancel.addEventListener("click", redraw);
+    const save = document.createElement("button");
+    save.type = "submit";
+    save.textContent = "Save";
+    buttons.append(cancel, save);
+    form.append(box, buttons);
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      saveEdit(asked, box.value.trim());
+    });
+    box.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") redraw();
+    });
+    bubble.replaceWith(form);
+    box.focus();
+  }
+
+  async function saveEdit(asked, text) {
+    if (!text || text === asked.text) {
+      redraw();
+      return;
+    }
+    setBusy(true);
+    ui.status.textContent = "Sending the edited message…";
+    const reply = await postHistory("/edit", { revision: asked.revision, message: text });
+    if (reply.success) {
+      const n = chat.messages.length;
+      chat.messages[n - 2] = { role: "user", text: text };
+      chat.messages[n - 1] = { role: "assistant", text: reply.message, contentType: reply.contentType };
+      chat.step = reply.step || chat.step;
+      if (reply.completed) {
+        chat.session = null;
+        chat.ended = true;
+      }
+      await learnRevision();
+      saveChat();
+    }
+    redraw();
+    if (!reply.success) addNote("Could not edit the message: " + reply.message);
+    setBusy(false);
   }
 
   async function newConversation() {
