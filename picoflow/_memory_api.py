@@ -37,6 +37,7 @@ class MemoryOperations:
         _sessions: Sessions
         _flows: dict[str, type[Flow]]
         _housekeeping: Housekeeping
+        _embeddings: Any
 
         async def get_session(
             self, session_id: str, *, owner: str | None = None
@@ -48,7 +49,38 @@ class MemoryOperations:
         Raises:
             ValueError: `owner` is empty, or the store keeps no memory banks.
         """
-        return MemoryBank(self._store, owner)
+        return MemoryBank(self._store, owner, self._embeddings)
+
+    async def extract_memory(self, session_id: str, *, owner: str | None = None) -> dict[str, Any]:
+        """Extract the session into its owner's long-term memory now (L3).
+
+        Every step with `use_long_term_memory(extract=...)` is extracted from where the last
+        extraction ended: for a scheduler, before an idle session expires. Returns
+        `{"entries": [...written...], "warnings": [...]}`; the extracted ranges are saved
+        with the session, so a second call extracts nothing new.
+
+        Raises:
+            SessionNotFoundError: no such session (or another owner's, H4).
+            SessionConflictError: another writer saved the session meanwhile; the entries
+                written stay, and the next extraction does not write them again.
+        """
+        if await self.get_session(session_id, owner=owner) is None:
+            raise SessionNotFoundError(session_id)
+        async with self._sessions.lock(session_id):
+            doc, spaces = await self._sessions.load(session_id)
+            flow_class = self._flows.get(doc["flow"]) if doc is not None else None
+            if doc is None or flow_class is None:
+                raise SessionNotFoundError(session_id)
+            flow = flow_class()
+            load_flow(flow, doc, spaces)
+            flow._owner = doc.get("owner")
+            usage = empty_usage()
+            before = len(flow._session.warnings)
+            written = await self._housekeeping.extract(flow, [], usage, every=True)
+            warnings = flow._session.warnings[before:]
+            if written or warnings or usage["summary"]:
+                await self._sessions.commit(flow, doc, usage)
+            return {"entries": written, "warnings": list(warnings)}
 
     async def compact(
         self, session_id: str, namespace: str | None = None, *, owner: str | None = None
@@ -177,9 +209,7 @@ class MemoryOperations:
         problems = flow._session.warnings[warned:]
         return result, (problems[0] if problems else None)
 
-    async def preview(
-        self, session_id: str, *, message: str | None = None
-    ) -> Preview | None:
+    async def preview(self, session_id: str, *, message: str | None = None) -> Preview | None:
         """Exactly the messages the session's next model call would receive, or None.
 
         Nothing is written. The current step's `on_restore` and `get_prompt()` run as in a

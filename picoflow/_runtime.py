@@ -36,8 +36,9 @@ class SessionRuntime:
         states: each step's durable state, transient part included until the save (S1-S4).
         content_type: the content type of this turn's reply (R2).
         warnings: this turn's warnings; the save appends them to the document's.
-        exits: steps with `distil_on_exit` left this turn, with their namespace as it was when
-            they were left; the housekeeping before the save distils them.
+        exits: steps with `distil_on_exit` or `use_long_term_memory(extract="step")` left this
+            turn, with their namespace as it was when they were left; the housekeeping before
+            the save distils and extracts them.
         people: people in the loop (K1-K6): `approvals` (the document's list) and `operator`
             (the handoff in progress, or None); see `picoflow._people`.
     """

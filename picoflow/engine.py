@@ -14,7 +14,10 @@ from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any
 
-from ._bank import bank_tools, require_bank
+from langchain_core.embeddings import Embeddings
+
+from ._bank import bank_tools
+from ._bank.checks import check_long_term
 from ._batch import BatchRuns, is_batch_turn, run_batch
 from ._crossing import crossing_message
 from ._engine_checks import (
@@ -48,7 +51,6 @@ from ._sessions import Sessions
 from ._tool_sources import check_tool_names, foreign_tool_names, mcp_servers_of, step_tools
 from ._turn import TurnContext, append_message
 from .errors import (
-    FlowDefinitionError,
     PicoflowError,
     StoreError,
 )
@@ -112,6 +114,7 @@ class FlowEngine(
         history_max_age: timedelta | float | None = None,
         archive_limit: int | None = 1000,
         concurrent_turns: ConcurrentTurns = "reject",
+        embeddings: Embeddings | None = None,
     ) -> None:
         """Check every flow now, so a mistake fails here rather than at a live turn (F5).
 
@@ -125,7 +128,8 @@ class FlowEngine(
         (seconds or a timedelta) but the current one; `archive_limit` evicted messages are
         kept per namespace, the newest (W5). `concurrent_turns` (O4) decides what a turn of a
         session running on another worker does: "reject" fails it with a conflict at its save,
-        "queue" (needs `turn_timeout`) waits for the session's lease in the store.
+        "queue" (needs `turn_timeout`) waits for the session's lease in the store. `embeddings`
+        (a LangChain `Embeddings`) gives long-term memory vectors and hybrid search (L4).
         """
         self._sleep = sleep
         flows = list(flows)
@@ -143,11 +147,8 @@ class FlowEngine(
                 check_tool_names(step)
         self._mcp = MCPConnections(mcp_servers_of(built))
         self._store: Store = store if store is not None else store_from_environment()
-        if any(step._long_term for flow in built for step in flow.steps.values()):
-            try:
-                require_bank(self._store)  # L1: the bank lives in the session store
-            except ValueError as exc:
-                raise FlowDefinitionError(f"A step uses long-term memory, but {exc}") from None
+        check_long_term(self._store, built, embeddings)  # L1, L3, L4
+        self._embeddings = embeddings
         ttl = as_ttl(session_ttl) or ttl_from_environment()  # U6: SESSION_EXPIRATION
         limit_archive(self._store, archive_limit)
         self._sessions = Sessions(self._store, ttl, retention(history_limit, history_max_age))
@@ -155,6 +156,7 @@ class FlowEngine(
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
         self._revisions = Revisions(self._sessions, ttl, self._housekeeping.cancel)
         self._housekeeping.telemetry = self._telemetry
+        self._housekeeping.embeddings = embeddings
         self._fresh_scripts = FreshScripts()  # F4: a test model rebuilt every turn
         if self._budgets is not None and self._budgets.counts_owners:
             check_ledger(self._store)
@@ -490,7 +492,7 @@ class FlowEngine(
             telemetry=self._telemetry,
         )
         flow._nested = NestedRuns(context)  # steps may run other steps in this turn (V2, V3)
-        flow._store = self._store  # L5: flow.memory_bank()
+        flow._store, flow._embeddings = self._store, self._embeddings  # L5: flow.memory_bank()
         flow._batch = BatchRuns(self, TurnResult)  # and start sessions of the same flow (U8)
         return context
 

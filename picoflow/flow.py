@@ -66,6 +66,7 @@ class Flow:
         self._nested: NestedRuns | None = None  # set by the engine for a turn (V2, V3)
         self._owner: str | None = None  # the session's owner (H4), set by the engine (L1)
         self._store: Any = None  # the engine's store, for the owner's memory bank (L5)
+        self._embeddings: Any = None  # the engine's embeddings, if any (L4)
         self._batch: BatchRuns | None = None  # set by the engine for a turn (U8)
 
     # -- what subclasses define ---------------------------------------------------------------
@@ -213,7 +214,7 @@ class Flow:
         owner = owner_of(self)
         if owner is None or self._store is None or not hasattr(self._store, "bank_add"):
             return None
-        return MemoryBank(self._store, owner)
+        return MemoryBank(self._store, owner, self._embeddings)
 
     def get_memory(self) -> Memory:
         """The flow's memory: namespaces and compaction policy (M3)."""
@@ -342,7 +343,8 @@ class Flow:
         if session.current is not None:
             leaving = self.current_step
             await self._call_hook(leaving.on_exit)
-            if leaving._distil is not None:
+            spec = leaving._long_term  # L3: a step that extracts when left is noted too
+            if leaving._distil is not None or (spec is not None and spec.extract == "step"):
                 session.exits.append((leaving.name, list(leaving.get_messages())))
         session.sequence.append(target.name)
         session.current = target.name

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
@@ -110,22 +110,36 @@ class Step:
         return self
 
     def use_long_term_memory(
-        self, tools: bool = True, inject: bool = False, budget_tokens: int = 300
+        self,
+        tools: bool = True,
+        inject: bool = False,
+        budget_tokens: int = 300,
+        *,
+        extract: str | None = None,
+        extract_model: ModelLike | None = None,
+        kinds: Iterable[str] = ("fact", "preference", "episode"),
     ) -> Self:
-        """Remember the user across sessions (L2): the owner's memory bank.
+        """Remember the user across sessions (L2, L3): the owner's memory bank.
 
         `tools` offers `remember(text, kind)` and `recall(query)`; `inject` puts the owner's
         most relevant entries in every request of this step, as a system message after the
-        summary, within `budget_tokens`. The owner is the session's principal (H4), else the
-        session's `config.user_id`; a session with neither remembers nothing. See
+        summary, within `budget_tokens`. `extract="step"` has a model read the namespace's raw
+        messages when the step is left, `"session"` when the session ends, and write entries
+        of the given `kinds`, each citing the messages it came from; `extract_model` (default:
+        the flow's summary model) is that model. The owner is the session's principal (H4),
+        else the session's `config.user_id`; a session with neither remembers nothing. See
         docs/long-term-memory.md.
 
         Raises:
-            ValueError: both off, or a budget below 20 tokens.
+            ValueError: nothing to do, a budget below 20 tokens, an unknown `extract`, or
+                `kinds` that are not distinct short lowercase labels.
         """
         from ._bank.spec import LongTermSpec
 
-        self._long_term = LongTermSpec(tools, inject, budget_tokens)
+        where = f"{self.name}.use_long_term_memory"
+        model = parse_model(extract_model, where) if extract_model is not None else None
+        shown = kinds if isinstance(kinds, str) else tuple(kinds)
+        self._long_term = LongTermSpec(tools, inject, budget_tokens, extract, model, shown)  # type: ignore[arg-type]
         return self
 
     def use_end_tool(self, name: str = "terminate_session", *, prompt: str | None = None) -> Self:

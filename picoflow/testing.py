@@ -51,6 +51,8 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
+from ._keyword_embeddings import KeywordEmbeddings
+
 __all__ = [
     "ScriptedChatModel",
     "ScriptedRequest",
@@ -60,6 +62,7 @@ __all__ = [
     "structured",
     "transient_error",
     "run_scenario",
+    "KeywordEmbeddings",
 ]
 
 ScriptItem: TypeAlias = str | AIMessage | BaseException

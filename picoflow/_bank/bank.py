@@ -6,6 +6,7 @@ import builtins
 from typing import TYPE_CHECKING, Any
 
 from ..stores._bank import BankEntry, check_owner, new_entry
+from . import vectors
 
 if TYPE_CHECKING:
     from ..flow import Flow
@@ -43,15 +44,17 @@ class MemoryBank:
     unknown (`update` returns None, `delete` False).
     """
 
-    def __init__(self, store: Store, owner: str) -> None:
+    def __init__(self, store: Store, owner: str, embeddings: Any = None) -> None:
         self._store = require_bank(store)
         self.owner = check_owner(owner)
+        self._embeddings = embeddings  # FlowEngine(embeddings=...): vectors and hybrid search
 
     async def add(
         self, text: str, kind: str = "fact", source: dict[str, Any] | None = None
     ) -> BankEntry:
         """Remember something; `source` may say where it came from."""
-        return await self._store.bank_add(new_entry(self.owner, text, kind, source))  # type: ignore[no-any-return]
+        entry = new_entry(self.owner, text, kind, source)
+        return await vectors.add_entry(self._store, self._embeddings, entry)
 
     async def list(self, *, page: int = 1, page_size: int = 50) -> list[BankEntry]:
         """The entries, the most recently written first."""
@@ -60,16 +63,21 @@ class MemoryBank:
     async def search(
         self, query: str, *, page: int = 1, page_size: int = 10
     ) -> builtins.list[BankEntry]:
-        """Entries matching any word of `query`, the most relevant first."""
-        return await self._store.bank_search(  # type: ignore[no-any-return]
-            self.owner, query, page=page, page_size=page_size
+        """Entries matching any word of `query`, the most relevant first.
+
+        With the engine's embeddings, ranked by text and meaning together (L4).
+        """
+        return await vectors.search(
+            self._store, self._embeddings, self.owner, query, page=page, page_size=page_size
         )
 
     async def update(
         self, entry_id: str, *, text: str | None = None, kind: str | None = None
     ) -> BankEntry | None:
         """Change an entry; None if this owner has no entry with that id."""
-        return await self._store.bank_update(self.owner, entry_id, text=text, kind=kind)  # type: ignore[no-any-return]
+        return await vectors.update_entry(
+            self._store, self._embeddings, self.owner, entry_id, text, kind
+        )
 
     async def delete(self, entry_id: str) -> bool:
         """Delete one entry; False if this owner has none with that id."""

@@ -14,8 +14,9 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from pydantic import Field
 
-from ..stores._bank import MAX_TEXT, BankEntry, new_entry
+from ..stores._bank import MAX_TEXT, new_entry
 from ..tools import ToolSpec, collect_tools, tool
+from . import vectors
 from .bank import owner_of
 
 if TYPE_CHECKING:
@@ -65,7 +66,9 @@ class _Bank:
         session = self._step.flow.get_session_id()
         ids = [m.id for m in self._step.get_messages()[-4:] if isinstance(m, HumanMessage) and m.id]
         source = {"session_id": session, "message_ids": ids}
-        entry = await self._store.bank_add(new_entry(owner, text, kind, source))
+        entry = await vectors.add_entry(
+            self._store, self._step.flow._embeddings, new_entry(owner, text, kind, source)
+        )
         return f"Remembered ({entry['kind']}): {entry['text']}"
 
     @tool
@@ -77,7 +80,8 @@ class _Bank:
         owner = owner_of(self._step.flow)
         if owner is None:
             return _NO_OWNER.format(what="recalled")
-        found: list[BankEntry] = await self._store.bank_search(owner, query, page_size=_PAGE)
+        embeddings = self._step.flow._embeddings
+        found = await vectors.search(self._store, embeddings, owner, query, page_size=_PAGE)
         if not found:
             return f"Nothing remembered about the user matches {query!r}."
         lines = [f"Remembered about the user, most relevant first ({len(found)}):"]
@@ -116,7 +120,10 @@ async def bank_block(step: Step, messages: list[BaseMessage], store: Store) -> l
         return messages
     bank: Any = store
     query = next((str(m.text) for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-    relevant = await bank.bank_search(owner, query, page_size=_PAGE) if query else []
+    embeddings = step.flow._embeddings
+    relevant = (
+        await vectors.search(bank, embeddings, owner, query, page_size=_PAGE) if query else []
+    )
     newest = await bank.bank_list(owner, page_size=_PAGE)
     lines, used, seen = [], count_tokens_approximately([SystemMessage(BLOCK_PREFIX)]), set()
     for entry in [*relevant, *newest]:

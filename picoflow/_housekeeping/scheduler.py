@@ -1,9 +1,11 @@
-"""When compaction and step distillation run: inline, before the save, or after the reply (M4).
+"""When compaction, distillation and extraction run: inline, before the save, or after the reply.
 
-`compaction` and `distillation` are the algorithms; this module is their schedule and commit
-protocol.
-Distillation goes first: its erase changes a namespace, and compaction must
-see the history the save will write.
+`compaction`, `distillation` and `extraction` (L3) are the algorithms; this module is their
+schedule and commit protocol (M4).
+Extraction goes first: it reads a namespace's messages and writes only to the memory bank and
+the step's state. Distillation follows: its erase changes a namespace, and compaction must
+see the history the save will write. In background mode, extracted entries go to the bank while
+the task drafts, and the extracted ranges, warnings and tokens are applied with its commit.
 
 **Inline** (the default): `before_save` runs at the start of the turn's save, so the
 compacted history, the summary, the warnings and the summary's tokens are written by the turn's
@@ -52,8 +54,9 @@ from ..flow import Flow
 from ..memory import count_call
 from ..models import ProviderRegistry
 from ..session import load_flow
+from ..stores._bank import BankEntry
 from ..stores.base import JSONDict
-from . import distillation
+from . import distillation, extraction
 from .compaction import SummaryDraft, apply_summary, draft_summary, due_cuts
 from .summariser import SummaryModel
 from .windows import apply_windows
@@ -118,6 +121,7 @@ class Housekeeping:
         self._work: dict[str, _SessionWork] = {}  # by session id
         self._tasks: set[asyncio.Task[None]] = set()  # every task not yet finished
         self.telemetry: Telemetry | None = None  # set by the engine: compaction spans (O1)
+        self.embeddings: Any = None  # set by the engine: vectors of extracted entries (L4)
 
     async def before_save(
         self,
@@ -139,6 +143,8 @@ class Housekeeping:
                 _emit(emit, event)
         if memory.summary_config.background:
             return
+        if extraction.wants_extraction(flow, flow._session.exits):  # L3, before any erase
+            await self.extract(flow, flow._session.exits, usage, ends)
         await self._distil_before_save(flow, stored, usage, ends)
         due = due_cuts(flow, stored)  # after the erase, which shortens the stored prefix
         if not due:
@@ -177,6 +183,40 @@ class Housekeeping:
         cuts = distillation.erase_cuts(flow, stored)
         await distillation.erase_distilled(flow, cuts, self._sessions.store)
 
+    async def extract(
+        self,
+        flow: Flow,
+        exits: Exits,
+        usage: dict[str, dict[str, int]],
+        ends: float | None = None,
+        *,
+        every: bool = False,
+    ) -> list[BankEntry]:
+        """L3: extract the ranges due (all of them with `every`) into the owner's bank.
+
+        Writes the entries, then records warnings, tokens and the extracted ranges on `flow`,
+        for its save. Returns the entries written.
+        """
+        items = await extraction.pending_extractions(flow, exits, self._sessions.store, every=every)
+        written: list[BankEntry] = []
+        for item in items:
+            await self._draft_extraction(flow, item, ends)
+            if item.reply is not None:
+                count_call(usage["summary"], item.reply)  # M10
+            extraction.apply_extraction(flow, item)
+            written += item.written
+        return written
+
+    async def _draft_extraction(
+        self, flow: Flow, item: extraction.ExtractionDraft, ends: float | None = None
+    ) -> None:
+        """Ask the extracting step's model (else the summary model), then write the entries."""
+        spec = flow.get_step(item.steps[0])._long_term
+        model = self._model(flow, ends, spec.extract_model if spec is not None else None)
+        await extraction.draft_extraction(flow, item, model)
+        if item.problem is None:
+            await extraction.write_extraction(item, self._sessions.store, self.embeddings)
+
     def after_save(self, flow: Flow, saved: JSONDict) -> None:
         """Background mode: distil and compact the session just saved, if anything is due.
 
@@ -199,6 +239,7 @@ class Housekeeping:
         memory = saved["memory"]
         if (
             distillation.pending(flow, exits)
+            or extraction.wants_extraction(flow, exits)
             or due_cuts(flow, memory)
             or distillation.erase_cuts(flow, memory)
         ):
@@ -242,8 +283,9 @@ class Housekeeping:
         """The flow's summariser with the engine's retry policy, or None if it sets none."""
         return self._model(flow) if flow.get_memory().summary_model is not None else None
 
-    def _model(self, flow: Flow, ends: float | None = None) -> SummaryModel:
-        spec = flow.get_memory().summary_model
+    def _model(self, flow: Flow, ends: float | None = None, spec: Any = None) -> SummaryModel:
+        """The summary model (or `spec`, an extraction model) under the engine's call policy."""
+        spec = spec if spec is not None else flow.get_memory().summary_model
         if spec is None:  # FlowEngine(...) refuses such flows (F5); this guards direct use
             raise ValueError(f"{flow.name} enables summaries but sets no summary model.")
         retries, call_timeout = policy_of(spec)
@@ -265,6 +307,7 @@ class Housekeeping:
             return
         base = flow_class()
         load_flow(base, doc, spaces)  # copies what it takes from the cache
+        base._owner = doc.get("owner")  # L1: whose bank an extraction writes
         work = await self._draft_later(base, doc, exits)
         if work is None:
             self._clear_due(session_id)  # nothing is due after all
@@ -287,6 +330,9 @@ class Housekeeping:
         Distilled values go into `base` at once, so that a namespace whose messages the
         distillation will erase is not also summarised in the same pass.
         """
+        extracted = await extraction.pending_extractions(base, exits, self._sessions.store)
+        for pending in extracted:  # entries go to the bank now; `_rebase` records the ranges
+            await self._draft_extraction(base, pending)
         items = distillation.pending(base, exits)
         generations = {item.step: _distil_generation(base, item.step) for item in items}
         stored = doc["memory"]
@@ -295,11 +341,13 @@ class Housekeeping:
             distillation.store_value(base, item)
         erasing = distillation.erase_cuts(base, stored)
         due = {ns: cut for ns, cut in due_cuts(base, stored).items() if ns not in erasing}
-        if not (items or erasing or due):
+        if not (items or erasing or due or extracted):
             return None
-        model, store = self._model(base), self._sessions.store
-        drafts = [await draft_summary(base, ns, cut, model, store) for ns, cut in due.items()]
-        return _Drafts(items, generations, drafts)
+        store = self._sessions.store
+        drafts = [
+            await draft_summary(base, ns, cut, self._model(base), store) for ns, cut in due.items()
+        ]
+        return _Drafts(items, generations, drafts, extracted)
 
     async def _rebase(self, base: Flow, target: Flow, current: JSONDict, work: _Drafts) -> bool:
         """Apply the drafts to the session as it is now; True if that changed anything.
@@ -310,6 +358,9 @@ class Housekeeping:
         """
         store = self._sessions.store
         applied = False
+        for pending in work.extracted:  # the entries are in the bank: warn, count, mark
+            extraction.apply_extraction(target, pending)
+            applied = True
         for item in work.items:
             if _distil_generation(target, item.step) == work.generations[item.step]:
                 distillation.apply_distillation(
@@ -394,10 +445,12 @@ class _Drafts:
     items: list[distillation.DistillationDraft]
     generations: dict[str, Any]
     drafts: list[SummaryDraft]
+    extracted: list[extraction.ExtractionDraft] = field(default_factory=list)
 
     @property
     def replies(self) -> list[AIMessage]:
         found = [item.reply for item in self.items if item.reply is not None]
+        found += [item.reply for item in self.extracted if item.reply is not None]
         return found + [reply for draft in self.drafts for reply in draft.replies]
 
 

@@ -125,12 +125,12 @@ def build_history(
     system = parsed[0] if parsed and isinstance(parsed[0], SystemMessage) else SystemMessage("")
     archived = int(entry.get("archived", 0) or 0)
     live = {archived + index: message for index, message in enumerate(parsed[1:], start=1)}
-    stored = {p: e for p, e in (archive or {}).items() if p not in live and p <= archived}
-    old = {p: e["message"] for p, e in stored.items()}
+    evicted = {p: e for p, e in (archive or {}).items() if p not in live and p <= archived}
+    old = {p: e["message"] for p, e in evicted.items()}
     recovered = {p: d for p, d in (kept or {}).items() if p not in live and p <= archived}
     old.update(recovered)
     merged = dict(zip(sorted(old), messages_from_dict([old[p] for p in sorted(old)]), strict=True))
-    stamps = {p: e["compacted_at"] for p, e in stored.items() if e.get("compacted_at")}
+    stamps = {p: e["compacted_at"] for p, e in evicted.items() if e.get("compacted_at")}
     merged.update(live)
     positions = sorted(merged)
     last = positions[-1] if positions else archived

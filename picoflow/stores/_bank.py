@@ -9,8 +9,12 @@ where it has no text index of its own.
 
 from __future__ import annotations
 
+import heapq
+import math
+import operator
 import re
 import secrets
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypedDict
 
@@ -25,6 +29,9 @@ __all__ = [
     "check_text",
     "check_kind",
     "check_page",
+    "check_vector",
+    "nearest",
+    "unit",
     "query_words",
     "rank",
 ]
@@ -89,6 +96,20 @@ def check_page(page: Any, page_size: Any) -> None:
             f"Memory bank pages count from 1 and hold 1 to 100 entries, got page={page!r}, "
             f"page_size={page_size!r}."
         )
+
+
+def check_vector(vector: Any) -> list[float]:
+    """An embedding (L4): a non-empty list of finite numbers, kept as floats."""
+    ok = isinstance(vector, list | tuple) and bool(vector)
+    ok = ok and all(isinstance(x, int | float) and not isinstance(x, bool) for x in vector)
+    floats = [float(x) for x in vector] if ok else []
+    if not ok or any(x != x or x in (float("inf"), float("-inf")) for x in floats):
+        shown = type(vector).__name__ if not isinstance(vector, list | tuple) else "that list"
+        raise ValueError(
+            f"A memory entry's vector is a non-empty list of finite numbers (what an "
+            f"Embeddings model returns), got {shown}."
+        )
+    return floats
 
 
 def stamp() -> str:
@@ -156,3 +177,35 @@ def rank(entries: list[BankEntry], words: list[str]) -> list[BankEntry]:
         scored.append(((distinct, hits, entry["updated_at"]), entry))
     scored.sort(key=lambda pair: pair[0], reverse=True)
     return [entry for _, entry in scored]
+
+
+def unit(vector: list[float]) -> list[float]:
+    """The vector scaled to length 1, as stores keep vectors (cosine is then a dot product).
+
+    >>> unit([3.0, 4.0]), unit([0.0, 0.0])
+    ([0.6, 0.8], [0.0, 0.0])
+    """
+    length = math.sqrt(sum(map(operator.mul, vector, vector)))
+    return [x / length for x in vector] if length else list(vector)
+
+
+def nearest(
+    query: Sequence[float], vectors: Iterable[tuple[str, Sequence[float]]], limit: int
+) -> list[tuple[str, float]]:
+    """The ids of the `limit` stored vectors most similar to `query`, best first.
+
+    Stored vectors are unit length (`unit`), so cosine is one dot product each, which `map`
+    over `operator.mul` runs at C speed: how a store without a vector index scores its rows.
+    Only a similarity above 0 counts; ties keep the order of `vectors`.
+
+    >>> nearest([2.0, 0.0], [("a", [0.0, 1.0]), ("b", [0.6, 0.8]), ("c", [1.0, 0.0])], 5)
+    [('c', 1.0), ('b', 0.6)]
+    """
+    wanted = unit(list(query))
+    scored = []
+    for key, vector in vectors:
+        if len(vector) == len(wanted):
+            similarity = sum(map(operator.mul, wanted, vector))
+            if similarity > 0.0:
+                scored.append((key, similarity))
+    return heapq.nlargest(limit, scored, key=lambda pair: pair[1])

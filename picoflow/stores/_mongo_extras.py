@@ -140,9 +140,7 @@ class MongoExtras:
             await (await self._bank_collection(sessions)).insert_one(record)
         return checked
 
-    async def bank_list(
-        self, owner: str, *, page: int = 1, page_size: int = 50
-    ) -> list[BankEntry]:
+    async def bank_list(self, owner: str, *, page: int = 1, page_size: int = 50) -> list[BankEntry]:
         """An owner's entries, the most recently written first, one page."""
         _checks.check_open(self, self._closed)
         _bank.check_owner(owner)
@@ -196,16 +194,18 @@ class MongoExtras:
         _checks.check_open(self, self._closed)
         _bank.check_owner(owner)
         change: dict[str, Any] = {"updated_at": _bank.stamp()}
+        update: dict[str, Any] = {"$set": change}
         if text is not None:
             change["text"] = _bank.check_text(text)
             change["search"] = change["text"].lower()
+            update["$unset"] = {"vector": ""}  # the old vector embeds the old text
         if kind is not None:
             change["kind"] = _bank.check_kind(kind)
         async with self._collections(f"edit the memory of owner '{owner}'") as (sessions, _, _):
             bank = await self._bank_collection(sessions)
             stored = await bank.find_one_and_update(
                 {"_id": entry_id, "owner": owner},
-                {"$set": change},
+                update,
                 projection=_BANK_FIELDS,
                 return_document=ReturnDocument.AFTER,
             )
@@ -230,8 +230,49 @@ class MongoExtras:
             gone = await bank.delete_many({"owner": owner})
         return int(gone.deleted_count)
 
+    async def bank_set_vector(self, owner: str, entry_id: str, vector: list[float]) -> bool:
+        """Keep an entry's embedding in its document (L4); False if the owner has no such entry.
 
-_BANK_FIELDS = {"_id": 0, "search": 0}
+        A plain array field: cosine is computed by the caller over the owner's entries (Atlas
+        vector search is where a large deployment would go; see docs/long-term-memory.md).
+        """
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        checked = _bank.unit(_bank.check_vector(vector))
+        action = f"store an embedding for owner '{owner}'"
+        async with self._collections(action) as (sessions, _, _):
+            bank = await self._bank_collection(sessions)
+            done = await bank.update_one(
+                {"_id": entry_id, "owner": owner}, {"$set": {"vector": checked}}
+            )
+        return bool(done.matched_count)
+
+    async def bank_nearest(
+        self, owner: str, vector: list[float], *, limit: int = 100
+    ) -> list[tuple[BankEntry, float]]:
+        """The owner's `limit` entries most similar to `vector` (cosine above 0), best first.
+
+        Scored here over the owner's vectors (ids and vectors only are read); whole entries
+        are read for the ones returned.
+        """
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        query = _bank.check_vector(vector)
+        action = f"search the embeddings of owner '{owner}'"
+        async with self._collections(action) as (sessions, _, _):
+            bank = await self._bank_collection(sessions)
+            cursor = bank.find(
+                {"owner": owner, "vector": {"$exists": True}}, {"_id": 1, "vector": 1}
+            ).sort([("updated_at", -1), ("_id", -1)])
+            pairs = [(stored["_id"], stored["vector"]) async for stored in cursor]
+            ranked = _bank.nearest(query, pairs, limit)
+            keys = [key for key, _ in ranked]
+            found = bank.find({"owner": owner, "_id": {"$in": keys}}, _BANK_FIELDS)
+            entries = {stored["id"]: _bank_entry(stored) async for stored in found}
+        return [(entries[key], score) for key, score in ranked if key in entries]
+
+
+_BANK_FIELDS = {"_id": 0, "search": 0, "vector": 0}
 _IDLE_FIELDS = {"flow": 1, "updated_at": 1, "expires_at": 1}
 _IDLE_KEY = [("run_status", 1), ("updated_at", 1), ("_id", 1)]
 _BANK_SCAN = 500  # without a text index: at most this many matching entries are ranked

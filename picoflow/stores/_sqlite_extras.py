@@ -157,9 +157,7 @@ class SQLiteExtras:
         await self._write(f"remember for owner '{checked['owner']}'", self._in_transaction(add))
         return checked
 
-    async def bank_list(
-        self, owner: str, *, page: int = 1, page_size: int = 50
-    ) -> list[BankEntry]:
+    async def bank_list(self, owner: str, *, page: int = 1, page_size: int = 50) -> list[BankEntry]:
         """An owner's entries, the most recently written first, one page."""
         _bank.check_owner(owner)
         _bank.check_page(page, page_size)
@@ -218,3 +216,29 @@ class SQLiteExtras:
 
         action = f"forget the memory of owner '{owner}'"
         return await self._write(action, self._in_transaction(forget))
+
+    async def bank_set_vector(self, owner: str, entry_id: str, vector: list[float]) -> bool:
+        """Keep an entry's embedding (L4); False if the owner has no entry with that id."""
+        _bank.check_owner(owner)
+        checked = _bank.unit(_bank.check_vector(vector))
+
+        def set_vector(db: sqlite3.Connection) -> bool:
+            return _bank_sqlite.set_vector(db, owner, entry_id, checked)
+
+        action = f"store an embedding for owner '{owner}'"
+        return await self._write(action, self._in_transaction(set_vector))
+
+    async def bank_nearest(
+        self, owner: str, vector: list[float], *, limit: int = 100
+    ) -> list[tuple[BankEntry, float]]:
+        """The owner's `limit` entries most similar to `vector` (cosine above 0), best first.
+
+        A BLOB column and no vector index: cosine is computed over the owner's vectors, on the
+        reader thread (docs/long-term-memory.md).
+        """
+        _bank.check_owner(owner)
+        query = _bank.check_vector(vector)
+        return await self._read(
+            f"search the embeddings of owner '{owner}'",
+            lambda db: _bank_sqlite.nearest(db, owner, query, limit),
+        )

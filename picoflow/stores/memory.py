@@ -49,6 +49,7 @@ class MemoryStore(MemoryLeases):
         self._owner_tokens: dict[tuple[str, str], int] = {}  # (owner, day) -> tokens (O3)
         self._bank: dict[str, dict[str, str]] = {}  # owner -> entry id -> entry JSON (L1)
         self._leases: dict[str, tuple[str, float]] = {}  # O4: session id -> (holder, expiry)
+        self._vectors: dict[str, dict[str, list[float]]] = {}  # owner -> entry id -> vector (L4)
 
     def __repr__(self) -> str:
         """Show how many sessions are held, for logs and debuggers."""
@@ -277,9 +278,7 @@ class MemoryStore(MemoryLeases):
         entries = [json.loads(text) for text in self._bank.get(owner, {}).values()]
         return sorted(entries, key=lambda entry: entry["updated_at"], reverse=True)
 
-    async def bank_list(
-        self, owner: str, *, page: int = 1, page_size: int = 50
-    ) -> list[BankEntry]:
+    async def bank_list(self, owner: str, *, page: int = 1, page_size: int = 50) -> list[BankEntry]:
         """An owner's entries, the most recently written first, one page."""
         _bank.check_page(page, page_size)
         return self._entries(owner)[(page - 1) * page_size : page * page_size]
@@ -308,18 +307,42 @@ class MemoryStore(MemoryLeases):
         entry["kind"] = kind if kind is not None else entry["kind"]
         entry["updated_at"] = _bank.stamp()
         self._bank[owner][entry_id] = json.dumps(entry)
+        if text is not None:  # the old vector embeds the old text
+            self._vectors.get(owner, {}).pop(entry_id, None)
         return entry
+
+    async def bank_set_vector(self, owner: str, entry_id: str, vector: list[float]) -> bool:
+        """Keep an entry's embedding (L4); False if the owner has no entry with that id."""
+        _checks.check_open(self, self._closed)
+        _bank.check_owner(owner)
+        checked = _bank.unit(_bank.check_vector(vector))
+        if entry_id not in self._bank.get(owner, {}):
+            return False
+        self._vectors.setdefault(owner, {})[entry_id] = checked
+        return True
+
+    async def bank_nearest(
+        self, owner: str, vector: list[float], *, limit: int = 100
+    ) -> list[tuple[BankEntry, float]]:
+        """The owner's `limit` entries most similar to `vector` (cosine above 0), best first."""
+        query = _bank.check_vector(vector)
+        entries = {entry["id"]: entry for entry in self._entries(owner)}  # newest first
+        vectors = self._vectors.get(owner, {})
+        pairs = ((key, vectors[key]) for key in entries if key in vectors)
+        return [(entries[key], score) for key, score in _bank.nearest(query, pairs, limit)]
 
     async def bank_delete(self, owner: str, entry_id: str) -> bool:
         """Delete one entry of the owner; False if there was none."""
         _checks.check_open(self, self._closed)
         _bank.check_owner(owner)
+        self._vectors.get(owner, {}).pop(entry_id, None)
         return self._bank.get(owner, {}).pop(entry_id, None) is not None
 
     async def bank_forget(self, owner: str) -> int:
         """Delete every entry of the owner (a right-to-be-forgotten request); how many."""
         _checks.check_open(self, self._closed)
         _bank.check_owner(owner)
+        self._vectors.pop(owner, None)
         return len(self._bank.pop(owner, {}))
 
     async def aclose(self) -> None:

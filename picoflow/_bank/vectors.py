@@ -1,0 +1,132 @@
+"""Optional embeddings for the memory bank, and hybrid ranking (L4).
+
+With `FlowEngine(embeddings=...)` (any LangChain `Embeddings`) every entry written through
+picoflow (the `remember` tool, extraction, `MemoryBank.add`/`update`) gets a vector, kept by the
+store beside the entry (a BLOB column on SQLite, an array field on MongoDB). A search then fuses
+two rankings with reciprocal rank fusion: the store's text index (bm25 on SQLite, the text
+score on MongoDB) and the store's `bank_nearest`, cosine similarity over the owner's vectors
+(computed in Python by `stores._bank.nearest`: no store here has a vector index; a store with
+one, Atlas Vector Search say, would answer `bank_nearest` from it). A bank holds one owner's
+entries, so the scan is cheap at the sizes docs/long-term-memory.md measures.
+
+Embeddings are an aid, never a point of failure: an embedding call that fails leaves the entry
+without a vector (text search still finds it) and a search whose query cannot be embedded is
+ranked by text alone; both are logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from ..stores._bank import BankEntry, check_page
+
+__all__ = ["add_entry", "update_entry", "search", "fuse", "check_embeddings"]
+
+logger = logging.getLogger(__name__)
+
+RRF_K = 60  # the usual constant of reciprocal rank fusion: rank 1 scores 1/61
+_CANDIDATES = 100  # each ranking contributes at most this many entries to the fusion
+_VECTOR_METHODS = ("bank_set_vector", "bank_nearest")
+
+
+def check_embeddings(embeddings: Any, store: Any) -> None:
+    """`FlowEngine(embeddings=...)`: a LangChain `Embeddings`, and a store that keeps vectors."""
+    if embeddings is None:
+        return
+    if not isinstance(embeddings, Embeddings):
+        raise TypeError(
+            f"FlowEngine(embeddings=...) takes a LangChain Embeddings instance (e.g. "
+            f"OpenAIEmbeddings(), or picoflow.testing.KeywordEmbeddings in tests), got "
+            f"{type(embeddings).__name__}."
+        )
+    missing = [name for name in _VECTOR_METHODS if not hasattr(store, name)]
+    if missing:
+        raise ValueError(
+            f"{type(store).__name__} keeps no embeddings (it has no {', '.join(missing)}). "
+            "Use MemoryStore, SQLiteStore or MongoStore, or leave embeddings out."
+        )
+
+
+async def _embed(embeddings: Any, text: str, *, query: bool) -> list[float] | None:
+    try:
+        if query:
+            vector = await embeddings.aembed_query(text)
+        else:
+            (vector,) = await embeddings.aembed_documents([text])
+        return [float(x) for x in vector]  # numpy scalars would make the scoring 5x slower
+    except Exception:  # an aid, never a failure: text search still works
+        logger.warning(
+            "embedding failed; %s by text only", "ranked" if query else "kept", exc_info=True
+        )
+        return None
+
+
+async def _store_vector(store: Any, embeddings: Any, entry: BankEntry) -> None:
+    vector = await _embed(embeddings, entry["text"], query=False)
+    if vector is not None:
+        try:
+            await store.bank_set_vector(entry["owner"], entry["id"], vector)
+        except ValueError:  # not a list of finite numbers: the entry stays text-only
+            logger.warning("the embeddings model returned an unusable vector", exc_info=True)
+
+
+async def add_entry(store: Any, embeddings: Any, entry: BankEntry) -> BankEntry:
+    """`store.bank_add(entry)`, then its vector when embeddings are configured."""
+    added: BankEntry = await store.bank_add(entry)
+    if embeddings is not None:
+        await _store_vector(store, embeddings, added)
+    return added
+
+
+async def update_entry(
+    store: Any, embeddings: Any, owner: str, entry_id: str, text: str | None, kind: str | None
+) -> BankEntry | None:
+    """`store.bank_update(...)`; a new text gets a new vector (the store drops the old one)."""
+    entry: BankEntry | None = await store.bank_update(owner, entry_id, text=text, kind=kind)
+    if entry is not None and text is not None and embeddings is not None:
+        await _store_vector(store, embeddings, entry)
+    return entry
+
+
+async def search(
+    store: Any, embeddings: Any, owner: str, query: str, *, page: int = 1, page_size: int = 10
+) -> list[BankEntry]:
+    """The owner's entries for `query`, the most relevant first: text rank fused with cosine.
+
+    Without embeddings this is the store's text search. With them, an entry the text index
+    does not find at all (other words, same meaning) can still come first.
+    """
+    if embeddings is None:
+        return await store.bank_search(owner, query, page=page, page_size=page_size)  # type: ignore[no-any-return]
+    check_page(page, page_size)
+    text_ranked: list[BankEntry] = await store.bank_search(owner, query, page_size=_CANDIDATES)
+    wanted = await _embed(embeddings, query, query=True) if query.strip() else None
+    vector_ranked: list[BankEntry] = []
+    if wanted is not None:
+        nearest = await store.bank_nearest(owner, wanted, limit=_CANDIDATES)
+        vector_ranked = [entry for entry, _ in nearest]
+    fused = fuse([text_ranked, vector_ranked])
+    return fused[(page - 1) * page_size : page * page_size]
+
+
+def fuse(rankings: list[list[BankEntry]]) -> list[BankEntry]:
+    """Reciprocal rank fusion: each ranking gives an entry 1/(RRF_K + rank); the sum orders.
+
+    Ties keep the order of the first ranking that has the entry (text first).
+
+    >>> a, b, c = ({"id": x} for x in "abc")
+    >>> [e["id"] for e in fuse([[a, b], [b, c]])]  # type: ignore[list-item]
+    ['b', 'a', 'c']
+    """
+    scores: dict[str, float] = {}
+    entries: dict[str, BankEntry] = {}
+    for ranking in rankings:
+        for rank, entry in enumerate(ranking, start=1):
+            scores[entry["id"]] = scores.get(entry["id"], 0.0) + 1.0 / (RRF_K + rank)
+            entries.setdefault(entry["id"], entry)
+    order = {key: i for i, key in enumerate(entries)}
+    ranked = sorted(entries, key=lambda key: (-scores[key], order[key]))
+    return [entries[key] for key in ranked]
