@@ -13,13 +13,14 @@ from picoflow.stores import _bank, _checks, _history
 from picoflow.stores._bank import BankEntry
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
+from picoflow.stores._streams import MemoryStreams
 from picoflow.stores._waiting import check_limit, summary
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore:
+class MemoryStore(MemoryStreams):
     """Keeps sessions in process memory, with the same rules as the persistent stores (P2).
 
     Documents are kept as JSON text, not as the caller's objects: a caller can never change a
@@ -151,6 +152,7 @@ class MemoryStore:
         ]
         for session_id in gone:
             await self.delete(session_id)
+        await self.stream_purge(now)  # O5: expired kept streams too
         return len(gone)
 
     async def delete_owner(self, owner: str) -> int:
@@ -306,6 +308,7 @@ class MemoryStore:
         self._revisions.clear()
         self._codec.clear()
         self._limits.clear()
+        self._kept_streams = None
 
 
 _Encoded = tuple[str, dict[str, list[str]]]  # (document without messages, message texts)

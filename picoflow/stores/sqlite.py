@@ -44,6 +44,7 @@ from picoflow.stores._sqlite_extras import LEDGER_SCHEMA, SQLiteExtras
 from picoflow.stores._sqlite_history import SQLiteHistory
 from picoflow.stores._sqlite_loop import LoopConnection
 from picoflow.stores._sqlite_rows import MESSAGES_SCHEMA, Plan, RowMemory, apply, fill
+from picoflow.stores._sqlite_streams import STREAMS_SCHEMA, SQLiteStreams
 from picoflow.stores._sqlite_worker import Gate, ReaderPool, Worker, WouldWait
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
@@ -80,11 +81,12 @@ CREATE TABLE IF NOT EXISTS archive (
     + LEDGER_SCHEMA
     + ARCHIVE_INDEX_SCHEMA
     + _sqlite_history.HISTORY_SCHEMA
+    + STREAMS_SCHEMA
 )
 
 
 
-class SQLiteStore(SQLiteExtras, SQLiteHistory):
+class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteStreams):
     """Keeps sessions in one SQLite file; `":memory:"` keeps them in RAM.
 
     The constructor only records the path: the engine may be built outside an event loop, so
