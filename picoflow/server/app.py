@@ -19,9 +19,11 @@ from ._errors import install_error_handlers
 from ._headers import REQUEST_ID_HEADER, SESSION_HEADER, SESSION_HEADER_ALT
 from ._heap import settle_heap
 from ._idempotency import IDEMPOTENCY_HEADER
+from ._kept import DEFAULT_TTL_SECONDS, StreamKeeper
 from ._limits import Limits
 from ._observe import install_observability
 from ._people_routes import PeopleSettings, people_router
+from ._resume import resume_router
 from ._routes import STATIC_DIR, ServerSettings, router, run_turn
 from ._schemas import RunEnvelope, RunRequest
 
@@ -55,6 +57,7 @@ def create_app(
     public_dir: str | os.PathLike[str] | None = None,
     chat_route: bool = False,
     shutdown_grace: float = 30.0,
+    stream_ttl: float = DEFAULT_TTL_SECONDS,
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
@@ -83,14 +86,18 @@ def create_app(
         chat_route: True also serves `POST /ai/chat` (chat-ui's route), the turn of `/ai/run`.
         shutdown_grace: Seconds a shutdown waits for running turns before closing the store
             (O6); new turns meanwhile get 503 `shutting_down`.
+        stream_ttl: Seconds a streamed turn's events are kept in the store after its last
+            event, for a client that reconnects with `Last-Event-ID` (O5).
 
     Raises:
-        ValueError: a limit is not a positive integer, or `public_dir` is not a folder.
+        ValueError: a limit is not a positive integer, `public_dir` is not a folder, or
+            `stream_ttl` is not a positive number.
     """
     sizes = (max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
     limits = Limits(*sizes, max_header_bytes=max_header_bytes, max_headers=max_headers)
     people = PeopleSettings(allow_self_approval=allow_self_approval)
-    settings = ServerSettings(engine, limits, authorize, people=people)
+    streams = StreamKeeper(engine.store, stream_ttl)
+    settings = ServerSettings(engine, limits, authorize, people=people, streams=streams)
     app = _new_app(settings, expose_docs, shutdown_grace)
     _install(app, engine, list(cors_origins), metrics=metrics)
     _serve_picoflow_extras(app, public_dir, chat_route)
@@ -115,6 +122,7 @@ def _install(app: FastAPI, engine: FlowEngine, origins: list[str], *, metrics: b
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(people_router)
+    app.include_router(resume_router)
     _describe_run_body(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _allow_cross_site(app, origins)

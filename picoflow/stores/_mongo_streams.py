@@ -52,9 +52,7 @@ class MongoStreams:
             self._streams_ready = True
         return kept
 
-    async def stream_open(
-        self, turn_id: str, owner: str | None, expires_at: str, now: str
-    ) -> None:
+    async def stream_open(self, turn_id: str, owner: str | None, expires_at: str, now: str) -> None:
         """Start keeping a turn's stream for `owner` until `expires_at` (O5)."""
         _checks.check_open(self, self._closed)
         check_turn_id(turn_id)

@@ -68,9 +68,7 @@ class SQLiteStreams:
             self, db: sqlite3.Connection, gate: Gate
         ) -> AbstractContextManager[None]: ...
 
-    async def stream_open(
-        self, turn_id: str, owner: str | None, expires_at: str, now: str
-    ) -> None:
+    async def stream_open(self, turn_id: str, owner: str | None, expires_at: str, now: str) -> None:
         """Start keeping a turn's stream for `owner` until `expires_at` (O5)."""
         check_turn_id(turn_id)
         purge = purge_due(self._streams_purged)
@@ -119,7 +117,8 @@ class SQLiteStreams:
 
         def read(db: sqlite3.Connection) -> KeptStream | None:
             head = db.execute(
-                "SELECT owner, ended, expires_at FROM stream_turns WHERE turn_id = ? AND expires_at >= ?",
+                "SELECT owner, ended, expires_at FROM stream_turns "
+                "WHERE turn_id = ? AND expires_at >= ?",
                 (turn_id, now),
             ).fetchone()
             if head is None:

@@ -132,9 +132,7 @@ class MemoryStreams:
             self._kept_streams = {}
         return self._kept_streams
 
-    async def stream_open(
-        self, turn_id: str, owner: str | None, expires_at: str, now: str
-    ) -> None:
+    async def stream_open(self, turn_id: str, owner: str | None, expires_at: str, now: str) -> None:
         """Start keeping a turn's stream for `owner` until `expires_at` (O5).
 
         Expired streams are deleted on the way, at most every `PURGE_EVERY_SECONDS`.
@@ -180,4 +178,3 @@ class MemoryStreams:
         for turn_id in gone:
             del kept[turn_id]
         return len(gone)
-
