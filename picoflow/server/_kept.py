@@ -102,6 +102,8 @@ class StreamKeeper:
         ttl: Seconds a stream is kept after its last write.
         flush_every: Seconds between two writes of a running turn's events.
         poll_every: Seconds between two reads of a turn running on another worker.
+        silent_after: Seconds without a write after which a turn followed from another worker
+            counts as lost (its writer writes at least every `HEARTBEAT_SECONDS`).
     """
 
     def __init__(
@@ -111,6 +113,7 @@ class StreamKeeper:
         *,
         flush_every: float = _FLUSH_SECONDS,
         poll_every: float = _POLL_SECONDS,
+        silent_after: float = 3 * HEARTBEAT_SECONDS,
     ) -> None:
         """Keep streams in `store` if it can, else in this process."""
         if not isinstance(ttl, int | float) or isinstance(ttl, bool) or not ttl > 0:
@@ -126,6 +129,7 @@ class StreamKeeper:
         self.ttl = float(ttl)
         self.flush_every = flush_every
         self.poll_every = poll_every
+        self.silent_after = silent_after
         self.live: dict[str, LiveTurn] = {}
         self.writes = 0  # store writes made, for the benchmark and the tests
 

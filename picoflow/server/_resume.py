@@ -21,7 +21,7 @@ from ..stores._streams import KeptStream
 from ._auth import principal_of
 from ._errors import RETRY_AFTER_SECONDS, ApiError
 from ._headers import REQUEST_ID_HEADER, request_id_for
-from ._kept import HEARTBEAT_SECONDS, StreamKeeper
+from ._kept import StreamKeeper
 from ._limits import check_header_sizes
 from ._schemas import ErrorEnvelope
 from ._stream import STREAM_HEADERS, error_done, sse_frame
@@ -29,8 +29,6 @@ from ._stream import STREAM_HEADERS, error_done, sse_frame
 __all__ = ["resume_router", "refuse_resume_by_post"]
 
 LAST_EVENT_ID = "Last-Event-ID"
-# A writer that has not written for this long has stopped (it writes every HEARTBEAT_SECONDS).
-_SILENT_SECONDS = 3 * HEARTBEAT_SECONDS
 
 resume_router = APIRouter()
 
@@ -150,7 +148,7 @@ async def _polled(
             return
         if current.expires_at != stamp:
             stamp, moved = current.expires_at, time.monotonic()
-        elif time.monotonic() - moved > _SILENT_SECONDS:
+        elif time.monotonic() - moved > keeper.silent_after:
             break
         await asyncio.sleep(keeper.poll_every)
         current = await keeper.read(turn_id, after)
