@@ -86,12 +86,10 @@ def create_app(
         chat_route: True also serves `POST /ai/chat` (chat-ui's route), the turn of `/ai/run`.
         shutdown_grace: Seconds a shutdown waits for running turns before closing the store
             (O6); new turns meanwhile get 503 `shutting_down`.
-        stream_ttl: Seconds a streamed turn's events are kept in the store after its last
-            event, for a client that reconnects with `Last-Event-ID` (O5).
+        stream_ttl: Seconds the store keeps a streamed turn's events, for reconnects (O5).
 
     Raises:
-        ValueError: a limit is not a positive integer, `public_dir` is not a folder, or
-            `stream_ttl` is not a positive number.
+        ValueError: a limit or `stream_ttl` is not positive, or `public_dir` is no folder.
     """
     sizes = (max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
     limits = Limits(*sizes, max_header_bytes=max_header_bytes, max_headers=max_headers)
