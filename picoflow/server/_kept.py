@@ -4,8 +4,8 @@ Every event of a streamed turn gets an SSE `id:` of `<turn id>:<n>` (n counts fr
 turn runs in a task of its own (`_stream`), so it ends and is saved whether or not its client
 stays. While it runs, its events are held here (`LiveTurn`) for every client that follows it
 on this worker, and written to the store in batches (`StreamKeeper`): one write when the
-stream opens, then at most one every `flush_every` seconds while events come, and the last
-batch with `done`. A silent turn still writes an empty batch every `HEARTBEAT_SECONDS`, so a
+stream opens, then one for the events of each `flush_every` seconds (a batch waits that long
+for more, unless `done` comes first: a quick turn is two writes in all). A silent turn still writes an empty batch every `HEARTBEAT_SECONDS`, so a
 client following it from another worker can tell a long tool call from a worker that died.
 
 A client that lost its connection sends `GET /ai/stream/{turn id}` with `Last-Event-ID` and
@@ -16,6 +16,7 @@ polling it until `done` (`_resume`). Kept streams expire `ttl` seconds after the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
@@ -80,6 +81,13 @@ class LiveTurn:
         """Return once there are more than `count` frames, or the turn has ended."""
         while len(self.frames) <= count and not self.ended:
             await self._changed.wait()
+
+    async def wait_end(self, seconds: float) -> None:
+        """Return once the turn has ended, or after `seconds`, whichever comes first."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                while not self.ended:
+                    await self._changed.wait()
 
     async def follow(self, after: int) -> AsyncIterator[str]:
         """The frames after the `after`-th, as they come, until the turn ends."""
@@ -177,6 +185,7 @@ class StreamKeeper:
                     await live.wait_beyond(written)
             except TimeoutError:
                 pass  # nothing new: write an empty batch, the heartbeat
+            await live.wait_end(self.flush_every)  # let more events come: one write for all
             batch, ended = live.frames[written:], live.ended
             events = [(written + offset, frame) for offset, frame in enumerate(batch, 1)]
             expires = _stamp(time.time() + self.ttl)
@@ -185,7 +194,6 @@ class StreamKeeper:
             written += len(batch)
             if ended:
                 return
-            await asyncio.sleep(self.flush_every)  # let a few more events come: one write
 
     async def read(self, turn_id: str, after: int) -> KeptStream | None:
         """What the store keeps of a turn after event `after` (None: not kept)."""
