@@ -5,8 +5,9 @@ turn runs in a task of its own (`_stream`), so it ends and is saved whether or n
 stays. While it runs, its events are held here (`LiveTurn`) for every client that follows it
 on this worker, and written to the store in batches (`StreamKeeper`): one write when the
 stream opens, then one for the events of each `flush_every` seconds (a batch waits that long
-for more, unless `done` comes first: a quick turn is two writes in all). A silent turn still writes an empty batch every `HEARTBEAT_SECONDS`, so a
-client following it from another worker can tell a long tool call from a worker that died.
+for more, unless `done` comes first: a quick turn is two writes in all). A silent turn still
+writes an empty batch every `HEARTBEAT_SECONDS`, so a client following it from another worker
+can tell a long tool call from a worker that died.
 
 A client that lost its connection sends `GET /ai/stream/{turn id}` with `Last-Event-ID` and
 gets the events after it: from this worker's memory if the turn runs here, else from the store,
@@ -110,8 +111,9 @@ class StreamKeeper:
         ttl: Seconds a stream is kept after its last write.
         flush_every: Seconds between two writes of a running turn's events.
         poll_every: Seconds between two reads of a turn running on another worker.
+        heartbeat_every: Seconds after which a silent turn writes an empty batch.
         silent_after: Seconds without a write after which a turn followed from another worker
-            counts as lost (its writer writes at least every `HEARTBEAT_SECONDS`).
+            counts as lost (three heartbeats by default).
     """
 
     def __init__(
@@ -121,6 +123,7 @@ class StreamKeeper:
         *,
         flush_every: float = _FLUSH_SECONDS,
         poll_every: float = _POLL_SECONDS,
+        heartbeat_every: float = HEARTBEAT_SECONDS,
         silent_after: float = 3 * HEARTBEAT_SECONDS,
     ) -> None:
         """Keep streams in `store` if it can, else in this process."""
@@ -137,6 +140,7 @@ class StreamKeeper:
         self.ttl = float(ttl)
         self.flush_every = flush_every
         self.poll_every = poll_every
+        self.heartbeat_every = heartbeat_every
         self.silent_after = silent_after
         self.live: dict[str, LiveTurn] = {}
         self.writes = 0  # store writes made, for the benchmark and the tests
@@ -181,11 +185,12 @@ class StreamKeeper:
         written = 0
         while True:
             try:
-                async with asyncio.timeout(HEARTBEAT_SECONDS):
+                async with asyncio.timeout(self.heartbeat_every):
                     await live.wait_beyond(written)
             except TimeoutError:
                 pass  # nothing new: write an empty batch, the heartbeat
-            await live.wait_end(self.flush_every)  # let more events come: one write for all
+            else:
+                await live.wait_end(self.flush_every)  # let more events come: one write for all
             batch, ended = live.frames[written:], live.ended
             events = [(written + offset, frame) for offset, frame in enumerate(batch, 1)]
             expires = _stamp(time.time() + self.ttl)

@@ -191,6 +191,9 @@ def _allow_cross_site(app: FastAPI, origins: list[str]) -> None:
         CORSMiddleware,
         allow_origins=origins,
         allow_methods=["GET", "POST"],
-        allow_headers=["Content-Type", "Authorization", "X-API-Key", IDEMPOTENCY_HEADER, *names],
+        allow_headers=[
+            *("Content-Type", "Authorization", "X-API-Key", IDEMPOTENCY_HEADER, "Last-Event-ID"),
+            *names,
+        ],
         expose_headers=[*names, "Retry-After", "Idempotent-Replayed"],
     )

@@ -36,6 +36,7 @@ __all__ = [
     "PURGE_EVERY_SECONDS",
     "check_events",
     "check_turn_id",
+    "is_turn_id",
     "purge_due",
 ]
 
@@ -60,9 +61,14 @@ class KeptStream:
     expires_at: str
 
 
+def is_turn_id(text: object) -> bool:
+    """Whether `text` has the shape of a turn id (8 to 64 of `A-Z a-z 0-9 - _`)."""
+    return isinstance(text, str) and _TURN_ID.fullmatch(text) is not None
+
+
 def check_turn_id(turn_id: object) -> str:
     """A turn id fit for a kept stream, or ValueError saying what a valid one looks like."""
-    if not isinstance(turn_id, str) or not _TURN_ID.fullmatch(turn_id):
+    if not isinstance(turn_id, str) or not is_turn_id(turn_id):
         raise ValueError(
             f"A kept stream's turn id must be 8 to 64 letters, digits, '-' or '_', got "
             f"{turn_id!r}. Use the id the server put in the stream's event ids."

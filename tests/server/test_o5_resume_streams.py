@@ -263,3 +263,18 @@ async def test_o5_a_client_that_leaves_after_one_event_can_follow_the_rest_live(
     assert events[-1][0] == "done" and done["success"] is True
     said = [m["data"]["content"] for m in doc["memory"]["ChatStep"]["messages"][1:]]
     assert said == ["question", "", "found it", "The whole answer, written after the client left."]
+
+
+async def test_o5_pages_of_allowed_origins_may_send_last_event_id() -> None:
+    _, app = api(chat_flow(), cors_origins=["https://chat.example.com"])
+    async with client_for(app) as client:
+        preflight = await client.options(
+            "/ai/stream/AbCdEfGh12345678",
+            headers={
+                "Origin": "https://chat.example.com",
+                "Access-Control-Request-Method": "GET",
+                "Access-Control-Request-Headers": "last-event-id",
+            },
+        )
+    assert preflight.status_code == 200
+    assert "last-event-id" in preflight.headers["access-control-allow-headers"].lower()

@@ -119,13 +119,13 @@ async def test_o5_a_running_turn_is_followed_from_another_worker_until_done(
         running = asyncio.ensure_future(
             first.post("/ai/stream", json={"flowName": "RoomFlow", "message": "rooms?"})
         )
-        await started.wait()
+        await asyncio.wait_for(started.wait(), 30)
         turn, stream_open = opened[0]
         assert await stream_open  # in the store: any worker finds it from now on
         following = asyncio.ensure_future(
             second.get(f"/ai/stream/{turn}", headers={"Last-Event-ID": f"{turn}:1"})
         )
-        await polled.wait()
+        await asyncio.wait_for(polled.wait(), 30)
         assert reads and not any(reads)  # the other worker found the turn running
         gate.set()  # now the model answers, on the first worker
         sent, rest = await running, await following
@@ -181,3 +181,48 @@ def watch_reads(keeper: Any, reads: list[bool]) -> asyncio.Event:
 
     keeper.read = noted
     return polled
+
+
+async def test_o5_a_long_silent_turn_keeps_its_followers_with_heartbeats(
+    twin_stores: tuple[Store, Store],
+) -> None:
+    """A tool call that takes longer than `silent_after` is not a dead worker: the writer's
+    empty batches move the expiry on, and the follower waits for the answer."""
+    gate = asyncio.Event()
+    one, other = apps(twin_stores, slow_flow(gate))
+    writer, follower = one.state.picoflow.streams, other.state.picoflow.streams
+    writer.heartbeat_every = 0.02
+    follower.silent_after = 0.5  # the turn stays silent for longer than this
+    opened: list[tuple[str, asyncio.Future[bool]]] = []
+    started = watch_new_turns(writer, opened)
+    beats = count_heartbeats(twin_stores[0], 40)
+    async with client(one) as first, client(other) as second:
+        running = asyncio.ensure_future(
+            first.post("/ai/stream", json={"flowName": "RoomFlow", "message": "rooms?"})
+        )
+        await asyncio.wait_for(started.wait(), 30)
+        turn, stream_open = opened[0]
+        assert await stream_open
+        following = asyncio.ensure_future(second.get(f"/ai/stream/{turn}"))
+        await asyncio.wait_for(
+            beats.wait(), 30
+        )  # 40 heartbeats: well over half a second of silence
+        gate.set()
+        sent, followed = await running, await following
+    assert frames(followed.text) == frames(sent.text)
+    assert "stream_lost" not in followed.text
+
+
+def count_heartbeats(store: Any, wanted: int) -> asyncio.Event:
+    """An event set once the store has had `wanted` empty appends (heartbeats)."""
+    enough, seen = asyncio.Event(), [0]
+    append = store.stream_append
+
+    async def counted(turn_id: str, events: list[Any], *args: Any) -> None:
+        await append(turn_id, events, *args)
+        seen[0] += not events
+        if seen[0] >= wanted:
+            enough.set()
+
+    store.stream_append = counted
+    return enough
