@@ -8,6 +8,8 @@ Only the store is shared, so the second app serves the events from the store alo
 from __future__ import annotations
 
 import asyncio
+import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,10 @@ from picoflow.server import create_app
 from picoflow.stores import MemoryStore, SQLiteStore, Store
 from picoflow.stores.mongo import MongoStore
 from picoflow.testing import ScriptedChatModel, tool_call
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
+from server_flows import live_server  # noqa: E402
+from test_o5_resume_streams import _raw_first_event  # noqa: E402
 
 REPLY = "Two rooms are free on the third floor."
 
@@ -226,3 +232,42 @@ def count_heartbeats(store: Any, wanted: int) -> asyncio.Event:
 
     store.stream_append = counted
     return enough
+
+
+async def test_o5_a_client_that_hangs_up_leaves_the_turn_saved_and_its_events_kept(
+    twin_stores: tuple[Store, Store],
+) -> None:
+    """On a real server: a raw client reads the first event and closes the socket."""
+    client_gone = threading.Event()
+
+    async def policy(messages: list[Any], tool_names: list[str]) -> Any:
+        if not any(m.type == "tool" for m in messages):
+            return tool_call("look_up")
+        assert await asyncio.to_thread(client_gone.wait, 10)
+        return REPLY
+
+    model = ScriptedChatModel(policy=policy)
+
+    class GoneFlow(Flow):
+        def config_model(self) -> Any:
+            return model
+
+        def define_steps(self) -> list[Step]:
+            return [LookStep(self)]
+
+    store: Any = twin_stores[0]
+    engine = FlowEngine(flows=[GoneFlow], store=store)
+    with live_server(create_app(engine)) as live:
+        body = b'{"flowName": "GoneFlow", "message": "rooms?"}'
+        _, first = await _raw_first_event(live.url, body)
+        turn = first.split("id: ")[1].split(":")[0]
+        client_gone.set()  # only now does the model answer: nobody reads the original stream
+        async with httpx.AsyncClient(base_url=live.url) as reader:
+            whole = (await reader.get(f"/ai/stream/{turn}")).text  # follows it to `done`
+        session = whole.split('"session": "')[1].split('"')[0]
+        doc = live.call(engine.get_session(session))
+        kept = live.call(store.stream_read(turn, 0, "2026-01-01T00:00:00.000Z"))
+    said = [m["data"]["content"] for m in doc["memory"]["LookStep"]["messages"][1:]]
+    assert said == ["rooms?", "", "two rooms", REPLY]
+    assert frames(whole)[0] == first
+    assert [frame for _, frame in kept.events] == frames(whole) and kept.ended
