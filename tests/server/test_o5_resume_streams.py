@@ -101,23 +101,10 @@ async def test_o5_unknown_turns_are_404_and_a_bad_last_event_id_is_400() -> None
 async def test_o5_a_post_with_last_event_id_is_refused_before_the_turn_runs() -> None:
     """A client resuming by POST would run its message again: it is told to GET instead."""
     model = ScriptedChatModel(script=["Hi."])
-
-    class ChatStep(Step):
-        pass
-
-    class OneFlow(Flow):
-        def config_model(self) -> Any:
-            return model
-
-        def define_steps(self) -> list[Step]:
-            return [ChatStep(self)]
-
-    _, app = api(OneFlow)
+    _, app = api(chat_flow(model))
     async with client_for(app) as client:
         reply = await client.post(
-            "/ai/stream",
-            json={"flowName": "OneFlow", "message": "hi"},
-            headers={"Last-Event-ID": "AbCdEfGh12345678:3"},
+            "/ai/stream", json=BODY, headers={"Last-Event-ID": "AbCdEfGh12345678:3"}
         )
     assert reply.status_code == 400 and reply.json()["code"] == "invalid_last_event_id"
     assert "send GET /ai/stream/<turn> with that header" in reply.json()["message"]
@@ -153,22 +140,10 @@ async def test_o5_an_idempotent_replay_is_kept_and_resumable_too() -> None:
 
 async def test_o5_events_are_written_in_batches_not_one_store_write_each() -> None:
     words = " ".join(f"word{n}" for n in range(200))
-    model = ScriptedChatModel(script=[words])
-
-    class ChatStep(Step):
-        pass
-
-    class LongFlow(Flow):
-        def config_model(self) -> Any:
-            return model
-
-        def define_steps(self) -> list[Step]:
-            return [ChatStep(self)]
-
-    _, app = api(LongFlow)
+    _, app = api(chat_flow(ScriptedChatModel(script=[words])))
     keeper = app.state.picoflow.streams
     async with client_for(app) as client:
-        reply = await client.post("/ai/stream", json={"flowName": "LongFlow", "message": "go"})
+        reply = await client.post("/ai/stream", json=BODY)
     assert len(sse(reply.text)) == 201
     # One write opens the stream, then one per batch; a 201-event turn takes a few.
     assert 2 <= keeper.writes <= 10, keeper.writes

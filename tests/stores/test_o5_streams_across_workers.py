@@ -59,13 +59,19 @@ class LookStep(Step):
         return stay("two rooms")
 
 
-def slow_flow(gate: asyncio.Event) -> type[Flow]:
-    """A flow whose answer is written only once `gate` is set (after its first event)."""
+def slow_flow(gate: asyncio.Event | threading.Event) -> type[Flow]:
+    """A flow whose answer is written only once `gate` is set (after its first event).
+
+    An asyncio gate for apps on the test's loop; a threading one for a server in a thread.
+    """
 
     async def policy(messages: list[Any], tool_names: list[str]) -> Any:
         if not any(m.type == "tool" for m in messages):
             return tool_call("look_up")
-        await gate.wait()
+        if isinstance(gate, threading.Event):
+            assert await asyncio.to_thread(gate.wait, 10)
+        else:
+            await gate.wait()
         return REPLY
 
     model = ScriptedChatModel(policy=policy)
@@ -239,26 +245,10 @@ async def test_o5_a_client_that_hangs_up_leaves_the_turn_saved_and_its_events_ke
 ) -> None:
     """On a real server: a raw client reads the first event and closes the socket."""
     client_gone = threading.Event()
-
-    async def policy(messages: list[Any], tool_names: list[str]) -> Any:
-        if not any(m.type == "tool" for m in messages):
-            return tool_call("look_up")
-        assert await asyncio.to_thread(client_gone.wait, 10)
-        return REPLY
-
-    model = ScriptedChatModel(policy=policy)
-
-    class GoneFlow(Flow):
-        def config_model(self) -> Any:
-            return model
-
-        def define_steps(self) -> list[Step]:
-            return [LookStep(self)]
-
     store: Any = twin_stores[0]
-    engine = FlowEngine(flows=[GoneFlow], store=store)
+    engine = FlowEngine(flows=[slow_flow(client_gone)], store=store)
     with live_server(create_app(engine)) as live:
-        body = b'{"flowName": "GoneFlow", "message": "rooms?"}'
+        body = b'{"flowName": "RoomFlow", "message": "rooms?"}'
         _, first = await _raw_first_event(live.url, body)
         turn = first.split("id: ")[1].split(":")[0]
         client_gone.set()  # only now does the model answer: nobody reads the original stream
