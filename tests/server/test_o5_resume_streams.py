@@ -16,7 +16,9 @@ import pytest
 from server_flows import GREETING, api, chat_flow, client_for, live_server, sse
 
 from picoflow import Flow, Step, stay, tool
+from picoflow.errors import StoreError
 from picoflow.server import api_key_auth, create_app
+from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call
 
 BODY = {"flowName": "ChatFlow", "message": "hello"}
@@ -253,3 +255,26 @@ async def test_o5_pages_of_allowed_origins_may_send_last_event_id() -> None:
         )
     assert preflight.status_code == 200
     assert "last-event-id" in preflight.headers["access-control-allow-headers"].lower()
+
+
+async def test_o5_a_store_that_cannot_keep_the_stream_never_fails_the_turn(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Keeping is a service to clients that reconnect: its failure is logged, and only a
+    reconnect notices (404)."""
+
+    class NoKeeping(MemoryStore):
+        async def stream_open(self, *args: Any) -> None:
+            raise StoreError("the disk is full")
+
+    _, app = api(chat_flow(), store=NoKeeping())
+    async with client_for(app) as client:
+        reply = await client.post("/ai/stream", json=BODY)
+        turn = turn_of(reply.text)
+        again = await client.get(f"/ai/stream/{turn}")
+    assert sse(reply.text)[-1][1]["success"] is True
+    assert "".join(d["text"] for k, d in sse(reply.text) if k == "token") == GREETING
+    assert again.status_code == 404
+    assert [r.getMessage() for r in caplog.records if r.name == "picoflow.server._kept"] == [
+        f"stream {turn} is not kept (a reconnect gets 404): the disk is full"
+    ]
