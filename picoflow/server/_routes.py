@@ -31,6 +31,7 @@ from ._headers import (
     wants_raw,
 )
 from ._idempotency import IDEMPOTENCY_HEADER, IdempotencyCache, check_key, fingerprint
+from ._kept import StreamKeeper
 from ._lifecycle import RunningTurns, store_problem
 from ._limits import (
     Limits,
@@ -40,6 +41,7 @@ from ._limits import (
     refuse_empty_message,
 )
 from ._people_routes import PeopleSettings
+from ._resume import refuse_resume_by_post
 from ._schemas import EndEnvelope, ErrorEnvelope, Health, RunEnvelope, RunRequest, envelope_of
 from ._stream import STREAM_HEADERS, idempotent_events, replayed_events
 
@@ -82,6 +84,7 @@ class ServerSettings:
     people: PeopleSettings = field(default_factory=PeopleSettings)  # K7
     scenario_export: bool = False
     turns: RunningTurns = field(default_factory=RunningTurns)  # O6: what shutdown waits for
+    streams: StreamKeeper = field(default_factory=StreamKeeper)  # O5: kept, resumable streams
 
 
 async def _settings(request: Request) -> ServerSettings:
@@ -302,9 +305,12 @@ async def stream_turn(
     """Run one turn as Server-Sent Events: token, tool_call, step_changed, compaction, done.
 
     The `done` event carries the `/ai/run` envelope plus `status`. The session header is set
-    when the request continues a running session; a new session's id is in `done`.
+    when the request continues a running session; a new session's id is in `done`. Each event
+    has an id `<turn>:<n>`: after a dropped connection, `GET /ai/stream/<turn>` with
+    `Last-Event-ID` gets the rest.
     """
     settings.turns.check_open()
+    refuse_resume_by_post(request)
     body = await _turn_request(request, settings, session_id)
     headers = {**STREAM_HEADERS, REQUEST_ID_HEADER: request_id_for(request)}
     if session_id is not None:
@@ -333,17 +339,21 @@ def _stream_events(
         events = settings.engine.stream(
             flow, body.message, session_id, body.config, owner=principal
         )
-        return idempotent_events(events, request, flow, None, settings.turns)
+        return idempotent_events(
+            events, request, flow, None, settings.turns, settings.streams, principal
+        )
     slot = (principal, key)
     request_print = fingerprint(flow, body.message, session_id, body.config)
     first = settings.idempotency.waiting(slot, request_print)
     if first is not None:
-        return replayed_events(first, request, flow)
+        return replayed_events(first, request, flow, settings.streams, principal)
     claim = settings.idempotency.begin(slot, request_print)
     events = settings.engine.stream(
         flow, body.message, session_id, body.config, owner=principal, idempotency_key=key
     )
-    return idempotent_events(events, request, flow, claim, settings.turns)
+    return idempotent_events(
+        events, request, flow, claim, settings.turns, settings.streams, principal
+    )
 
 
 @router.post("/ai/end", response_model=EndEnvelope, responses=_ERRORS, summary="End a session")

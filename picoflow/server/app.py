@@ -22,9 +22,11 @@ from ._heap import settle_heap
 from ._history_routes import history_router
 from ._idempotency import IDEMPOTENCY_HEADER
 from ._idle_task import IdleCompaction
+from ._kept import DEFAULT_TTL_SECONDS, StreamKeeper
 from ._limits import Limits
 from ._observe import install_observability
 from ._people_routes import PeopleSettings, people_router
+from ._resume import resume_router
 from ._routes import STATIC_DIR, ServerSettings, router, run_turn
 from ._schemas import RunEnvelope, RunRequest
 
@@ -59,6 +61,7 @@ def create_app(
     chat_route: bool = False,
     shutdown_grace: float = 30.0,
     compact_idle_every: timedelta | float | None = None,
+    stream_ttl: float = DEFAULT_TTL_SECONDS,
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
@@ -88,15 +91,17 @@ def create_app(
         shutdown_grace: Seconds a shutdown waits for running turns before closing the store
             (O6); new turns meanwhile get 503 `shutting_down`.
         compact_idle_every: Every this often, compact the sessions idle that long (M14).
+        stream_ttl: Seconds the store keeps a streamed turn's events, for reconnects (O5).
 
     Raises:
-        ValueError: a limit is not a positive integer, or `public_dir` is not a folder.
+        ValueError: a limit or `stream_ttl` is not positive, or `public_dir` is no folder.
         TypeError, ValueError: `compact_idle_every` is not a positive timedelta or seconds.
     """
     sizes = (max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
     limits = Limits(*sizes, max_header_bytes=max_header_bytes, max_headers=max_headers)
     people = PeopleSettings(allow_self_approval=allow_self_approval)
-    settings = ServerSettings(engine, limits, authorize, people=people)
+    streams = StreamKeeper(engine.store, stream_ttl)
+    settings = ServerSettings(engine, limits, authorize, people=people, streams=streams)
     app = _new_app(settings, expose_docs, shutdown_grace, compact_idle_every)
     _install(app, engine, list(cors_origins), metrics=metrics)
     _serve_picoflow_extras(app, public_dir, chat_route)
@@ -130,6 +135,7 @@ def _install(app: FastAPI, engine: FlowEngine, origins: list[str], *, metrics: b
     app.include_router(router)
     app.include_router(people_router)
     app.include_router(history_router)  # W1-W4 over HTTP
+    app.include_router(resume_router)
     _describe_run_body(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _allow_cross_site(app, origins)
@@ -205,6 +211,9 @@ def _allow_cross_site(app: FastAPI, origins: list[str]) -> None:
         CORSMiddleware,
         allow_origins=origins,
         allow_methods=["GET", "POST"],
-        allow_headers=["Content-Type", "Authorization", "X-API-Key", IDEMPOTENCY_HEADER, *names],
+        allow_headers=[
+            *("Content-Type", "Authorization", "X-API-Key", IDEMPOTENCY_HEADER, "Last-Event-ID"),
+            *names,
+        ],
         expose_headers=[*names, "Retry-After", "Idempotent-Replayed"],
     )

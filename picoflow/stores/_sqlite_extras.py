@@ -35,9 +35,11 @@ CREATE TABLE IF NOT EXISTS owner_usage (
 
 # M14: running sessions by when they were last saved, so `idle_sessions` reads one range of
 # an index that holds no finished session. The expressions must be spelled exactly as in
-# `_IDLE`, or SQLite does not use the index.
-_UPDATED = "json_extract(doc, '$.updated_at')"
-_RUNNING = "json_extract(doc, '$.run_status') = 'running'"
+# `_IDLE`, or SQLite does not use the index. `json_valid` first: a row damaged outside
+# picoflow must stay writable and readable (it is refused with a clear error when loaded),
+# and must not stop a store from opening the file and building the index.
+_UPDATED = "(CASE WHEN json_valid(doc) THEN json_extract(doc, '$.updated_at') END)"
+_RUNNING = "(CASE WHEN json_valid(doc) THEN json_extract(doc, '$.run_status') END) = 'running'"
 IDLE_SCHEMA = f"""
 CREATE INDEX IF NOT EXISTS sessions_idle ON sessions ({_UPDATED}, id) WHERE {_RUNNING};
 """

@@ -24,7 +24,7 @@ import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from picoflow.errors import StoreError
 from picoflow.stores import _checks, _history
@@ -232,6 +232,10 @@ class SQLiteHistory:
     _write: Callable[..., Awaitable[Any]]
     _transaction: Callable[[sqlite3.Connection, Gate], AbstractContextManager[None]]
 
+    if TYPE_CHECKING:
+
+        async def stream_purge(self, now: str) -> int: ...  # O5, `_sqlite_streams`
+
     async def history(self, session_id: str, *, limit: int | None = None) -> list[JSONDict]:
         """The session's kept revisions, newest first: what each turn was (W1)."""
         listed: list[JSONDict] = await self._read(
@@ -263,12 +267,17 @@ class SQLiteHistory:
         return oldest
 
     async def purge(self, now: str) -> int:
-        """Delete every session that expired before `now` (ISO), with all it left (W5)."""
-        return await self._delete_where(
+        """Delete every session that expired before `now` (ISO), with all it left (W5).
+
+        Expired kept streams (O5) go too.
+        """
+        gone = await self._delete_where(
             "purge expired sessions",
             "SELECT id FROM sessions WHERE expires_at IS NOT NULL AND expires_at < ?",
             now,
         )
+        await self.stream_purge(now)
+        return gone
 
     async def delete_owner(self, owner: str) -> int:
         """Delete every session `owner` owns, with its history and archive (W5)."""

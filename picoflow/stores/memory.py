@@ -15,13 +15,14 @@ from picoflow.stores._codec import JSONCodec
 from picoflow.stores._idle import check_idle_query, idle_summary
 from picoflow.stores._leases import MemoryLeases
 from picoflow.stores._limits import DocumentChecker
+from picoflow.stores._streams import MemoryStreams
 from picoflow.stores._waiting import check_limit, summary
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore(MemoryLeases):
+class MemoryStore(MemoryLeases, MemoryStreams):
     """Keeps sessions in process memory, with the same rules as the persistent stores (P2).
 
     Documents are kept as JSON text, not as the caller's objects: a caller can never change a
@@ -176,6 +177,7 @@ class MemoryStore(MemoryLeases):
         ]
         for session_id in gone:
             await self.delete(session_id)
+        await self.stream_purge(now)  # O5: expired kept streams too
         return len(gone)
 
     async def delete_owner(self, owner: str) -> int:
@@ -353,6 +355,7 @@ class MemoryStore(MemoryLeases):
         self._revisions.clear()
         self._codec.clear()
         self._limits.clear()
+        self._kept_streams = None
 
 
 _Encoded = tuple[str, dict[str, list[str]]]  # (document without messages, message texts)

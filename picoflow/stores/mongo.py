@@ -41,6 +41,7 @@ from picoflow.stores._mongo_docs import (
 from picoflow.stores._mongo_errors import describe_failure
 from picoflow.stores._mongo_extras import MongoExtras
 from picoflow.stores._mongo_leases import MongoLeases
+from picoflow.stores._mongo_streams import MongoStreams
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["MongoStore"]
@@ -59,7 +60,7 @@ _MOTOR_CLIENT, _MOTOR_DATABASE = "AsyncIOMotorClient", "AsyncIOMotorDatabase"
 _Collection = Any
 
 
-class MongoStore(MongoExtras, MongoLeases):
+class MongoStore(MongoExtras, MongoLeases, MongoStreams):
     """Keeps sessions in MongoDB through PyMongo's async API (or a Motor handle).
 
     Give it a URI, a `pymongo.AsyncMongoClient`, a pymongo `AsyncDatabase`, or a Motor
@@ -283,6 +284,7 @@ class MongoStore(MongoExtras, MongoLeases):
             await archive.delete_many({"x": {"$lt": moment}})
         for session_id in ids:
             await self.delete(session_id)
+        await self.stream_purge(now)  # O5: kept streams, before the TTL monitor comes by
         return len(ids)
 
     async def delete_owner(self, owner: str) -> int:

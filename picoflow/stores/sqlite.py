@@ -46,6 +46,7 @@ from picoflow.stores._sqlite_history import SQLiteHistory
 from picoflow.stores._sqlite_leases import SQLiteLeases
 from picoflow.stores._sqlite_loop import LoopConnection
 from picoflow.stores._sqlite_rows import MESSAGES_SCHEMA, Plan, RowMemory, apply, fill
+from picoflow.stores._sqlite_streams import STREAMS_SCHEMA, SQLiteStreams
 from picoflow.stores._sqlite_worker import Gate, ReaderPool, Worker, WouldWait
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
@@ -83,10 +84,11 @@ CREATE TABLE IF NOT EXISTS archive (
     + EXTRAS_SCHEMA
     + ARCHIVE_INDEX_SCHEMA
     + _sqlite_history.HISTORY_SCHEMA
+    + STREAMS_SCHEMA
 )
 
 
-class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases):
+class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases, SQLiteStreams):
     """Keeps sessions in one SQLite file; `":memory:"` keeps them in RAM.
 
     The constructor only records the path: the engine may be built outside an event loop, so

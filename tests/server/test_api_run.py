@@ -260,6 +260,7 @@ async def test_openapi_describes_the_wire_names() -> None:
     assert set(schema["paths"]) == {
         "/ai/run",
         "/ai/stream",
+        "/ai/stream/{turn_id}",  # O5: the rest of a dropped stream
         "/ai/end",
         "/ai/flows",
         "/healthcheck",

@@ -43,3 +43,25 @@ async def test_p4_a_document_whose_revision_disagrees_with_its_row_still_saves(
         assert await reopened.revision(first.session_id) == 2
     finally:
         await reopened.aclose()
+
+
+async def test_m14_a_damaged_row_neither_blocks_the_idle_index_nor_the_other_sessions(
+    tmp_path: Path,
+) -> None:
+    """The idle index reads the JSON of every row: a row that is not JSON must not break it."""
+    path = tmp_path / "sessions.db"
+    model = ScriptedChatModel(script=["Where to?", "Where to?"])
+    store = SQLiteStore(path)
+    engine = engine_for(two_step_flow(model), store=store)
+    damaged = await engine.run("HotelFlow", "hi")
+    intact = await engine.run("HotelFlow", "hello")
+    await engine.aclose()
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute("DROP INDEX sessions_idle")  # a file from before the index, damaged by hand
+        db.execute("UPDATE sessions SET doc = ? WHERE id = ?", ('{"id": "', damaged.session_id))
+    reopened = SQLiteStore(path)  # builds the index over the damaged row
+    try:
+        listed = await reopened.idle_sessions("9999-01-01T00:00:00Z")
+        assert [s["id"] for s in listed] == [intact.session_id]
+    finally:
+        await reopened.aclose()

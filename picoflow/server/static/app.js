@@ -248,12 +248,14 @@
 
   function parseFrame(frame) {
     let kind = "message";
+    let id = null;
     const data = [];
     frame.split("\n").forEach((line) => {
       if (line.startsWith("event:")) kind = line.slice(6).trim();
       else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      else if (line.startsWith("id:")) id = line.slice(3).trim();
     });
-    return { kind: kind, data: data.length ? JSON.parse(data.join("\n")) : {} };
+    return { kind: kind, data: data.length ? JSON.parse(data.join("\n")) : {}, id: id };
   }
 
   async function readEvents(response, onEvent) {
@@ -271,6 +273,45 @@
         if (frame.trim()) onEvent(parseFrame(frame));
       }
     }
+  }
+
+  // -- a dropped stream is picked up again: GET ai/stream/<turn> with Last-Event-ID ---------
+
+  const RESUME_TRIES = 5;
+
+  // A turn's events up to `done`. When the connection drops first (a phone that locks, a
+  // proxy that hangs up), the turn still runs on the server, which keeps its events: the page
+  // asks for the ones after the last it got, so the rest of the answer arrives once.
+  async function readTurn(response, onEvent) {
+    let lastId = null;
+    let finished = false;
+    const seen = (event) => {
+      if (event.id) lastId = event.id;
+      if (event.kind === "done") finished = true;
+      onEvent(event);
+    };
+    let failure = null;
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        if (response) await readEvents(response, seen);
+      } catch (error) {
+        failure = error; // the connection dropped mid-event: resume after the last whole one
+      }
+      if (finished || !lastId || attempt > RESUME_TRIES) break;
+      ui.status.textContent = "Reconnecting…";
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+      response = await resumeTurn(lastId).catch((error) => {
+        failure = error;
+        return null;
+      });
+      if (response && !response.ok) break; // 404: not kept any more; 204: nothing is missing
+    }
+    if (!finished && failure) throw failure;
+  }
+
+  function resumeTurn(lastId) {
+    const turn = lastId.slice(0, lastId.lastIndexOf(":"));
+    return api("ai/stream/" + encodeURIComponent(turn), { headers: { "Last-Event-ID": lastId } });
   }
 
   function finishTurn(bubble, reply) {
@@ -312,7 +353,7 @@
       if (!response.ok) {
         reply = await response.json();
       } else {
-        await readEvents(response, (event) => {
+        await readTurn(response, (event) => {
           if (event.kind === "token") {
             streamed += event.data.text;
             bubble.textContent = streamed; // plain text until the reply is complete
