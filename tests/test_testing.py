@@ -71,6 +71,7 @@ def test_public_names_and_pytest_opt_out():
         "structured",  # V4
         "transient_error",  # V9
         "run_scenario",  # X4
+        "KeywordEmbeddings",  # L4
     ]
     assert ScriptedChatModel.__test__ is False
     model = ScriptedChatModel(script=[])

@@ -44,7 +44,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
-_ROUTES = "POST /ai/run, POST /ai/stream, POST /ai/end, GET /ai/flows, GET /healthcheck, GET /ready"
+_ROUTES = (
+    "POST /ai/run, POST /ai/stream, GET /ai/stream/{turn}, POST /ai/end, GET /ai/flows, "
+    "GET /ai/sessions/{id}/history, POST /ai/sessions/{id}/rewind|undo|fork|edit, "
+    "GET /healthcheck, GET /ready"
+)
 _NOTHING_SAVED = "nothing was changed"
 
 

@@ -65,9 +65,8 @@ def create_app(
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
-    The app closes the engine (and its store) when the server shuts down: a served engine has
-    no other owner left once the server's event loop is gone. `docs/server.md` describes every
-    option; `docs/deployment.md` how to choose the limits.
+    The app closes the engine (and its store) at shutdown: a served engine has no other owner
+    once the server's loop is gone. See `docs/server.md` and, for limits, `docs/deployment.md`.
 
     Args:
         engine: The engine whose flows the app serves.
@@ -94,13 +93,11 @@ def create_app(
         stream_ttl: Seconds the store keeps a streamed turn's events, for reconnects (O5).
 
     Raises:
-        ValueError: a limit or `stream_ttl` is not positive, or `public_dir` is no folder.
-        TypeError, ValueError: `compact_idle_every` is not a positive timedelta or seconds.
+        TypeError, ValueError: an option is not what its line above says (a limit not positive).
     """
     sizes = (max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
     limits = Limits(*sizes, max_header_bytes=max_header_bytes, max_headers=max_headers)
-    people = PeopleSettings(allow_self_approval=allow_self_approval)
-    streams = StreamKeeper(engine.store, stream_ttl)
+    people, streams = PeopleSettings(allow_self_approval), StreamKeeper(engine.store, stream_ttl)
     settings = ServerSettings(engine, limits, authorize, people=people, streams=streams)
     app = _new_app(settings, expose_docs, shutdown_grace, compact_idle_every)
     _install(app, engine, list(cors_origins), metrics=metrics)

@@ -37,7 +37,7 @@ def test_x2_runs_the_demo_scenarios_with_flows_alone(
     assert code == 0, out
     assert "PASS turn 5 'searches and lists hotels' (PresentStep, " in out
     assert f"PASS {HOTEL}/booking.scenario.json: 7/7 turns as expected" in out
-    assert "4/4 scenario runs passed" in out
+    assert "5/5 scenario runs passed" in out
 
 
 def test_x2_a_failing_turn_exits_1_with_its_reason(

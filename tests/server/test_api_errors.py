@@ -20,7 +20,11 @@ HINT = (
     'Send a JSON object such as {"flowName": "HotelFlow", "message": "Hi"} with '
     "Content-Type: application/json."
 )
-ROUTES = "POST /ai/run, POST /ai/stream, POST /ai/end, GET /ai/flows, GET /healthcheck, GET /ready"
+ROUTES = (
+    "POST /ai/run, POST /ai/stream, GET /ai/stream/{turn}, POST /ai/end, GET /ai/flows, "
+    "GET /ai/sessions/{id}/history, POST /ai/sessions/{id}/rewind|undo|fork|edit, "
+    "GET /healthcheck, GET /ready"
+)
 
 
 def failure(message: str, session: str = "", *, code: str) -> dict[str, Any]:
