@@ -199,7 +199,10 @@ _NOT_PLACES = re.compile(
 _OTHER_CITIES = re.compile(
     r"\b(?:seattle|san francisco|los angeles|new york|nyc|chicago|boston|las vegas|tacoma"
     r"|spokane|boise|sacramento|san diego|vancouver,? (?:bc|b\.c\.|british columbia|canada)"
-    r"|portland,? (?:maine|me))\b"
+    r"|portland,? (?:maine|me)|denver|miami|atlanta|dallas|houston|phoenix|orlando|honolulu"
+    r"|salt lake city|minneapolis|detroit|philadelphia|new orleans|nashville|toronto|montreal"
+    r"|mexico city|london|paris|lisbon|madrid|barcelona|rome|berlin|amsterdam|dublin|tokyo"
+    r"|[a-z]+,? (?:texas|california|florida|colorado|arizona|nevada))\b"
 )
 """Cities outside the area that guests name often, caught in lower case too (not names of
 people such as Austin or Eugene: those only count after "in", capitalised)."""
