@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -64,13 +66,7 @@ class MemoryOperations:
             SessionConflictError: another writer saved the session meanwhile; the entries
                 written stay, and the next extraction does not write them again.
         """
-        if await self.get_session(session_id, owner=owner) is None:
-            raise SessionNotFoundError(session_id)
-        async with self._sessions.lock(session_id):
-            doc, spaces = await self._sessions.load(session_id)
-            flow_class = self._flows.get(doc["flow"]) if doc is not None else None
-            if doc is None or flow_class is None:
-                raise SessionNotFoundError(session_id)
+        async with self._locked(session_id, owner) as (flow_class, doc, spaces):
             flow = flow_class()
             load_flow(flow, doc, spaces)
             flow._owner = doc.get("owner")
@@ -98,6 +94,19 @@ class MemoryOperations:
             ValueError: `namespace` has no memory policy.
             SessionConflictError: another writer saved the session meanwhile; nothing changed.
         """
+        async with self._locked(session_id, owner) as (flow_class, doc, spaces):
+            result, _ = await self._compact_loaded(flow_class, doc, spaces, namespace)
+            return result
+
+    @asynccontextmanager
+    async def _locked(
+        self, session_id: str, owner: str | None
+    ) -> AsyncIterator[tuple[type[Flow], JSONDict, dict[str, Namespace] | None]]:
+        """The session's flow class and document, loaded under its lock (like a turn, P4).
+
+        Raises:
+            SessionNotFoundError: no such session, another owner's (H4), or of no served flow.
+        """
         if await self.get_session(session_id, owner=owner) is None:
             raise SessionNotFoundError(session_id)
         async with self._sessions.lock(session_id):
@@ -105,8 +114,7 @@ class MemoryOperations:
             flow_class = self._flows.get(doc["flow"]) if doc is not None else None
             if doc is None or flow_class is None:
                 raise SessionNotFoundError(session_id)
-            result, _ = await self._compact_loaded(flow_class, doc, spaces, namespace)
-            return result
+            yield flow_class, doc, spaces
 
     async def compact_idle(
         self, older_than: timedelta | float, *, page_size: int = DEFAULT_PAGE

@@ -7,18 +7,17 @@ A mixin of `SQLiteStore`: the methods run on its reader and writer connections t
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, TypeVar
 
 from picoflow.stores import _bank, _bank_sqlite, _checks
 from picoflow.stores._bank import BankEntry
 from picoflow.stores._idle import check_idle_query, idle_summary
+from picoflow.stores._sqlite_mixin import SQLiteParts
 from picoflow.stores._waiting import check_limit, summary
 from picoflow.stores.base import JSONDict
 
 if TYPE_CHECKING:
-    from picoflow.stores._sqlite_worker import Gate
+    pass
 
 __all__ = ["EXTRAS_SCHEMA", "SQLiteExtras"]
 
@@ -59,31 +58,8 @@ _WAITING = (  # K7: a pending approval, or an operator record that is not null
 )
 
 
-class SQLiteExtras:
+class SQLiteExtras(SQLiteParts):
     """The ledger and bank methods of `SQLiteStore`."""
-
-    if TYPE_CHECKING:
-
-        async def _read(self, action: str, job: Callable[[sqlite3.Connection], _T]) -> _T: ...
-
-        async def _write(
-            self, action: str, job: Callable[[sqlite3.Connection, Gate], _T]
-        ) -> _T: ...
-
-        def _transaction(
-            self, db: sqlite3.Connection, gate: Gate
-        ) -> AbstractContextManager[None]: ...
-
-    def _in_transaction(
-        self, work: Callable[[sqlite3.Connection], _T]
-    ) -> Callable[[sqlite3.Connection, Gate], _T]:
-        """A `_write` job running `work` in one IMMEDIATE transaction."""
-
-        def job(db: sqlite3.Connection, gate: Gate) -> _T:
-            with self._transaction(db, gate):
-                return work(db)
-
-        return job
 
     async def waiting(self, limit: int = 100) -> list[JSONDict]:
         """Sessions with a pending approval or an operator, newest first (K7).

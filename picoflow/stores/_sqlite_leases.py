@@ -17,10 +17,10 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, TypeVar
 
 from picoflow.stores._leases import check_lease, check_release
+from picoflow.stores._sqlite_mixin import SQLiteParts
 
 if TYPE_CHECKING:
     from picoflow.stores._sqlite_worker import Gate
@@ -46,20 +46,10 @@ _TAKE = (
 _RELEASE = "DELETE FROM session_leases WHERE session_id = ? AND holder = ?"
 
 
-class SQLiteLeases:
+class SQLiteLeases(SQLiteParts):
     """The `acquire_lease` and `release_lease` methods of `SQLiteStore`."""
 
     _lease_table = False  # whether this store made (or found) the table already
-
-    if TYPE_CHECKING:
-
-        async def _write(
-            self, action: str, job: Callable[[sqlite3.Connection, Gate], _T]
-        ) -> _T: ...
-
-        def _transaction(
-            self, db: sqlite3.Connection, gate: Gate
-        ) -> AbstractContextManager[None]: ...
 
     async def acquire_lease(self, session_id: str, holder: str, seconds: float) -> bool:
         """Take or renew the session's lease for `seconds`; True if `holder` holds it now."""

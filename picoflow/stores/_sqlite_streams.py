@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, TypeVar
 
+from picoflow.stores._sqlite_mixin import SQLiteParts
 from picoflow.stores._streams import (
     KeptEvent,
     KeptStream,
@@ -51,22 +50,10 @@ CREATE TABLE IF NOT EXISTS stream_events (
 _EXPIRED = "SELECT turn_id FROM stream_turns WHERE expires_at < ?"
 
 
-class SQLiteStreams:
+class SQLiteStreams(SQLiteParts):
     """The kept-stream methods of `SQLiteStore`."""
 
     _streams_purged: float = 0.0
-
-    if TYPE_CHECKING:
-
-        async def _read(self, action: str, job: Callable[[sqlite3.Connection], _T]) -> _T: ...
-
-        async def _write(
-            self, action: str, job: Callable[[sqlite3.Connection, Gate], _T]
-        ) -> _T: ...
-
-        def _transaction(
-            self, db: sqlite3.Connection, gate: Gate
-        ) -> AbstractContextManager[None]: ...
 
     async def stream_open(self, turn_id: str, owner: str | None, expires_at: str, now: str) -> None:
         """Start keeping a turn's stream for `owner` until `expires_at` (O5)."""
@@ -136,11 +123,8 @@ class SQLiteStreams:
         """Delete the streams that expired before `now`; how many."""
         self._streams_purged = time.monotonic()
 
-        def purge(db: sqlite3.Connection, gate: Gate) -> int:
-            with self._transaction(db, gate):
-                return _delete_expired(db, now)
-
-        return await self._write("delete expired streams", purge)
+        job = self._in_transaction(lambda db: _delete_expired(db, now))
+        return await self._write("delete expired streams", job)
 
 
 def _delete_expired(db: sqlite3.Connection, now: str) -> int:
