@@ -7,6 +7,15 @@ overridden those layers, calling `agenerate` with the same callbacks, tags, meta
 arguments is the same call: callbacks, tracing, caching and rate limiting all live in
 `agenerate` and below. Anything else goes the long way, through `ainvoke`.
 
+When no callback handler would see the call (none passed, none on the model, no tracing,
+`verbose` off: what `AsyncCallbackManager.configure` finds), `agenerate`'s own work is for
+nobody either: it formats the history for tracing, opens a run that nothing records, and runs
+the one request in a task of its own. Then `_agenerate_with_cache` is called directly, with the
+messages normalised as `agenerate` normalises them; the cache, the rate limiter and streaming
+(`streaming=True`) all live there and below, so they still apply. The reply differs only in its
+id (LangChain would name it after the run; the turn gives every reply an id of its own anyway).
+On these machines that is about 0.4 ms of CPU less per model call (issue 24).
+
 The shortcut relies on what those LangChain methods do, so it is taken only while their code is
 the code it was checked against (`VERIFIED_LANGCHAIN`, hashes of their source). A LangChain
 release that changes any of them turns the shortcut off by itself: turns then take `ainvoke`,
@@ -22,7 +31,9 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
+from langchain_core.callbacks import AsyncCallbackManager
 from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models._utils import _normalize_messages
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration
 from langchain_core.runnables import RunnableBinding, RunnableConfig, ensure_config
@@ -32,7 +43,7 @@ __all__ = ["invoke", "langchain_fingerprint", "is_shortcut_verified", "VERIFIED_
 # `langchain_fingerprint()` of each LangChain release where the shortcut was checked to make the
 # same call as `ainvoke` (tests/test_invoke.py), with the release it was taken from.
 VERIFIED_LANGCHAIN = {
-    "33c227fc67a87223d7ff5ed9418322266cba3bf0d5bca5988e680e4fa141b81e": "langchain-core 1.8.3",
+    "1cc4b2e22c3d3b6d44e1528161f3da1844b2a1d32f6f77a7221fee2cf3845b68": "langchain-core 1.8.3",
 }
 
 
@@ -44,6 +55,7 @@ def _relied_on() -> tuple[Callable[..., Any], ...]:
         BaseChatModel.ainvoke,
         BaseChatModel.agenerate_prompt,
         BaseChatModel._convert_input,
+        BaseChatModel.agenerate,
     )
 
 
@@ -75,6 +87,9 @@ async def invoke(runnable: Any, messages: list[BaseMessage], config: RunnableCon
         return await runnable.ainvoke(messages, config=config)
     model, kwargs = target
     merged = ensure_config(config)  # picks up a caller's callbacks from the running context
+    if _unobserved(model, merged, kwargs):
+        generated = await model._agenerate_with_cache(_normalize_messages(messages), **kwargs)
+        return generated.generations[0].message
     result = await model.agenerate(
         [messages],
         callbacks=merged.get("callbacks"),
@@ -101,6 +116,25 @@ def _shortcut_target(runnable: Any) -> tuple[BaseChatModel, Mapping[str, Any]] |
     if not isinstance(model, BaseChatModel) or not _plain_invoke(type(model)):
         return None
     return (model, kwargs) if is_shortcut_verified() else None
+
+
+# Arguments `agenerate` takes out for tracing before the call: such a call goes through it.
+_TRACING_ARGUMENTS = frozenset({"ls_structured_output_format", "structured_output_format"})
+
+
+def _unobserved(model: BaseChatModel, config: RunnableConfig, kwargs: Mapping[str, Any]) -> bool:
+    """Whether no callback handler would see this call, so `agenerate` would work for nobody.
+
+    The handlers are found as `agenerate` finds them (the call's, the model's, `verbose`,
+    tracing switched on by the environment or a surrounding `tracing_context`, LangChain's
+    configure hooks); tags and metadata only label a run, and do not make one observed.
+    """
+    if type(model).agenerate is not BaseChatModel.agenerate or kwargs.keys() & _TRACING_ARGUMENTS:
+        return False
+    manager = AsyncCallbackManager.configure(
+        config.get("callbacks"), model.callbacks, model.verbose
+    )
+    return not manager.handlers
 
 
 def _plain_invoke(model_class: type[BaseChatModel]) -> bool:

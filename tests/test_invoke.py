@@ -3,8 +3,9 @@
 `picoflow._invoke` calls `agenerate` directly where `RunnableBinding.ainvoke` and
 `BaseChatModel.ainvoke` would only convert the history back and forth. These tests pin what that
 relies on: the installed LangChain is one the shortcut was checked against, the shortcut makes
-exactly the call `ainvoke` makes (messages, arguments, tags, metadata, callback events), and a
-LangChain whose code differs gets `ainvoke` itself.
+exactly the call `ainvoke` makes (messages, arguments, tags, metadata, callback events), a call
+no handler would see skips `agenerate`'s bookkeeping and still gets the cache, and a LangChain
+whose code differs gets `ainvoke` itself.
 """
 
 from __future__ import annotations
@@ -13,15 +14,18 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from langchain_core.caches import InMemoryCache
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableBinding
+from langchain_core.tracers.context import collect_runs
 
 from picoflow._invoke import (
     VERIFIED_LANGCHAIN,
     _shortcut_target,
+    _unobserved,
     invoke,
     is_shortcut_verified,
     langchain_fingerprint,
@@ -32,6 +36,7 @@ class Recorder(BaseChatModel):
     """Answers with a fixed reply and records what each `_agenerate` received."""
 
     calls: list[dict[str, Any]] = []
+    run_managers: list[Any] = []  # what each call got: None where `agenerate` was skipped
 
     @property
     def _llm_type(self) -> str:
@@ -44,6 +49,7 @@ class Recorder(BaseChatModel):
         self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
     ) -> ChatResult:
         self.calls.append({"messages": messages, "stop": stop, "kwargs": kw})
+        self.run_managers.append(run_manager)
         return ChatResult(generations=[ChatGeneration(message=AIMessage("ok", id="r1"))])
 
 
@@ -94,8 +100,8 @@ def test_e3_the_installed_langchain_is_one_the_shortcut_was_checked_against() ->
     fingerprint = langchain_fingerprint()
     assert fingerprint in VERIFIED_LANGCHAIN, (
         "LangChain's RunnableBinding.ainvoke/_merge_configs or BaseChatModel.ainvoke/"
-        "agenerate_prompt/_convert_input changed, so picoflow's reply shortcut is OFF and every "
-        "model call takes the slower ainvoke path. Read the new code: if `invoke` in "
+        "agenerate_prompt/_convert_input/agenerate changed, so picoflow's reply shortcut is "
+        "OFF and every model call takes the slower ainvoke path. Read the new code: if `invoke` in "
         "picoflow/_invoke.py still makes the same call (test_e3_the_shortcut_makes_the_call_"
         f"ainvoke_makes must pass), add {fingerprint!r} to VERIFIED_LANGCHAIN; otherwise fix "
         "the shortcut."
@@ -149,3 +155,52 @@ def test_e3_a_model_that_overrides_the_invoke_layers_takes_ainvoke() -> None:
     model = Custom(calls=[])
     assert _shortcut_target(model.bind(tool_choice="auto")) is None
     assert _shortcut_target(Recorder(calls=[])) is not None
+
+
+async def test_e3_a_call_no_handler_sees_skips_agenerate_and_makes_the_same_model_call() -> None:
+    """Issue 24: nothing observes the call, so `_agenerate` gets exactly what `ainvoke` gives it."""
+    model, bound = _bound()
+    bare: dict[str, Any] = {
+        "tags": ["picoflow"],
+        "metadata": {"picoflow_step": "Chat"},
+        "run_name": "F.Chat",
+    }
+    assert _unobserved(model, bare, bound.kwargs)  # type: ignore[arg-type]
+    reply_short = await invoke(bound, MESSAGES, bare)  # type: ignore[arg-type]
+    reply_long = await bound.ainvoke(MESSAGES, config=bare)  # type: ignore[arg-type]
+    assert model.calls[0] == model.calls[1]
+    assert model.run_managers[0] is None and model.run_managers[1] is not None
+    assert reply_short.content == reply_long.content == "ok"
+    assert reply_short.response_metadata == reply_long.response_metadata
+
+
+def test_e3_a_handler_from_anywhere_makes_the_call_observed() -> None:
+    """The call's callbacks, the model's, `verbose` and the running context each count."""
+    model = Recorder(calls=[])
+    assert not _unobserved(model, {"callbacks": [Events()]}, {})
+    assert not _unobserved(Recorder(calls=[], callbacks=[Events()]), {}, {})
+    assert not _unobserved(Recorder(calls=[], verbose=True), {}, {})
+    with collect_runs():  # a handler that LangChain's configure hooks add from a context var
+        assert not _unobserved(model, {}, {})
+    assert _unobserved(model, {}, {})
+    assert not _unobserved(model, {}, {"ls_structured_output_format": {"schema": {}}})
+
+
+async def test_e3_an_observed_call_goes_through_agenerate_and_is_seen() -> None:
+    model = Recorder(calls=[], run_managers=[])
+    handler = Events()
+    await invoke(model, MESSAGES, _config(handler))  # type: ignore[arg-type]
+    await invoke(model, MESSAGES, {})
+    with collect_runs() as runs:
+        await invoke(model, MESSAGES, {"run_name": "F.Chat"})
+    observed = [manager is not None for manager in model.run_managers]
+    assert observed == [True, False, True]
+    assert len(handler.starts) == 1 and handler.starts[0]["name"] == "F.Chat"
+    assert [run.name for run in runs.traced_runs] == ["F.Chat"]
+
+
+async def test_e3_an_unobserved_call_still_reads_and_fills_the_models_cache() -> None:
+    model = Recorder(calls=[], cache=InMemoryCache())
+    first = await invoke(model, MESSAGES, {})
+    second = await invoke(model, MESSAGES, {})
+    assert len(model.calls) == 1 and first.content == second.content == "ok"
