@@ -74,8 +74,9 @@ QUESTIONS = (
 
 _SKIP = re.compile(
     r"\b(?:no preferences?|skip|none|nope|no|nah|n/a|doesn'?t matter|don'?t care|don'?t mind"
-    r"|any(?:thing| is fine| will do)?|whatever|not really|not important|no thanks|pass|next"
-    r"|no need|nothing|flexible|either|all good|fine|not sure|no idea|dunno|i don'?t know)\b"
+    r"|any(?:thing| is fine| will do)?|whatever|whichever|not really|not important|no thanks"
+    r"|pass|next|no need|nothing|flexible|either|all good|fine|not sure|no idea|dunno"
+    r"|i don'?t know)\b"
 )
 _SKIP_ALL = re.compile(
     r"\bskip (?:the )?(?:rest|all|everything|the questions)\b|\bstop asking\b"
@@ -223,7 +224,8 @@ def asked(said: str) -> str | None:
     """The optional criterion the assistant just asked about, if any."""
     if _WHICH_PLACE.match(said):
         return "distance"
-    return next((key for key, question in QUESTIONS if question in said), None)
+    asking = (*QUESTIONS, *_FOLLOW_UPS.items())  # a follow-up asks the same question again
+    return next((key for key, question in asking if question in said), None)
 
 
 def _in_context(text: str, said: str) -> str:
@@ -320,7 +322,7 @@ def decide(conversation: Conversation) -> AIMessage:
     if _wants_search(text, reading):
         return search(reading.draft)
     trouble = _date_trouble(reading, conversation.today())
-    return say(_greeted(reading, trouble or _next_question(reading)))
+    return say(_greeted(reading, trouble or _yes_alone(reading) or _next_question(reading)))
 
 
 def _impossible_dates(text: str, reading: Reading, conversation: Conversation) -> str | None:
@@ -362,6 +364,33 @@ def _next_question(reading: Reading, opening: str | None = None) -> str:
 
 
 _AMENITIES = ", ".join(list(Amenity)[:-1]) + f" and {list(Amenity)[-1]}"
+_FOLLOW_UPS = {
+    "budget": 'I need an amount to filter by price, for example "under $150" (or "no preference").',
+    "room": 'Which one would you like: one bed, two beds or a suite? (or "skip")',
+    "amenities": f'Which ones? I can look for {_AMENITIES}. (or "none")',
+    "distance": 'How many miles, and from the airport or from downtown? For example "within 5 '
+    'miles of downtown" (or "no preference").',
+}
+
+
+def _yes_alone(reading: Reading) -> str | None:
+    """The follow-up to a bare yes ("sure", "yeah a few") to a criteria question, or None.
+
+    "Any limit on the distance?" answered "sure" says there is one, not which: asking the
+    question again word for word would sound as if nothing had been heard.
+    """
+    question = asked(reading.said_before)
+    if question is None or reading.heard or reading.answered_now or reading.restated:
+        return None
+    if not is_affirmative(reading.text) or (
+        _ACK.search(reading.text) and "sure" not in reading.text
+    ):
+        return None  # "ok", "thanks": an acknowledgement, answered with the question alone
+    if miles := _WHICH_PLACE.match(reading.said_before):
+        return f"Within {miles['n']} miles of the airport or of downtown? Say which one."
+    return _FOLLOW_UPS[question]
+
+
 _PARTY = re.compile(
     rf"\b(?P<n>\d|{'|'.join(NUMBER_WORDS)}) (?:of us|people|persons|adults|guests|kids|children)\b"
     rf"|\bfamily of (?P<f>\d|{'|'.join(NUMBER_WORDS)})\b|\b(?P<kids>kids|children|a baby)\b"
