@@ -24,7 +24,7 @@ import os
 import secrets
 import socket
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext, suppress
 from typing import Literal
 
 from .session import is_session_id
@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger("picoflow.engine")
+_NOTHING_HELD: AbstractAsyncContextManager[None] = nullcontext()  # reusable: it holds no state
 
 ConcurrentTurns = Literal["reject", "queue"]
 CONCURRENT_TURNS = ("reject", "queue")
@@ -89,20 +90,24 @@ class TurnLeases:
         # A readable prefix (which worker) and a random part (which turn) per lease.
         self._worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
-    @asynccontextmanager
-    async def hold(self, session_id: str | None) -> AsyncIterator[None]:
+    def hold(self, session_id: str | None) -> AbstractAsyncContextManager[None]:
         """Hold the session's lease around a turn ("queue"); do nothing for "reject".
 
         A turn that starts a session (no valid id) takes none: no other worker knows the id.
+        With nothing to hold, the shared `nullcontext` stands in for a generator-based context
+        manager built and stepped through on every turn.
         """
         store = self._store
         if store is None or not is_session_id(session_id):
-            yield
-            return
+            return _NOTHING_HELD
+        return self._held(store, str(session_id))
+
+    @asynccontextmanager
+    async def _held(self, store: LeaseStore, session_id: str) -> AsyncIterator[None]:
         holder = f"{self._worker}:{secrets.token_hex(6)}"
-        await self._acquire(store, str(session_id), holder)
+        await self._acquire(store, session_id, holder)
         done = asyncio.Event()
-        renewal = asyncio.ensure_future(self._renew(store, str(session_id), holder, done))
+        renewal = asyncio.ensure_future(self._renew(store, session_id, holder, done))
         try:
             yield
         finally:
@@ -112,7 +117,7 @@ class TurnLeases:
             try:
                 await asyncio.wait([renewal])
             finally:
-                await _release(store, str(session_id), holder)
+                await _release(store, session_id, holder)
 
     async def _acquire(self, store: LeaseStore, session_id: str, holder: str) -> None:
         """Take the lease, waiting with a backoff while another worker holds it.

@@ -342,6 +342,8 @@ def _restamp(step: Step, result: BaseMessage) -> tuple[AIMessage, dict[str, Inva
     if not isinstance(result, AIMessage):
         return AIMessage(message_text(result), id=step.gen_message_id()), {}
     update: dict[str, Any] = {"id": step.gen_message_id()}
+    if not (result.tool_calls or result.invalid_tool_calls or result.additional_kwargs):
+        return result.model_copy(update=update), {}  # a plain text reply: only the id changes
     seen: set[str] = set()
     calls = [_with_unique_id(call, seen) for call in result.tool_calls]
     malformed: dict[str, InvalidToolCall] = {}

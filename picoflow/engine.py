@@ -48,7 +48,13 @@ from ._recall import recall_tools
 from ._results import StreamEvent, TurnResult
 from ._revisions import Revisions, limit_archive, retention, turn_note
 from ._sessions import Sessions
-from ._tool_sources import check_tool_names, foreign_tool_names, mcp_servers_of, step_tools
+from ._tool_sources import (
+    ExtraTools,
+    check_tool_names,
+    foreign_tool_names,
+    mcp_servers_of,
+    step_tools,
+)
 from ._turn import TurnContext, append_message
 from .errors import (
     PicoflowError,
@@ -147,6 +153,7 @@ class FlowEngine(
                 check_tool_names(step)
         self._mcp = MCPConnections(mcp_servers_of(built))
         self._store: Store = store if store is not None else store_from_environment()
+        self._extra_tools = _extra_tools(self._store, self._mcp)  # every turn's: built once
         check_long_term(self._store, built, embeddings)  # L1, L3, L4
         self._embeddings = embeddings
         ttl = as_ttl(session_ttl) or ttl_from_environment()  # U6: SESSION_EXPIRATION
@@ -155,8 +162,7 @@ class FlowEngine(
         self._leases = turn_leases(concurrent_turns, self._turn_timeout, self._store)  # O4
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
         self._revisions = Revisions(self._sessions, ttl, self._housekeeping.cancel)
-        self._housekeeping.telemetry = self._telemetry
-        self._housekeeping.embeddings = embeddings
+        self._housekeeping.telemetry, self._housekeeping.embeddings = self._telemetry, embeddings
         self._fresh_scripts = FreshScripts()  # F4: a test model rebuilt every turn
         if self._budgets is not None and self._budgets.counts_owners:
             check_ledger(self._store)
@@ -486,7 +492,7 @@ class FlowEngine(
             registry=self._registry,
             default_model=parse_model(default, flow.name) if default is not None else None,
             usage=empty_usage(),
-            extra_tools=step_tools(bank_tools(self._store, recall_tools(self._store)), self._mcp),
+            extra_tools=self._extra_tools,
             store=self._store,
             sleep=self._sleep,
             telemetry=self._telemetry,
@@ -549,6 +555,11 @@ class FlowEngine(
         self._housekeeping.after_save(flow, saved)
         self._revisions.purge_soon()
         return saved
+
+
+def _extra_tools(store: Store, mcp: MCPConnections) -> ExtraTools:
+    """The tools every turn may add to a step: recall, the memory bank, LangChain and MCP."""
+    return step_tools(bank_tools(store, recall_tools(store)), mcp)
 
 
 def _overrides(flow: Flow, hook: str) -> bool:

@@ -190,3 +190,92 @@ def test_o1_without_opentelemetry_turns_run_and_no_tracer_is_made() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False None"
+
+
+async def test_o1_the_server_continues_a_traceparent_and_starts_a_trace_without_one(
+    spans: InMemorySpanExporter,
+) -> None:
+    """O1 over HTTP: the app's middleware makes the caller's trace current, only when sent."""
+    import httpx
+
+    from picoflow.server import create_app
+
+    model = ScriptedChatModel(script=["Hello.", "Hello again."])
+    app = create_app(FlowEngine([_flow(model)], store=MemoryStore()))
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    body = {"flowName": "TracedFlow", "message": "hi"}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        joined = await client.post(
+            "/ai/run", json=body, headers={"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"}
+        )
+        alone = await client.post("/ai/run", json=body)
+    assert joined.status_code == alone.status_code == 200
+    first, second = _by_name(spans.get_finished_spans(), "picoflow.turn")
+    assert f"{first.context.trace_id:032x}" == trace_id
+    assert first.parent is not None and f"{first.parent.span_id:016x}" == "00f067aa0ba902b7"
+    assert f"{second.context.trace_id:032x}" != trace_id  # a trace of its own (or the ASGI span's)
+
+
+def _run_traced(code: str, **env: str) -> str:
+    """Run `code` after a fresh process's prelude (one flow, one engine); return its output."""
+    import os
+
+    prelude = (
+        "import asyncio\n"
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n"
+        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import "
+        "InMemorySpanExporter\n"
+        "from picoflow import Flow, FlowEngine, Step\n"
+        "from picoflow.stores import MemoryStore\n"
+        "from picoflow.testing import ScriptedChatModel\n"
+        "M = ScriptedChatModel(script=['hi'] * 4)\n"
+        "class S(Step): pass\n"
+        "class F(Flow):\n"
+        "    def config_model(self): return M\n"
+        "    def define_steps(self): return [S(self)]\n"
+        "engine = FlowEngine([F], store=MemoryStore())\n"
+        "turn = lambda: asyncio.run(engine.run('F', 'hello'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", prelude + code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **env},
+    )
+    return out.stdout.strip()
+
+
+def test_o1_a_tracer_provider_set_after_the_engine_started_is_honoured() -> None:
+    """O1: `active` is cheap while no provider is set, and notices one set later."""
+    code = (
+        "before = engine.telemetry.active\n"
+        "turn()\n"
+        "exporter = InMemorySpanExporter()\n"
+        "provider = TracerProvider()\n"
+        "provider.add_span_processor(SimpleSpanProcessor(exporter))\n"
+        "trace.set_tracer_provider(provider)\n"
+        "turn()\n"
+        "names = sorted({s.name for s in exporter.get_finished_spans()})\n"
+        "print(before, engine.telemetry.active, names)\n"
+    )
+    assert _run_traced(code) == (
+        "False True ['chat ScriptedChatModel', 'picoflow.store.save', 'picoflow.turn']"
+    )
+
+
+def test_o1_a_tracer_provider_named_in_the_environment_is_honoured() -> None:
+    """O1: `OTEL_PYTHON_TRACER_PROVIDER`, read when the engine starts, makes turns spans."""
+    code = (
+        "provider = trace.get_tracer_provider()\n"
+        "exporter = InMemorySpanExporter()\n"
+        "provider.add_span_processor(SimpleSpanProcessor(exporter))\n"
+        "turn()\n"
+        "print(type(provider).__name__, engine.telemetry.active, "
+        "[s.name for s in exporter.get_finished_spans()][-1])\n"
+    )
+    out = _run_traced(code, OTEL_PYTHON_TRACER_PROVIDER="sdk_tracer_provider")
+    assert out == "TracerProvider True picoflow.turn"

@@ -63,6 +63,25 @@ def test_s1_get_path_reads_exactly_what_pydash_get_reads(data: dict, path: str) 
     assert get_path(data, path) == pydash.get(data, path)
 
 
+nested_keys = st.sampled_from(["a", "b", "", "0", "1", "-1", " 1", "1_0", "_concurrent"])
+nested_values = st.recursive(
+    st.none() | st.integers() | st.text(max_size=2),
+    lambda inner: st.lists(inner, max_size=2)
+    | st.dictionaries(nested_keys | st.integers(-1, 10), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    st.dictionaries(nested_keys, nested_values, max_size=4),
+    st.lists(nested_keys, min_size=1, max_size=4).map(".".join),
+)
+def test_s1_f7_dotted_paths_read_exactly_what_pydash_get_reads(data: dict, path: str) -> None:
+    """S1, F7: the dotted-path shortcut (nested dicts, misses, int-like keys, lists on the way)
+    answers as pydash.get does; `is_batch_turn` reads `config._concurrent` every turn."""
+    assert get_path(data, path) == pydash.get(data, path)
+
+
 # H7: integers within 64 bits (save_state refuses others, see tests/stores/test_engine_limits.py).
 int64s = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 json_leaves = (

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = ["OtelTracer", "continued_trace", "find_tracer"]
 
+_ASK = object()  # `_TRACER_PROVIDER` missing from the API: ask `get_tracer_provider()`
+
 
 class OtelTracer:
     """picoflow's tracer, and the check that a real tracer provider is set."""
@@ -36,7 +38,17 @@ class OtelTracer:
         self._inactive = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 
     def active(self) -> bool:
-        """Whether spans would be recorded: an application set a tracer provider."""
+        """Whether spans would be recorded: an application set a tracer provider.
+
+        Asked several times a turn, so the common answer (no provider set) comes from the API's
+        global without `get_tracer_provider()`, whose `os.environ` lookup cost more than the
+        rest of the check. A provider named by `OTEL_PYTHON_TRACER_PROVIDER` was loaded when
+        this tracer was made (`trace.get_tracer` loads it), and one set later with
+        `set_tracer_provider` fills that global, so both are honoured; an API without the
+        global falls back to asking.
+        """
+        if getattr(self._trace, "_TRACER_PROVIDER", _ASK) is None:
+            return False
         return not isinstance(self._trace.get_tracer_provider(), self._inactive)
 
     @contextmanager

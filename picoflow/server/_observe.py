@@ -32,13 +32,17 @@ def install_observability(app: FastAPI, engine: FlowEngine, *, metrics: bool) ->
 
 
 class _ContinueTrace:
-    """Pure ASGI (no buffering of streamed replies): make the caller's `traceparent` current."""
+    """Pure ASGI (no buffering of streamed replies): make the caller's `traceparent` current.
+
+    A request without `traceparent` (most of them) goes straight through: `continued_trace`
+    would do nothing for it, and the headers dict and context manager cost more than the scan.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or not _has_traceparent(scope["headers"]):
             await self.app(scope, receive, send)
             return
         headers = {
@@ -48,3 +52,11 @@ class _ContinueTrace:
         }
         with continued_trace(headers):
             await self.app(scope, receive, send)
+
+
+def _has_traceparent(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether the request names a trace to continue (ASGI header names are lower case)."""
+    for key, _ in headers:
+        if key == b"traceparent":
+            return True
+    return False

@@ -27,7 +27,7 @@ from ._limits import Limits
 from ._observe import install_observability
 from ._people_routes import PeopleSettings, people_router
 from ._resume import resume_router
-from ._routes import STATIC_DIR, ServerSettings, router, run_turn
+from ._routes import STATIC_DIR, ServerSettings, router, run_router, run_turn
 from ._schemas import RunEnvelope, RunRequest
 
 __all__ = ["create_app"]
@@ -129,6 +129,7 @@ def _new_app(
 def _install(app: FastAPI, engine: FlowEngine, origins: list[str], *, metrics: bool) -> None:
     """Error handlers, routes, static files, CORS and observability, in the order they need."""
     install_error_handlers(app)
+    app.include_router(run_router)  # first, where `router` had it: route order is unchanged
     app.include_router(router)
     app.include_router(people_router)
     app.include_router(history_router)  # W1-W4 over HTTP

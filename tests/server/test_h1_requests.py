@@ -196,3 +196,49 @@ def test_h2_a_client_gone_mid_body_is_one_info_line_without_traceback() -> None:
     assert ours == [gone] * 3, handler.lines
     assert len(handler.lines) <= 3 * 2, handler.lines  # no traceback anywhere
     assert model.requests == []
+
+
+async def test_h1_the_chat_route_refuses_too_many_headers_as_the_run_route_does() -> None:
+    """H1: `/ai/run` checks its headers itself; `/ai/chat`, the same turn, gets the same 431."""
+    model, flow = counted()
+    _, app = api(flow, chat_route=True, max_headers=4)
+    headers = {"X-A": "1", "X-B": "2"}
+    async with client_for(app) as client:
+        replies = [await client.post(route, json=HELLO, headers=headers) for route in RUN_ROUTES]
+    assert [reply.status_code for reply in replies] == [431, 431]
+    assert [error_body(reply)["code"] for reply in replies] == ["headers_too_large"] * 2
+    assert model.requests == []
+
+
+RUN_ROUTES = ("/ai/run", "/ai/chat")
+
+
+async def test_h1_a_body_after_two_byte_order_marks_is_400_as_json_loads_says() -> None:
+    """H1: one BOM is dropped (RFC 8259); a second one is refused with `json`'s own reason."""
+    _, app = api(chat_flow())
+    async with client_for(app) as client:
+        one = await client.post("/ai/run", content=b"\xef\xbb\xbf" + BODY, headers=JSON_TYPE)
+        two = await client.post("/ai/run", content=b"\xef\xbb\xbf" * 2 + BODY, headers=JSON_TYPE)
+    assert one.status_code == 200
+    assert two.status_code == 400
+    assert error_body(two)["message"] == (
+        "The request is not valid (the body is not valid JSON: Unexpected UTF-8 BOM (decode "
+        f"using utf-8-sig)). {HINT}"
+    )
+
+
+JSON_TYPE = {"Content-Type": "application/json"}
+
+
+def test_h2_a_new_request_id_is_a_version_4_uuid_in_hex() -> None:
+    """H2: the id a reply carries when the proxy sent none, as `uuid.uuid4().hex` makes it."""
+    import uuid
+
+    from picoflow.server._headers import new_request_id
+
+    ids = {new_request_id() for _ in range(200)}
+    assert len(ids) == 200
+    for request_id in ids:
+        parsed = uuid.UUID(hex=request_id)
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert parsed.hex == request_id
