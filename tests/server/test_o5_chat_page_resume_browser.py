@@ -56,11 +56,14 @@ class _HangUp(Exception):
     pass
 
 
-def hangs_up_once(app: Any, after_events: int) -> Any:
+def hangs_up_once(app: Any, after_events: int, shown: threading.Event) -> Any:
     """The app, except that the first `POST /ai/stream` connection is cut after some events.
 
     The response is left unfinished, so the server closes the connection mid-body and the
-    browser's reader fails with a network error, as with a dropped connection.
+    browser's reader fails with a network error, as with a dropped connection. The cut waits
+    for `shown` (the test sets it once the page shows what came before it): cut at once, a
+    loaded host could close the connection before the page read the first event, and a page
+    that never got an event id has nothing to resume from, which is right but not this test.
     """
     cut = threading.Event()
 
@@ -74,6 +77,7 @@ def hangs_up_once(app: Any, after_events: int) -> Any:
         async def counted(message: Any) -> None:
             nonlocal sent
             if message["type"] == "http.response.body" and sent >= after_events:
+                await asyncio.to_thread(shown.wait, 30)
                 raise _HangUp
             sent += message.get("body", b"").count(b"\n\n")
             await send(message)
@@ -88,22 +92,26 @@ def hangs_up_once(app: Any, after_events: int) -> Any:
 
 def test_o5_the_chat_page_resumes_a_dropped_stream_and_shows_the_rest_once(page: Page) -> None:  # noqa: F811
     go_on = threading.Event()
+    shown = threading.Event()
     engine = FlowEngine(flows=[chat_flow(PausesMidReply(go_on=go_on))], store=MemoryStore())
     resumes: list[Request] = []
     page.on(
         "request",
         lambda request: resumes.append(request) if "/ai/stream/" in request.url else None,
     )
-    with live_server(hangs_up_once(create_app(engine), after_events=1)) as live:
+    with live_server(hangs_up_once(create_app(engine), after_events=1, shown=shown)) as live:
         try:
             page.goto(live.url)
             page.fill("#input", "hotels?")
             page.press("#input", "Enter")
             bubble = page.locator(".msg.assistant").last
+            expect(bubble).to_have_text("Three ")
+            shown.set()
             # One token came before the hang-up, the second with the resumed stream: each once.
             expect(bubble).to_have_text("Three hotels ")
             assert len(resumes) == 1
         finally:
+            shown.set()
             go_on.set()
         expect(page.locator("body")).to_have_attribute("data-busy", "false")
         expect(bubble).to_have_text("Three hotels match your dates.")
