@@ -324,6 +324,12 @@ def _dict_size(value: dict[Any, Any], inner: int) -> int:
             continue
         if item is None:
             continue
+        if kind is int and _INT32_MIN <= item <= _INT32_MAX:  # counters, revisions, tokens
+            total += 4
+            continue
+        if kind is bool:
+            total += 1
+            continue
         if kind is dict and not item and inner <= MAX_DEPTH:
             total += 5
             continue
