@@ -17,6 +17,10 @@ A last table measures the same growth paired: turns 1-50 of a new session altern
 151-200 of another, so a slow spell of the host lands on both ends of the comparison. Its turns
 are slower than the first table's (each turn finds the other session's objects in the CPU
 caches, as a server with many sessions does), and so is what grows with a longer history.
+
+These tables use `ZeroLatencyModel`, which times LangChain's `agenerate` to separate it from
+picoflow's work and so turns the engine's unobserved-call fast path off. `--floor-only` prints
+the engine-vs-floor table of issue 24, which measures each store both ways.
 """
 
 from __future__ import annotations
