@@ -41,7 +41,7 @@ from picoflow import Flow, FlowEngine, LogicStep, Step, go, tool
 from picoflow.stores import MemoryStore, SQLiteStore
 
 
-class InstantModel(BaseChatModel):
+class TwoCallModel(BaseChatModel):
     """Odd calls ask for the `advance` tool, even calls reply with text: 2 calls per turn.
 
     Nothing of LangChain's is overridden above `_agenerate`, as with `ChatOpenAI`, so a turn
@@ -49,6 +49,7 @@ class InstantModel(BaseChatModel):
     """
 
     calls: int = 0
+    invoke_ms: float = 0.0  # stays 0: nothing times a production-path call
 
     @property
     def _llm_type(self) -> str:
@@ -73,16 +74,14 @@ class InstantModel(BaseChatModel):
         return self.bind(tools=tools, **kwargs)
 
 
-class ZeroLatencyModel(InstantModel):
-    """`InstantModel` that also times its own `agenerate`.
+class ZeroLatencyModel(TwoCallModel):
+    """`TwoCallModel` that also times its own `agenerate`.
 
     The timing is LangChain's callback, tracing and cache machinery around a model that does
     nothing, so the report can separate picoflow's work from LangChain's. Overriding
     `agenerate` also turns the engine's unobserved-call shortcut off: every call pays
     `agenerate` in full, as the floor's `ainvoke` does.
     """
-
-    invoke_ms: float = 0.0
 
     async def agenerate(self, *args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
@@ -120,7 +119,7 @@ class StageC(_Stage):
 StageA.next_stage, StageB.next_stage, StageC.next_stage = StageB, StageC, StageA
 
 
-def bench_flow(model: InstantModel) -> type[Flow]:
+def bench_flow(model: TwoCallModel) -> type[Flow]:
     class BenchFlow(Flow):
         def config_model(self) -> Any:
             return model
@@ -189,7 +188,7 @@ class HelperStep(Step):
     pass
 
 
-def basic_flow(model: InstantModel) -> type[Flow]:
+def basic_flow(model: TwoCallModel) -> type[Flow]:
     class ChainFlow(Flow):
         def config_model(self) -> Any:
             return model
@@ -206,16 +205,16 @@ async def one_run(
     turns: int,
     shape: str = "three-step",
     cpu: list[float] | None = None,
-    timed: bool = True,
+    fast_path: bool = False,
 ) -> tuple[list[float], list[float]]:
     """Per-turn wall time, and per-turn time outside LangChain's model invoke, in ms.
 
     `cpu`, when given, receives each turn's CPU time in ms (`time.thread_time`), which a busy
-    host inflates far less than wall time. `timed=False` (three-step only) uses `InstantModel`,
-    the production path, and reports no time outside the invoke (`own` is then the whole turn).
+    host inflates far less than wall time. `fast_path=True` (three-step only) uses `TwoCallModel`,
+    the production path, which nothing times (`own` is then the whole turn).
     """
     if shape == "three-step":
-        model: InstantModel = ZeroLatencyModel() if timed else InstantModel()
+        model: TwoCallModel = TwoCallModel() if fast_path else ZeroLatencyModel()
     else:
         model = ChainModel()
     flow = bench_flow(model) if shape == "three-step" else basic_flow(model)
@@ -223,14 +222,14 @@ async def one_run(
     session_id = None
     timings, own = [], []
     for turn in range(turns):
-        before = getattr(model, "invoke_ms", 0.0)
+        before = model.invoke_ms
         start, start_cpu = time.perf_counter(), time.thread_time()
         result = await engine.run(flow.name, f"user message {turn}", session_id=session_id)
         elapsed = (time.perf_counter() - start) * 1000
         if cpu is not None:
             cpu.append((time.thread_time() - start_cpu) * 1000)
         timings.append(elapsed)
-        own.append(elapsed - (getattr(model, "invoke_ms", 0.0) - before))
+        own.append(elapsed - (model.invoke_ms - before))
         if not result.success:
             raise SystemExit(f"turn {turn} failed: {result.message}")
         session_id = result.session_id
@@ -259,7 +258,7 @@ async def floor_run(turns: int) -> list[float]:
     the system prompt, the history so far, the user's message; then the tool call and its result
     for the second call. What the engine adds over this is picoflow's own work and the store.
     """
-    model = InstantModel()
+    model = TwoCallModel()
     bound = model.bind_tools([ADVANCE_SCHEMA])
     history: list[BaseMessage] = []
     timings = []
@@ -406,21 +405,21 @@ async def report_floor(names: list[str], runs: int, turns: int) -> None:
     """Print the engine's turn over the floor (`floor_run`), interleaved, medians over runs.
 
     Budget (issue 24): the engine's turn at most 1.5x the floor at turns 1-50. Each store is
-    measured twice: with `InstantModel`, the path a production model takes, and with
+    measured twice: with `TwoCallModel`, the path a production model takes, and with
     `ZeroLatencyModel` ("shortcut off"), whose overridden `agenerate` makes every call pay
     LangChain's `agenerate` in full as the floor does, which isolates picoflow's own work.
     """
     print("Engine vs floor: the same two model calls through ainvoke (p50 of CPU ms per turn)")
-    rows = [(name, False) for name in names] + [(name, True) for name in names]
+    rows = [(name, True) for name in names] + [(name, False) for name in names]
     series: dict[str, list[tuple[float, float]]] = {"floor": []}
     for _ in range(runs):
         floor = await floor_run(turns)
         series["floor"].append((pct(floor[:50], 0.5), pct(floor[-50:], 0.5)))
-        for name, timed in rows:
+        for name, fast_path in rows:
             with tempfile.TemporaryDirectory() as tmp:
                 cpu: list[float] = []
-                await one_run(STORES[name](tmp), turns, cpu=cpu, timed=timed)
-            label = f"{name}, shortcut off" if timed else name
+                await one_run(STORES[name](tmp), turns, cpu=cpu, fast_path=fast_path)
+            label = name if fast_path else f"{name}, shortcut off"
             series.setdefault(label, []).append((pct(cpu[:50], 0.5), pct(cpu[-50:], 0.5)))
     base = [statistics.median(col) for col in zip(*series["floor"], strict=True)]
     print(f"{'':<22} {'p50 1-50':>9} {'x floor':>8} {'p50 151-200':>12} {'x floor':>8}")
