@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 if TYPE_CHECKING:
     from ..engine import TurnResult
@@ -34,6 +35,16 @@ class _WireModel(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
+# Fields a client may put in the body by mistake, which would be ignored without a word: a
+# session id there starts a new session every turn, and `userMessage` (the name PicoFlow's own
+# Swagger DTO gives the text) sends an empty message. Other unknown fields are ignored, as
+# PicoFlow's server ignores them.
+_SESSION_KEYS = frozenset(
+    {"session", "sessionId", "session_id", "CHAT_SESSION_ID", "chatSessionId"}
+)
+_MESSAGE_KEYS = frozenset({"userMessage", "user_message"})
+
+
 class RunRequest(_WireModel):
     """Body of `POST /ai/run` and `POST /ai/stream`."""
 
@@ -53,6 +64,28 @@ class RunRequest(_WireModel):
         None,
         description="Context stored once, when the session is created; ignored afterwards.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_misplaced(cls, data: Any) -> Any:
+        """Refuse a field that would be ignored silently (`_SESSION_KEYS`, `_MESSAGE_KEYS`)."""
+        if type(data) is not dict or (
+            _SESSION_KEYS.isdisjoint(data) and _MESSAGE_KEYS.isdisjoint(data)
+        ):
+            return data
+        found = next(key for key in data if key in _SESSION_KEYS or key in _MESSAGE_KEYS)
+        if found in _SESSION_KEYS:
+            raise PydanticCustomError(
+                "misplaced_session",
+                "the session id goes in the CHAT_SESSION_ID header, not in the body's "
+                "'{found}' (without the header every message starts a new session)",
+                {"found": found},
+            )
+        raise PydanticCustomError(
+            "misplaced_message",
+            "the user's text goes in 'message', not '{found}'",
+            {"found": found},
+        )
 
 
 class RunEnvelope(_WireModel):

@@ -81,6 +81,22 @@ async def test_e2_unknown_flow_is_400(route: str) -> None:
             b'{"flowName": "ChatFlow", "config": "tenant=acme"}',
             "config: Input should be a valid dictionary",
         ),
+        # Fields that would be ignored without a word: a session id in the body started a new
+        # session every turn, `userMessage` (PicoFlow's Swagger name) sent an empty message.
+        (
+            b'{"flowName": "ChatFlow", "message": "hi", "sessionId": "abc"}',
+            "body: the session id goes in the CHAT_SESSION_ID header, not in the body's "
+            "'sessionId' (without the header every message starts a new session)",
+        ),
+        (
+            b'{"flowName": "ChatFlow", "message": "hi", "session": "abc"}',
+            "body: the session id goes in the CHAT_SESSION_ID header, not in the body's "
+            "'session' (without the header every message starts a new session)",
+        ),
+        (
+            b'{"flowName": "ChatFlow", "userMessage": "hi"}',
+            "body: the user's text goes in 'message', not 'userMessage'",
+        ),
     ],
 )
 @pytest.mark.parametrize("route", ["/ai/run", "/ai/stream"])
@@ -92,6 +108,26 @@ async def test_malformed_body_is_400_never_a_raw_422(route: str, body: bytes, pr
     assert error_body(reply) == failure(
         f"The request is not valid ({problem}). {HINT}", code="invalid_body"
     )
+
+
+async def test_a_misplaced_session_id_reaches_no_model_and_other_fields_are_ignored() -> None:
+    """E2/H1: a body naming the session is refused before any turn; unknown fields pass.
+
+    PicoFlow's server ignores fields it does not read, and so does this one, except the few
+    that would otherwise be ignored to the client's cost (see `RunRequest`).
+    """
+    model = ScriptedChatModel(script=["ok"])
+    engine, app = api(two_step_flow(model))
+    async with client_for(app) as client:
+        refused = await client.post(
+            "/ai/run", json={"flowName": "HotelFlow", "message": "hi", "session_id": "abc"}
+        )
+        extra = await client.post(
+            "/ai/run", json={"flowName": "HotelFlow", "message": "hi", "locale": "en-US"}
+        )
+    assert refused.status_code == 400 and error_body(refused)["code"] == "invalid_body"
+    assert extra.status_code == 200 and extra.json()["success"] is True
+    assert len(model.requests) == 1
 
 
 async def test_a_form_body_is_415() -> None:
