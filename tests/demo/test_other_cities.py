@@ -31,3 +31,21 @@ HELD_OUT = [
 @pytest.mark.parametrize(("line", "elsewhere"), HELD_OUT)
 def test_a_city_outside_the_area_is_noticed_in_lower_case_too(line: str, elsewhere: bool) -> None:
     assert names_another_place(line) is elsewhere
+
+
+# Found trying the served demo as a stranger (issue 24's closing pass): "portland, me + my wife"
+# read "me" as Maine's code and refused a guest who asked for downtown Portland.
+MAINE = [
+    ("somewhere to stay in downtown portland, me + my wife, arriving jan 9", False),
+    ("portland, me and the kids need a room", False),
+    ("a hotel in Portland, ME for the weekend", True),
+    ("portland maine, 2 nights", True),
+    ("flying in from Portland, ME, need a room near pdx", False),
+]
+
+
+@pytest.mark.parametrize(("line", "elsewhere"), MAINE)
+def test_maine_is_meant_only_by_its_name_or_its_code_in_capitals(
+    line: str, elsewhere: bool
+) -> None:
+    assert names_another_place(line) is elsewhere

@@ -199,13 +199,15 @@ _NOT_PLACES = re.compile(
 _OTHER_CITIES = re.compile(
     r"\b(?:seattle|san francisco|los angeles|new york|nyc|chicago|boston|las vegas|tacoma"
     r"|spokane|boise|sacramento|san diego|vancouver,? (?:bc|b\.c\.|british columbia|canada)"
-    r"|portland,? (?:maine|me)|denver|miami|atlanta|dallas|houston|phoenix|orlando|honolulu"
+    r"|portland,? maine|denver|miami|atlanta|dallas|houston|phoenix|orlando|honolulu"
     r"|salt lake city|minneapolis|detroit|philadelphia|new orleans|nashville|toronto|montreal"
     r"|mexico city|london|paris|lisbon|madrid|barcelona|rome|berlin|amsterdam|dublin|tokyo"
     r"|[a-z]+,? (?:texas|california|florida|colorado|arizona|nevada))\b"
 )
 """Cities outside the area that guests name often, caught in lower case too (not names of
 people such as Austin or Eugene: those only count after "in", capitalised)."""
+_PORTLAND_MAINE = re.compile(r"\b(?i:portland),?\s+ME\b")
+"""Maine's code only in capitals: "portland, me + my wife" is the guest, not the state."""
 _COMING_FROM = re.compile(r"\b(?:from|leaving|out of)\s+$")
 """A place the guest comes from is no place they want a room in ("flying in from Seattle")."""
 
@@ -228,6 +230,9 @@ def names_another_place(text: str) -> bool:
     """Whether the guest names a place outside the area ("in Seattle", "Portland, Maine")."""
     said = normalize(text)
     if any(not _COMING_FROM.search(said[: m.start()]) for m in _OTHER_CITIES.finditer(said)):
+        return True
+    maine = _PORTLAND_MAINE.finditer(text)
+    if any(not _COMING_FROM.search(text[: m.start()].lower()) for m in maine):
         return True
     for found in _ELSEWHERE.finditer(text):
         place = found["place"]
