@@ -14,6 +14,7 @@ from .engine import FlowEngine, StreamEvent, TurnResult
 from .errors import (
     BudgetExceeded,
     FlowDefinitionError,
+    IdempotencyKeyReusedError,
     PicoflowError,
     RevisionNotFoundError,
     SessionConflictError,
@@ -76,6 +77,7 @@ __all__ = [
     "StoreError",
     "ToolLoopError",
     "BudgetExceeded",
+    "IdempotencyKeyReusedError",
     # _expiration.py (U6)
     "is_session_current",
     "session_idle_ms",

@@ -6,23 +6,33 @@ undo, fork, purge, forget) and, for `edit_message`, to the engine's own turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
+from ._idempotent import (
+    KEY_REUSED,
+    IdempotentTurn,
+    change_once,
+    replayed_turn,
+    run_keyed,
+)
+from ._people.keys import IDEMPOTENCY
+from ._results import TurnResult
 from ._revisions import Revisions
+from ._sessions import Sessions
 from .session import is_session_id
 from .stores.base import JSONDict
 
-if TYPE_CHECKING:
-    from .engine import TurnResult
-
 __all__ = ["HistoryMethods"]
+
+_T = TypeVar("_T")
 
 
 class HistoryMethods:
     """History, rewind, undo, fork, edit, purge and forget_principal of an engine."""
 
     _revisions: Revisions
+    _sessions: Sessions
     _store: Any
     _run: Callable[..., Any]
     get_session: Callable[..., Any]
@@ -39,41 +49,85 @@ class HistoryMethods:
         """
         return await self._revisions.list(session_id, limit, owner)
 
-    async def rewind(self, session_id: str, to_revision: int, *, owner: str | None = None) -> int:
+    async def rewind(
+        self,
+        session_id: str,
+        to_revision: int,
+        *,
+        owner: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> int:
         """Make the session what it was after `to_revision`, as a new revision; return it (W2).
 
         The rewound turns stay in the history until retention removes them; token usage is
         not rewound (it was spent). Takes the session's lock and revision check like a turn:
-        a turn of another process saved meanwhile makes this a `SessionConflictError`.
+        a turn of another process saved meanwhile makes this a `SessionConflictError`. With
+        `idempotency_key` (H5, O4) the same request sent again, to any engine on the store,
+        returns the first one's revision instead of rewinding again.
 
         Raises:
             SessionNotFoundError: no such session (or `owner` does not own it).
             RevisionNotFoundError: the session keeps no revision `to_revision`.
             SessionConflictError: another process saved the session meanwhile.
+            IdempotencyKeyReusedError: the key was first sent with another request.
         """
-        return await self._revisions.rewind(session_id, to_revision, owner)
+        return await self._change(
+            idempotency_key,
+            (session_id, owner),
+            ("rewind", session_id, to_revision),
+            lambda: self._revisions.rewind(session_id, to_revision, owner),
+            lambda reply: int(reply["revision"]),
+        )
 
-    async def undo(self, session_id: str, *, owner: str | None = None) -> int:
+    async def undo(
+        self, session_id: str, *, owner: str | None = None, idempotency_key: str | None = None
+    ) -> int:
         """Rewind to before the last turn (W2); undoing again undoes the turn before it.
 
+        So a retried undo would undo two turns: send it with an `idempotency_key` and the
+        retry returns the first undo's revision instead (H5, O4).
+
         Raises:
-            SessionNotFoundError, SessionConflictError: as `rewind`.
+            SessionNotFoundError, SessionConflictError, IdempotencyKeyReusedError: as `rewind`.
             RevisionNotFoundError: there is no earlier turn kept to go back to.
         """
-        return await self._revisions.undo(session_id, owner)
+        return await self._change(
+            idempotency_key,
+            (session_id, owner),
+            ("undo", session_id),
+            lambda: self._revisions.undo(session_id, owner),
+            lambda reply: int(reply["revision"]),
+        )
 
     async def fork(
-        self, session_id: str, at_revision: int | None = None, *, owner: str | None = None
+        self,
+        session_id: str,
+        at_revision: int | None = None,
+        *,
+        owner: str | None = None,
+        idempotency_key: str | None = None,
     ) -> str:
         """A new session copied from `at_revision` (default: the current one); its id (W3).
 
         Same owner and flow; the copy records `forked_from: {"session_id", "revision"}` and
-        its history starts at the fork. Later turns of either never touch the other.
+        its history starts at the fork. Later turns of either never touch the other. With
+        `idempotency_key`, a retry returns the first fork's id instead of a second copy.
 
         Raises:
-            SessionNotFoundError, RevisionNotFoundError: as `rewind`.
+            SessionNotFoundError, RevisionNotFoundError, IdempotencyKeyReusedError: as `rewind`.
         """
-        return await self._revisions.fork(session_id, at_revision, owner)
+        request = ("fork", session_id, at_revision)
+        turn = (
+            None if idempotency_key is None else IdempotentTurn.of(owner, idempotency_key, *request)
+        )
+        return await self._change(
+            idempotency_key,
+            (turn.derived_id if turn is not None else session_id, owner),
+            request,
+            lambda: self._revisions.fork(session_id, at_revision, owner),
+            lambda reply: str(reply["session"]),
+            turn,
+        )
 
     async def edit_message(
         self,
@@ -83,20 +137,57 @@ class HistoryMethods:
         *,
         owner: str | None = None,
         config: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> TurnResult:
         """Run turn `revision` again with `text` instead of its message, as one new revision (W4).
 
         The turn runs on the session as it was before that turn, and is saved against the
         current revision: if it fails (or another process saved meanwhile) the session is
-        left exactly as it was, and the result says why.
+        left exactly as it was, and the result says why. With `idempotency_key`, the same
+        edit sent again gets the first one's result (`replayed=True`), as `run` does.
         """
         doc = await self.get_session(session_id, owner=owner) if is_session_id(session_id) else None
         # An unknown session fails inside the turn (SessionNotFoundError) with any flow name.
         flow_name = doc["flow"] if doc is not None else self.flow_names()[0]
-        result: TurnResult = await self._run(
-            flow_name, text, session_id, config, None, owner=owner, edit=revision
-        )
-        return result
+
+        async def edit() -> TurnResult:
+            result: TurnResult = await self._run(
+                flow_name, text, session_id, config, None, owner=owner, edit=revision
+            )
+            return result
+
+        if idempotency_key is None:
+            return await edit()
+        turn = IdempotentTurn.of(owner, idempotency_key, "edit", session_id, revision, text, config)
+        token = IDEMPOTENCY.set(idempotency_key)
+        try:
+            return await run_keyed(
+                self._sessions,
+                turn,
+                (session_id, owner),
+                edit,
+                replayed=replayed_turn,
+                refused=lambda why: TurnResult(
+                    session_id, why, False, False, None, error=KEY_REUSED
+                ),
+            )
+        finally:
+            IDEMPOTENCY.reset(token)
+
+    async def _change(
+        self,
+        key: str | None,
+        where: tuple[str, str | None],
+        request: tuple[Any, ...],
+        change: Callable[[], Awaitable[_T]],
+        replay: Callable[[JSONDict], _T],
+        turn: IdempotentTurn | None = None,
+    ) -> _T:
+        """Run a history change, once per idempotency key when it has one (O4)."""
+        if key is None:
+            return await change()
+        keyed = turn if turn is not None else IdempotentTurn.of(where[1], key, *request)
+        return await change_once(self._sessions, keyed, where, change, replay)
 
     async def purge(self) -> int:
         """Delete every expired session now, with its history and archive; how many (W5).

@@ -38,23 +38,30 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from ._results import TurnResult
 from ._sessions import Sessions
 from ._state import now_iso
-from .errors import PicoflowError
+from .errors import (
+    IdempotencyKeyReusedError,
+    PicoflowError,
+    RevisionNotFoundError,
+    SessionConflictError,
+)
 from .flow import Flow
 from .session import is_session_id, new_session_id
 from .stores.base import JSONDict
 
 __all__ = [
-    "IdempotencyKeyReused",
     "IdempotentTurn",
     "KEY_REUSED",
     "KeyedRuns",
     "RECORDS",
+    "change_once",
     "current_turn",
     "fingerprint",
     "first_reply",
     "keep_reply",
     "recorded_reply",
+    "records_with",
     "replay_if_recorded",
+    "replayed_turn",
     "run_keyed",
     "session_id_for_new",
 ]
@@ -73,17 +80,6 @@ def fingerprint(*parts: Any) -> bytes:
     """
     text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-
-
-class IdempotencyKeyReused(Exception):
-    """The key came with another request than the one it was first used for."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(
-            f"The Idempotency-Key '{key}' was already used for a different request (another "
-            "flow, message, session or config). Send each new message with a new key, and "
-            "reuse a key only to retry the same request."
-        )
 
 
 @dataclass(slots=True)
@@ -117,14 +113,14 @@ def recorded_reply(doc: JSONDict | None, turn: IdempotentTurn) -> JSONDict | Non
     """The first result of this key in `doc`, or None.
 
     Raises:
-        IdempotencyKeyReused: the key's record is for another request.
+        IdempotencyKeyReusedError: the key's record is for another request.
     """
     records = doc.get(RECORDS) if doc is not None else None
     record = records.get(turn.slot) if isinstance(records, dict) else None
     if not isinstance(record, dict) or _expired(record, datetime.now(UTC)):
         return None
     if record.get("request") != turn.request:
-        raise IdempotencyKeyReused(turn.key)
+        raise IdempotencyKeyReusedError(turn.key)
     reply: JSONDict = record["reply"]
     return reply
 
@@ -141,9 +137,9 @@ def replay_if_recorded(doc: JSONDict | None) -> TurnResult | None:
         return None
     try:
         reply = recorded_reply(doc, turn)
-    except IdempotencyKeyReused as exc:
+    except IdempotencyKeyReusedError as exc:
         return TurnResult(doc["id"], str(exc), False, False, None, error=KEY_REUSED)
-    return None if reply is None else _replayed(doc["id"], reply)
+    return None if reply is None else replayed_turn(doc["id"], reply)
 
 
 def session_id_for_new() -> str:
@@ -162,26 +158,29 @@ def keep_reply(doc: JSONDict, flow: Flow, reply: str) -> JSONDict:
     turn = current_turn.get()
     if turn is None:
         return doc
+    session = flow._session
+    reply_of = {
+        "message": reply,
+        "completed": session.completed,
+        "step": session.current,
+        "content_type": session.content_type,
+    }
+    return {**doc, RECORDS: records_with(doc.get(RECORDS), turn, reply_of)}
+
+
+def records_with(old: Any, turn: IdempotentTurn, reply: JSONDict) -> dict[str, JSONDict]:
+    """The records a keyed save writes: the unexpired ones of `old`, and `turn`'s `reply`.
+
+    At most `MAX_RECORDS`, the newest kept; `old` is not changed.
+    """
     now = datetime.now(UTC)
-    old = doc.get(RECORDS)
     records = {
         slot: record
         for slot, record in (old.items() if isinstance(old, dict) else ())
         if isinstance(record, dict) and not _expired(record, now) and slot != turn.slot
     }
-    session = flow._session
-    records[turn.slot] = {
-        "request": turn.request,
-        "at": now_iso(),
-        "reply": {
-            "message": reply,
-            "completed": session.completed,
-            "step": session.current,
-            "content_type": session.content_type,
-        },
-    }
-    kept = dict(list(records.items())[-MAX_RECORDS:])  # insertion order: oldest first
-    return {**doc, RECORDS: kept}
+    records[turn.slot] = {"request": turn.request, "at": now_iso(), "reply": reply}
+    return dict(list(records.items())[-MAX_RECORDS:])  # insertion order: oldest first
 
 
 def _expired(record: JSONDict, now: datetime) -> bool:
@@ -202,7 +201,7 @@ async def first_reply(
     finds nothing: the turn then runs, and fails with the store's error as any turn would.
 
     Raises:
-        IdempotencyKeyReused: the key's record is for another request.
+        IdempotencyKeyReusedError: the key's record is for another request.
     """
     try:
         if session_id is not None:
@@ -232,6 +231,7 @@ class _Result(Protocol):
 
 
 _R = TypeVar("_R", bound=_Result)
+_T = TypeVar("_T")
 
 
 async def run_keyed(
@@ -262,9 +262,52 @@ async def run_keyed(
             first = await first_reply(sessions, turn, session_id, owner)
             if first is None:
                 return result
-    except IdempotencyKeyReused as exc:
+    except IdempotencyKeyReusedError as exc:
         return refused(str(exc))
     return replayed(*first)
+
+
+async def change_once(
+    sessions: Sessions,
+    turn: IdempotentTurn,
+    where: tuple[str, str | None],
+    run: Callable[[], Awaitable[_T]],
+    replay: Callable[[JSONDict], _T],
+) -> _T:
+    """A keyed history change (rewind, undo, fork) run once, or its first result replayed.
+
+    `where` is (the session whose document holds the record, owner). The change itself
+    writes the record (`current_turn` tells it the key); a retry that waited for the
+    session's lock finds it there, and one that raced the first on another worker loses at
+    the save with a conflict (or, an undo, finds nothing left to undo) and then finds it.
+
+    Raises:
+        IdempotencyKeyReusedError: the key's record is for another request.
+    """
+    holder, owner = where
+
+    async def recorded() -> JSONDict | None:
+        doc, _ = await sessions.load(holder)
+        reply = recorded_reply(doc, turn) if doc is not None and _owned(doc, owner) else None
+        if doc is not None and reply is None and holder == turn.derived_id:
+            turn.use_derived = False  # taken (by a record that expired): a random id then
+        return reply
+
+    first = await recorded()
+    if first is not None:
+        return replay(first)
+    token = current_turn.set(turn)
+    try:
+        return await run()
+    except (SessionConflictError, RevisionNotFoundError):
+        # The first request changed the session meanwhile: this one lost the save, or (an
+        # undo) found no turn left to undo, having looked after the first one's save.
+        first = await recorded()
+        if first is None:
+            raise
+        return replay(first)
+    finally:
+        current_turn.reset(token)
 
 
 class KeyedRuns:
@@ -304,12 +347,12 @@ class KeyedRuns:
             turn,
             (request[2], owner),
             lambda: self._run(*request, emit, owner=owner),
-            replayed=_replayed,
+            replayed=replayed_turn,
             refused=refused,
         )
 
 
-def _replayed(session_id: str, reply: JSONDict) -> TurnResult:
+def replayed_turn(session_id: str, reply: JSONDict) -> TurnResult:
     """The first result of an idempotency key, as recorded with its turn (O4)."""
     return TurnResult(
         session_id,

@@ -15,6 +15,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ._idempotent import RECORDS, current_turn, recorded_reply, records_with
 from ._sessions import Sessions
 from ._state import now_iso
 from .errors import RevisionNotFoundError, SessionNotFoundError
@@ -149,6 +150,10 @@ class Revisions:
         _history.check_revision(to_revision)
         async with self._sessions.lock(session_id):
             current = await self.current(session_id, owner)
+            keyed = current_turn.get()  # O4: a keyed rewind or undo (`change_once`)
+            first = recorded_reply(current, keyed) if keyed is not None else None
+            if first is not None:  # its first request saved while this one waited
+                return int(first["revision"])
             old = await self._old(session_id, to_revision)
             restored = {
                 **old,
@@ -157,6 +162,11 @@ class Revisions:
                 "updated_at": now_iso(),
                 "expires_at": expiry(datetime.now(UTC), self._ttl) or current["expires_at"],
             }
+            # The requests this session answered stay answered: a rewind does not unsend them.
+            records = current.get(RECORDS)
+            if keyed is not None:
+                records = records_with(records, keyed, {"revision": current["revision"] + 1})
+            _set_records(restored, records)
             note = {
                 "action": "rewind",
                 "restored": to_revision,
@@ -173,6 +183,10 @@ class Revisions:
         """
         store = self._require()
         current = await self.current(session_id, owner)
+        keyed = current_turn.get()
+        first = recorded_reply(current, keyed) if keyed is not None else None
+        if first is not None:  # a keyed retry: its first request undid the turn already
+            return int(first["revision"])
         entries = {e["revision"]: e for e in await store.history(session_id)}
         at, target = current["revision"], None
         while at in entries and target is None:
@@ -206,7 +220,9 @@ class Revisions:
             _history.check_revision(at_revision)
             await self.current(session_id, owner)
             source = await self._old(session_id, at_revision)
-        new_id, now = new_session_id(), now_iso()
+        keyed = current_turn.get()  # O4: a keyed fork gets the id its retries look in
+        new_id = keyed.derived_id if keyed is not None and keyed.use_derived else new_session_id()
+        now = now_iso()
         doc = {
             **source,
             "id": new_id,
@@ -216,6 +232,8 @@ class Revisions:
             "expires_at": expiry(datetime.now(UTC), self._ttl) or source.get("expires_at"),
             "forked_from": {"session_id": session_id, "revision": source["revision"]},
         }
+        # The source's records answer requests made to the source, not to the copy.
+        _set_records(doc, None if keyed is None else records_with(None, keyed, {"session": new_id}))
         note = {
             "action": "fork",
             "restored": source["revision"],
@@ -255,7 +273,10 @@ class Revisions:
         start = revision - 1 if restored is None else int(restored)
         base = await self._old(session_id, start)
         _EDIT_BASE.set(start)  # the turn's note records it (`turn_note`)
-        return {**base, "revision": current["revision"], "usage": current["usage"]}
+        edited = {**base, "revision": current["revision"], "usage": current["usage"]}
+        # The current records: a retried keyed edit finds its first run's (O4), as a turn does.
+        _set_records(edited, current.get(RECORDS))
+        return edited
 
     async def purge(self) -> int:
         """W5: delete every expired session with everything it left; how many went."""
@@ -324,6 +345,14 @@ class Revisions:
         self._sessions.forget(session_id)  # the cached live messages are not these
         self._cancel(session_id)
         return await self._sessions.save(doc, note)
+
+
+def _set_records(doc: JSONDict, records: Any) -> None:
+    """Give `doc` these idempotency records (O4), or none."""
+    if records:
+        doc[RECORDS] = records
+    else:
+        doc.pop(RECORDS, None)
 
 
 def _quiet(task: asyncio.Task[int]) -> None:

@@ -8,7 +8,8 @@ PicoflowError
  ├── StoreError               the store failed (server down, document too large, ...);
  │                            `retryable` says whether sending the turn again can help
  ├── ToolLoopError            a turn exceeded max_tool_rounds model calls (R7)
- └── BudgetExceeded           a turn would pass one of the engine's spending limits (O3)
+ ├── BudgetExceeded           a turn would pass one of the engine's spending limits (O3)
+ └── IdempotencyKeyReusedError  an idempotency key sent again with another request (H5, O4)
 ```
 
 Definition mistakes fail early, at `FlowEngine(...)`, `@tool` or `use_memory` (built-in
@@ -28,6 +29,7 @@ __all__ = [
     "StoreError",
     "ToolLoopError",
     "BudgetExceeded",
+    "IdempotencyKeyReusedError",
 ]
 
 
@@ -152,4 +154,21 @@ class BudgetExceeded(PicoflowError):
             f"Budget {budget!r} exceeded: this turn would reach {used} {what}, over the limit "
             f"of {limit}; the session was not changed. Raise the limit, start a new session, "
             "or wait for the limit's period to pass."
+        )
+
+
+class IdempotencyKeyReusedError(PicoflowError, ValueError):
+    """An idempotency key came with another request than the one it was first used for (H5).
+
+    Nothing ran. A key names one request: send each new request with a new key and reuse a
+    key only to retry the same request. A turn reports this as `error="IdempotencyKeyReused"`;
+    the history changes (`rewind`, `undo`, `fork`) raise it; over HTTP it is a 422.
+    """
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(
+            f"The Idempotency-Key '{key}' was already used for a different request (another "
+            "flow, message, session or config). Send each new message with a new key, and "
+            "reuse a key only to retry the same request."
         )

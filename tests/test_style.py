@@ -47,6 +47,7 @@ PUBLIC = {
     "tool_group",  # SPEC V6
     "ToolCall",  # SPEC V6: what a tool_group handler receives
     "BudgetExceeded",  # SPEC O3: the error of a turn over a budget
+    "IdempotencyKeyReusedError",  # SPEC H5, O4: raised by a history change sent with a used key
     "summarise",  # SPEC M11: the memory policy builders
     "sliding_window",
     "turn_window",

@@ -6,7 +6,9 @@ cannot learn which ids exist. Bodies are JSON only (415 otherwise, so a page of 
 cannot change a session without the CORS preflight), read within the server's limits like a
 turn's. An expired session is a 404 too. Rewind, undo and edit take the session's lock and
 revision check in the engine: one racing a turn of another worker is the turn routes' 409
-`session_conflict`, never a merge.
+`session_conflict`, never a merge. Rewind, undo, fork and edit take an `Idempotency-Key` as
+`/ai/run` does (H5, O4): a retry, on any worker, gets the first result instead of changing the
+session again; an undo sent twice would otherwise undo two turns.
 """
 
 from __future__ import annotations
@@ -21,14 +23,15 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from .._revisions import supports_history
-from ..errors import RevisionNotFoundError, SessionNotFoundError
+from ..errors import IdempotencyKeyReusedError, RevisionNotFoundError, SessionNotFoundError
 from ..session import is_expired, is_session_id
 from ..stores.base import JSONDict
 from ._auth import principal_of
 from ._errors import ApiError, turn_error, validation_problem
 from ._headers import REQUEST_ID_HEADER, request_id_for, session_headers
-from ._limits import check_header_sizes, check_turn_sizes, read_json_request
-from ._routes import ServerSettings, _reply
+from ._idempotency import IDEMPOTENCY_HEADER, check_key
+from ._limits import check_header_sizes, check_single, check_turn_sizes, read_json_request
+from ._routes import ServerSettings, _header_docs, _reply
 from ._schemas import ErrorEnvelope
 
 __all__ = ["history_router"]
@@ -81,6 +84,7 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
         (401, "No valid credentials were sent."),
         (404, "No such session of yours, or the session keeps no such revision."),
         (409, "Another request saved the session first; send the same request again."),
+        (422, "The Idempotency-Key was first sent with another request."),
         (413, "The body, message or config is too large."),
         (415, "The body is not sent as application/json."),
         (501, "This server's session store keeps no history."),
@@ -89,10 +93,23 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+_KEY_DOCS = _header_docs(
+    (
+        IDEMPOTENCY_HEADER,
+        "A new random key per change; the same key when retrying it, so the retry gets the "
+        "first result instead of changing the session twice (an undo sent twice undoes two "
+        "turns).",
+    )
+)
+
+
 def _body_doc(model: type[_Body]) -> dict[str, Any]:
     """The request body for `/docs`: routes read their body themselves, within the limits."""
     schema = {"content": {"application/json": {"schema": model.model_json_schema()}}}
-    return {"requestBody": {"required": model is not UndoRequest, **schema}}
+    return {
+        "requestBody": {"required": model is not UndoRequest, **schema},
+        "parameters": _KEY_DOCS,
+    }
 
 
 history_router = APIRouter(prefix=PREFIX, responses=_RESPONSES)
@@ -189,11 +206,21 @@ async def _read(request: Request, settings: ServerSettings, model: type[_Body], 
 
 async def _change(
     request: Request, session_id: str, model: type[_Body], route: str
-) -> tuple[ServerSettings, str | None, Any]:
-    """What a route that changes a session starts with: its owner, an open server, its body."""
+) -> tuple[ServerSettings, str | None, Any, str | None]:
+    """What a route that changes a session starts with.
+
+    Its owner, an open server, its body and its idempotency key (H5, O4).
+    """
     settings, principal, _ = await _owned(request, session_id)
     settings.turns.check_open()
-    return settings, principal, await _read(request, settings, model, route)
+    key = _key(request)
+    return settings, principal, await _read(request, settings, model, route), key
+
+
+def _key(request: Request) -> str | None:
+    """The request's `Idempotency-Key`, checked as `/ai/run` checks it."""
+    check_single(request, IDEMPOTENCY_HEADER)
+    return check_key(request.headers.get(IDEMPOTENCY_HEADER))
 
 
 @contextmanager
@@ -205,6 +232,8 @@ def _refusals(session_id: str) -> Iterator[None]:
         raise _no_session(session_id) from None
     except RevisionNotFoundError as exc:
         raise _no_revision(session_id, str(exc)) from None
+    except IdempotencyKeyReusedError as exc:
+        raise ApiError(422, str(exc), code="idempotency_key_reused", session=session_id) from None
 
 
 def _answer(body: Mapping[str, Any], request: Request, session_id: str) -> JSONResponse:
@@ -270,9 +299,11 @@ async def rewind(session_id: str, request: Request) -> JSONResponse:
 
     The reply: `{"success", "session", "revision" (the new one), "restored", "step"}`.
     """
-    settings, principal, body = await _change(request, session_id, RewindRequest, "rewind")
+    settings, principal, body, key = await _change(request, session_id, RewindRequest, "rewind")
     with _refusals(session_id):
-        revision = await settings.engine.rewind(session_id, body.to_revision, owner=principal)
+        revision = await settings.engine.rewind(
+            session_id, body.to_revision, owner=principal, idempotency_key=key
+        )
     return _answer(await _moved(settings, session_id, revision, principal), request, session_id)
 
 
@@ -282,11 +313,12 @@ async def rewind(session_id: str, request: Request) -> JSONResponse:
 async def undo(session_id: str, request: Request) -> JSONResponse:
     """Rewind to before the last turn (W2); again, to before the one before. Body `{}`.
 
-    The reply is `rewind`'s. A first turn cannot be undone (404 `revision_not_found`).
+    The reply is `rewind`'s. A first turn cannot be undone (404 `revision_not_found`). Send
+    an `Idempotency-Key`: a retry without one undoes the turn before as well.
     """
-    settings, principal, _ = await _change(request, session_id, UndoRequest, "undo")
+    settings, principal, _, key = await _change(request, session_id, UndoRequest, "undo")
     with _refusals(session_id):
-        revision = await settings.engine.undo(session_id, owner=principal)
+        revision = await settings.engine.undo(session_id, owner=principal, idempotency_key=key)
     return _answer(await _moved(settings, session_id, revision, principal), request, session_id)
 
 
@@ -301,9 +333,11 @@ async def fork(session_id: str, request: Request) -> JSONResponse:
     The reply names the new session: `{"success", "session" (the new id), "revision": 0,
     "restored", "step", "forked_from": {"session_id", "revision"}}`.
     """
-    settings, principal, body = await _change(request, session_id, ForkRequest, "fork")
+    settings, principal, body, key = await _change(request, session_id, ForkRequest, "fork")
     with _refusals(session_id):
-        new_id = await settings.engine.fork(session_id, body.at_revision, owner=principal)
+        new_id = await settings.engine.fork(
+            session_id, body.at_revision, owner=principal, idempotency_key=key
+        )
     made = await _moved(settings, new_id, 0, principal)
     made["forked_from"] = {"session_id": session_id, "revision": made["restored"]}
     return _answer(made, request, new_id)
@@ -322,12 +356,18 @@ async def edit(session_id: str, request: Request) -> Response:
     """
     settings, principal, doc = await _owned(request, session_id)
     settings.turns.check_open()
+    key = _key(request)
     body = await _read(request, settings, EditRequest, "edit")
     check_turn_sizes(body.message, body.config, settings.limits)
     settings.turns.enter()
     try:
         result = await settings.engine.edit_message(
-            session_id, body.revision, body.message, owner=principal, config=body.config
+            session_id,
+            body.revision,
+            body.message,
+            owner=principal,
+            config=body.config,
+            idempotency_key=key,
         )
     finally:
         settings.turns.leave()
@@ -337,4 +377,4 @@ async def edit(session_id: str, request: Request) -> Response:
         raise _no_revision(session_id, result.message)
     if not result.success:
         raise turn_error(result, request, doc["flow"])
-    return _reply(result, request, False)
+    return _reply(result, request, result.replayed)

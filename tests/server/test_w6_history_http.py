@@ -1,9 +1,10 @@
 """A session's history over HTTP (W1-W4) under the server's ownership rules (H4).
 
-Every route runs on MemoryStore and SQLite (the `store` fixture); the engine-level behaviour on
-every store, MongoDB included, is tests/stores/test_history.py. Two engines on one store stand
-for two workers of one deployment: each has its own locks, so a rewind and a turn of different
-workers race only through the store's revision check.
+Every route runs on MemoryStore and SQLite (the `store` fixture), and on MongoDB through
+tests/stores/test_w_history_http_mongo.py, which runs these tests with a Mongo `store`; the
+engine-level behaviour on every store is tests/stores/test_history.py. Two engines on one
+store stand for two workers of one deployment: each has its own locks, so a rewind and a
+turn of different workers race only through the store's revision check.
 """
 
 from __future__ import annotations
@@ -550,7 +551,9 @@ async def test_w1_the_routes_are_in_the_openapi_page() -> None:
         post = paths[f"/ai/sessions/{{session_id}}/{tail}"]["post"]
         body = post["requestBody"]["content"]["application/json"]["schema"]
         assert list(body.get("properties", {})) == fields, tail
-        assert {"401", "404", "409", "415"} <= set(post["responses"]), tail
+        assert {"401", "404", "409", "415", "422"} <= set(post["responses"]), tail
+        parameters = [(p["name"], p["in"]) for p in post["parameters"]]
+        assert parameters == [("session_id", "path"), ("Idempotency-Key", "header")], tail
 
 
 @pytest.mark.parametrize(("method", "tail", "body"), ROUTES)
@@ -589,3 +592,105 @@ async def test_w2_undo_after_the_flow_ended_lets_the_conversation_go_on() -> Non
     assert ended.json()["completed"] is True
     assert undone.status_code == 200 and undone.json()["step"] == "GreetStep"
     assert (again.json()["session"], again.json()["message"]) == (session, GREETING)
+
+
+async def test_h5_a_retried_undo_with_its_key_undoes_one_turn_on_any_worker(store: Store) -> None:
+    """O4: without the key the retry would undo the answer before as well."""
+    engine, first = served(store)
+    _, second = served(store)
+    key = {"Idempotency-Key": "undo-7f3a"}
+    async with client_for(first) as one, client_for(second) as two:
+        session = await talk(one, "one", "two", "three")
+        sent = await one.post(at(session, "/undo"), json={}, headers=key)
+        retried = await two.post(at(session, "/undo"), json={}, headers=key)
+        edited = await one.post(
+            at(session, "/edit"), json={"revision": 1, "message": "TWO"}, headers={**key}
+        )
+
+    assert sent.status_code == retried.status_code == 200
+    assert retried.json() == sent.json()
+    assert sent.json() == {
+        "success": True,
+        "session": session,
+        "revision": 3,
+        "restored": 1,
+        "step": "ChatStep",
+    }
+    assert humans(await engine.get_session(session)) == ["one", "two"]
+    assert edited.status_code == 422  # the key names the undo: it cannot name an edit too
+    assert error_body(edited) == failure(
+        "The Idempotency-Key 'undo-7f3a' was already used for a different request (another "
+        "flow, message, session or config). Send each new message with a new key, and reuse a "
+        "key only to retry the same request.",
+        session,
+        code="idempotency_key_reused",
+    )
+
+
+async def test_h5_a_retried_edit_fork_and_rewind_get_the_first_result(store: Store) -> None:
+    engine, first = served(store)
+    _, second = served(store)
+    async with client_for(first) as one, client_for(second) as two:
+        session = await talk(one, "one", "two")
+        replies = []
+        for tail, body, key in (
+            ("/edit", {"revision": 1, "message": "TWO"}, "e-1"),
+            ("/fork", {"at_revision": 0}, "f-1"),
+            ("/rewind", {"to_revision": 0}, "r-1"),
+        ):
+            for client in (one, two):
+                keyed = {"Idempotency-Key": key}
+                replies.append(await client.post(at(session, tail), json=body, headers=keyed))
+
+    edit, edit_again, fork, fork_again, rewind, rewind_again = replies
+    assert edit.json() == edit_again.json() and edit.json()["message"] == "echo: TWO"
+    assert ("Idempotent-Replayed" in edit.headers, edit_again.headers["Idempotent-Replayed"]) == (
+        False,
+        "true",
+    )
+    copy = fork.json()["session"]
+    assert fork_again.json() == fork.json() and copy != session
+    assert fork_again.headers["chat_session_id"] == copy
+    assert rewind.json() == rewind_again.json() and rewind.json()["revision"] == 3
+    assert humans(await engine.get_session(session)) == ["one"]
+    assert humans(await engine.get_session(copy)) == ["one"]
+    history = [entry["action"] for entry in await engine.history(session)]
+    assert history == ["rewind", "edit", "turn", "turn"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "code", "message"),
+    [
+        (
+            {"Idempotency-Key": "two words"},
+            "invalid_idempotency_key",
+            "The Idempotency-Key header must be 1 to 255 visible ASCII characters (a UUID "
+            "works well); send a new one for each new message and the same one when you retry.",
+        ),
+        (
+            [("Idempotency-Key", "a"), ("Idempotency-Key", "b")],
+            "duplicate_header",
+            "The Idempotency-Key header was sent more than once. Send it once, with one value.",
+        ),
+    ],
+)
+async def test_h5_a_bad_key_on_a_history_change_is_400_and_changes_nothing(
+    headers: Any, code: str, message: str
+) -> None:
+    engine, app = served(MemoryStore())
+    async with client_for(app) as client:
+        session = await talk(client, "one", "two")
+        replies = [
+            await client.post(at(session, tail), json=body, headers=headers)
+            for tail, body in (
+                ("/undo", {}),
+                ("/rewind", {"to_revision": 0}),
+                ("/fork", {}),
+                ("/edit", {"revision": 1, "message": "TWO"}),
+            )
+        ]
+    for reply in replies:
+        assert reply.status_code == 400, reply.text
+        assert error_body(reply) == failure(message, code=code)
+    doc = await engine.get_session(session)
+    assert doc is not None and doc["revision"] == 1 and humans(doc) == ["one", "two"]
