@@ -28,11 +28,12 @@ from .._state import now_iso
 from ..errors import PicoflowError
 from ..stores._streams import KeptEvent, KeptStream, MemoryStreams
 
-__all__ = ["HEARTBEAT_SECONDS", "LiveTurn", "StreamKeeper", "KeptStreams"]
+__all__ = ["HEARTBEAT_SECONDS", "KEEPALIVE_SECONDS", "LiveTurn", "StreamKeeper", "KeptStreams"]
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 10.0  # a running turn writes at least this often, events or not
+KEEPALIVE_SECONDS = 15.0  # a silent stream sends a comment this often (under nginx's 60 s)
 DEFAULT_TTL_SECONDS = 600.0
 _FLUSH_SECONDS = 0.1
 _POLL_SECONDS = 0.25
@@ -125,13 +126,21 @@ class StreamKeeper:
         poll_every: float = _POLL_SECONDS,
         heartbeat_every: float = HEARTBEAT_SECONDS,
         silent_after: float = 3 * HEARTBEAT_SECONDS,
+        keepalive_every: float | None = KEEPALIVE_SECONDS,
     ) -> None:
         """Keep streams in `store` if it can, else in this process."""
-        if not isinstance(ttl, int | float) or isinstance(ttl, bool) or not ttl > 0:
+        if not _seconds(ttl):
             raise ValueError(
                 f"create_app(stream_ttl=...) must be a number of seconds > 0, got {ttl!r}. "
                 "Keep streams at least as long as a client may take to reconnect (600 is "
                 "the default)."
+            )
+        if keepalive_every is not None and not _seconds(keepalive_every):
+            raise ValueError(
+                "create_app(stream_keepalive=...) must be a number of seconds > 0, or None to "
+                f"send no keep-alive comments, got {keepalive_every!r}. Keep it under your "
+                "proxy's idle timeout (nginx closes an idle connection after 60 s; 15 is the "
+                "default)."
             )
         capable = all(
             hasattr(store, name) for name in ("stream_open", "stream_append", "stream_read")
@@ -142,6 +151,7 @@ class StreamKeeper:
         self.poll_every = poll_every
         self.heartbeat_every = heartbeat_every
         self.silent_after = silent_after
+        self.keepalive_every = None if keepalive_every is None else float(keepalive_every)
         self.live: dict[str, LiveTurn] = {}
         self.writes = 0  # store writes made, for the benchmark and the tests
 
@@ -214,3 +224,8 @@ def _stamp(seconds: float) -> str:
     """A Unix time as stores stamp times (ISO 8601 UTC with milliseconds and a Z)."""
     whole, millis = divmod(int(seconds * 1000), 1000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
+
+
+def _seconds(value: object) -> bool:
+    """A number of seconds > 0 (not a bool, not NaN)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0

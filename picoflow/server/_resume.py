@@ -24,7 +24,7 @@ from ._headers import REQUEST_ID_HEADER, request_id_for
 from ._kept import StreamKeeper
 from ._limits import check_header_sizes
 from ._schemas import ErrorEnvelope
-from ._stream import STREAM_HEADERS, error_done, sse_frame
+from ._stream import STREAM_HEADERS, error_done, keep_alive, sse_frame
 
 __all__ = ["resume_router", "refuse_resume_by_post"]
 
@@ -96,7 +96,11 @@ async def resume_stream(
         if kept.ended and not kept.events:
             return Response(status_code=204, headers=headers)
         events = _polled(keeper, turn_id, kept, after, request)
-    return StreamingResponse(events, media_type="text/event-stream", headers=headers)
+    return StreamingResponse(
+        keep_alive(events, keeper.keepalive_every),
+        media_type="text/event-stream",
+        headers=headers,
+    )
 
 
 def _after(turn_id: str, last_event_id: str | None) -> int:

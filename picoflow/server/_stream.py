@@ -25,18 +25,59 @@ from ._lifecycle import RunningTurns
 from ._schemas import StreamDone, envelope_of
 
 __all__ = [
+    "KEEPALIVE",
     "STREAM_HEADERS",
     "sse_frame",
     "idempotent_events",
     "replayed_events",
     "done_payload",
     "error_done",
+    "keep_alive",
 ]
 
 # No caching, and no buffering in nginx (X-Accel-Buffering), or tokens arrive all at once.
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 Payload = tuple[str, dict[str, Any]]  # (event name, data)
+# An SSE comment: every client ignores it (EventSource, the chat page), proxies see traffic.
+KEEPALIVE = ": keep-alive\n\n"
+
+
+async def keep_alive(frames: AsyncIterator[str], every: float | None) -> AsyncIterator[str]:
+    """`frames` as they come, and a comment after each `every` seconds without one (O5).
+
+    Proxies and load balancers hang up on a connection that carries nothing for a while
+    (nginx after 60 s): a turn waiting on a slow model or tool, or a resumed stream waiting
+    for another worker's events, would lose the client it is meant to keep. The next frame is
+    awaited in a task of its own, so a comment never interrupts it; a client that goes away
+    closes `frames`. None: the frames alone.
+    """
+    if every is None:
+        async for frame in frames:
+            yield frame
+        return
+    pending: asyncio.Task[str] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(frames))
+            done, _ = await asyncio.wait({pending}, timeout=every)
+            if not done:
+                yield KEEPALIVE
+                continue
+            finished, pending = pending, None
+            try:
+                frame = finished.result()
+            except StopAsyncIteration:
+                return
+            yield frame
+    finally:
+        if pending is not None:
+            pending.cancel()
+            await asyncio.gather(pending, return_exceptions=True)
+        closing = getattr(frames, "aclose", None)
+        if closing is not None:
+            await closing()
 
 
 def sse_frame(kind: str, data: dict[str, Any], event_id: str | None = None) -> str:
@@ -97,7 +138,7 @@ def _kept_events(
     task = asyncio.ensure_future(_publish(payloads, live, keeper.keep(live, opened), turns))
     _PUMPS.add(task)  # a task only weakly referenced by the loop could be collected mid-turn
     task.add_done_callback(_PUMPS.discard)
-    return _drain(live, opened)
+    return keep_alive(_drain(live, opened), keeper.keepalive_every)
 
 
 _PUMPS: set[asyncio.Future[None]] = set()

@@ -22,7 +22,7 @@ from ._heap import settle_heap
 from ._history_routes import history_router
 from ._idempotency import IDEMPOTENCY_HEADER
 from ._idle_task import IdleCompaction
-from ._kept import DEFAULT_TTL_SECONDS, StreamKeeper
+from ._kept import DEFAULT_TTL_SECONDS, KEEPALIVE_SECONDS, StreamKeeper
 from ._limits import Limits
 from ._observe import install_observability
 from ._people_routes import PeopleSettings, people_router
@@ -62,6 +62,7 @@ def create_app(
     shutdown_grace: float = 30.0,
     compact_idle_every: timedelta | float | None = None,
     stream_ttl: float = DEFAULT_TTL_SECONDS,
+    stream_keepalive: float | None = KEEPALIVE_SECONDS,
 ) -> FastAPI:
     """Serve `engine` over HTTP: the PicoFlow REST contract, SSE streaming and a chat page.
 
@@ -73,31 +74,30 @@ def create_app(
         authorize: Who may call the API (H4): a function of the request returning the caller's
             principal (a name or a `Principal` with roles), or None for 401; see `api_key_auth`.
             Without it, anyone who can reach the server may run turns in any session they know.
-        max_body_bytes: Larger bodies get 413 (H1: every limit is checked before the body is
-            held in memory or a model is called).
+        max_body_bytes: Larger bodies get 413 (H1: limits are checked before a body is read).
         max_config_bytes: A larger `config` (compact JSON) gets 413.
         max_message_chars: Longer messages get 413.
         max_json_depth: Bodies nested deeper get 400.
         max_header_bytes: Requests whose headers add up to more get 431.
         max_headers: Requests with more headers than this get 431.
         expose_docs: False removes `/docs`, `/redoc` and `/openapi.json`.
-        cors_origins: Browser origins allowed to call the API from other sites; none by
-            default, so only the chat page served by this app can call it from a browser.
+        cors_origins: Other sites' origins whose pages may call the API (none by default).
         metrics: True serves Prometheus metrics at `/metrics` (O2; the `metrics` extra).
         allow_self_approval: Let a principal decide an approval its own session asked for (K7).
         public_dir: A folder served at `/public/` (PicoFlow's static files); off by default.
         chat_route: True also serves `POST /ai/chat` (chat-ui's route), the turn of `/ai/run`.
-        shutdown_grace: Seconds a shutdown waits for running turns before closing the store
-            (O6); new turns meanwhile get 503 `shutting_down`.
+        shutdown_grace: Seconds a shutdown waits for running turns (O6; new ones get 503).
         compact_idle_every: Every this often, compact the sessions idle that long (M14).
         stream_ttl: Seconds the store keeps a streamed turn's events, for reconnects (O5).
+        stream_keepalive: Seconds of silence before a stream sends a comment (O5); None: never.
 
     Raises:
         TypeError, ValueError: an option is not what its line above says (a limit not positive).
     """
     sizes = (max_body_bytes, max_config_bytes, max_message_chars, max_json_depth)
     limits = Limits(*sizes, max_header_bytes=max_header_bytes, max_headers=max_headers)
-    people, streams = PeopleSettings(allow_self_approval), StreamKeeper(engine.store, stream_ttl)
+    streams = StreamKeeper(engine.store, stream_ttl, keepalive_every=stream_keepalive)
+    people = PeopleSettings(allow_self_approval)
     settings = ServerSettings(engine, limits, authorize, people=people, streams=streams)
     app = _new_app(settings, expose_docs, shutdown_grace, compact_idle_every)
     _install(app, engine, list(cors_origins), metrics=metrics)

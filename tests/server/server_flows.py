@@ -135,7 +135,7 @@ def sse(text: str) -> list[tuple[str, Any]]:
 
     events = []
     for frame in text.split("\n\n"):
-        if not frame.strip():
+        if not frame.strip() or frame.startswith(":"):  # a comment (keep-alive): no event
             continue
         fields = dict(line.split(": ", 1) for line in frame.split("\n"))
         events.append((fields["event"], json.loads(fields["data"])))

@@ -110,3 +110,41 @@ def test_h4_the_chat_page_asks_for_an_api_key_once_on_a_401() -> None:
         ],
         "prompts": ["This server needs an API key. Enter yours:"],
     }
+
+
+# Loads parseFrame and readEvents out of app.js and feeds readEvents a body in three chunks.
+EVENTS_RUNNER = """
+const src = require("fs").readFileSync(process.argv[1], "utf8");
+const start = src.indexOf("  function parseFrame");
+const end = src.indexOf("  // -- a dropped stream is picked up again");
+const readEvents = new Function(src.slice(start, end) + "\\nreturn readEvents;")();
+const chunks = JSON.parse(process.argv[2]).map((text) => new TextEncoder().encode(text));
+const response = { body: { getReader: () => ({
+  read: async () => (chunks.length ? { value: chunks.shift(), done: false } : { done: true }),
+}) } };
+const seen = [];
+readEvents(response, (event) => seen.push(event)).then(() => {
+  process.stdout.write(JSON.stringify(seen));
+});
+"""
+
+
+def test_o5_the_page_reads_keep_alive_comments_as_nothing() -> None:
+    """A silent stream sends `: keep-alive` (O5); the page must not take it for an event."""
+    assert NODE is not None
+    body = [
+        ": keep-alive\n\n: keep-",
+        'alive\n\nevent: token\ndata: {"text": "Hi"}\nid: T:1\n\n: keep-alive\n\n',
+        'event: done\ndata: {"success": true}\nid: T:2\n\n',
+    ]
+    done = subprocess.run(
+        [NODE, "-e", EVENTS_RUNNER, str(STATIC_DIR / "app.js"), json.dumps(body)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    assert json.loads(done.stdout) == [
+        {"kind": "token", "data": {"text": "Hi"}, "id": "T:1"},
+        {"kind": "done", "data": {"success": True}, "id": "T:2"},
+    ]

@@ -270,7 +270,7 @@
       while ((cut = buffer.indexOf("\n\n")) >= 0) {
         const frame = buffer.slice(0, cut);
         buffer = buffer.slice(cut + 2);
-        if (frame.trim()) onEvent(parseFrame(frame));
+        if (frame.trim() && !frame.startsWith(":")) onEvent(parseFrame(frame)); // ":": keep-alive
       }
     }
   }
