@@ -119,3 +119,60 @@ def test_o5_the_chat_page_resumes_a_dropped_stream_and_shows_the_rest_once(page:
     turn_id = resumes[0].url.rsplit("/", 1)[1]
     assert resumes[0].method == "GET"
     assert resumes[0].headers["last-event-id"] == f"{turn_id}:1"
+
+
+def test_o5_a_page_reloaded_mid_answer_shows_the_whole_answer_once(page: Page) -> None:  # noqa: F811
+    """The user reloads while the answer streams: the turn runs on, and the reloaded page
+    asks for its events again (from the first), so the answer appears whole, once."""
+    go_on = threading.Event()
+    engine = FlowEngine(flows=[chat_flow(PausesMidReply(go_on=go_on))], store=MemoryStore())
+    resumes: list[Request] = []
+    page.on(
+        "request",
+        lambda request: resumes.append(request) if "/ai/stream/" in request.url else None,
+    )
+    with live_server(create_app(engine)) as live:
+        try:
+            page.goto(live.url)
+            page.fill("#input", "hotels?")
+            page.press("#input", "Enter")
+            expect(page.locator(".msg.assistant").last).to_have_text("Three hotels ")
+            page.reload()
+            bubble = page.locator(".msg.assistant").last
+            expect(bubble).to_have_text("Three hotels ")  # the kept events, from the first
+            assert len(resumes) == 1
+        finally:
+            go_on.set()
+        expect(page.locator("body")).to_have_attribute("data-busy", "false")
+        expect(bubble).to_have_text("Three hotels match your dates.")
+        expect(page.locator(".msg.user")).to_have_text(["hotels?"])
+        expect(page.locator(".msg.assistant")).to_have_count(1)
+        expect(page.locator(".msg.error")).to_have_count(0)
+        page.reload()  # the turn is over: nothing to resume, the transcript as it was
+        expect(page.locator(".msg.assistant")).to_have_text(["Three hotels match your dates."])
+        expect(page.locator(".msg.user")).to_have_text(["hotels?"])
+    assert len(resumes) == 1
+    turn_id = resumes[0].url.rsplit("/", 1)[1]
+    assert resumes[0].headers["last-event-id"] == f"{turn_id}:0"
+
+
+def test_o5_a_page_reloaded_before_the_first_event_says_the_answer_did_not_arrive(
+    page: Page,  # noqa: F811
+) -> None:
+    """Reloaded before any event came, the page never learnt the turn's id: it says so
+    instead of showing a question with no answer and nothing else."""
+    engine = FlowEngine(flows=[chat_flow()], store=MemoryStore())
+    with live_server(create_app(engine)) as live:
+        page.goto(live.url)
+        expect(page.locator("body")).to_have_attribute("data-busy", "false")
+        flow = page.locator("#flow").input_value()
+        chat = {"session": None, "step": None, "messages": [{"role": "user", "text": "hi?"}]}
+        page.evaluate(
+            "([key, chat]) => sessionStorage.setItem(key, JSON.stringify(chat))",
+            [f"picoflow.chat.{flow}", {**chat, "ended": False, "lastSession": None}],
+        )
+        page.reload()
+        expect(page.locator(".msg.user")).to_have_text(["hi?"])
+        said = "No answer to your last message reached this page: send it again, or go on."
+        expect(page.locator(".note", has_text="No answer")).to_have_text([said])
+        expect(page.locator("body")).to_have_attribute("data-busy", "false")

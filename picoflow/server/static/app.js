@@ -315,6 +315,7 @@
   }
 
   function finishTurn(bubble, reply) {
+    chat.pendingTurn = null;
     if (!reply.success) {
       bubble.remove();
       chat.messages.push({ role: "error", text: reply.message });
@@ -338,22 +339,57 @@
   async function sendMessage(text) {
     setBusy(true);
     chat.ended = false;
+    chat.pendingTurn = null;
     chat.messages.push({ role: "user", text: text });
+    saveChat(); // a reload from now on shows the message, and (see below) its answer
     addBubble("user", text);
+    const headers = { "Content-Type": "application/json" };
+    if (chat.session) headers[SESSION_HEADER] = chat.session;
+    await followTurn(() => api("ai/stream", {
+      method: "POST", headers: headers, body: JSON.stringify({ flowName: flow, message: text }),
+    }));
+  }
+
+  // A page reloaded while a turn streamed (or a tab brought back) asks for that turn's events
+  // again, from its first: the server kept them, and the answer is shown whole, once.
+  async function resumePendingTurn() {
+    const turn = chat.pendingTurn;
+    const last = chat.messages[chat.messages.length - 1];
+    if (!turn && last && last.role === "user") {
+      // Reloaded before the turn's first event: this page never learnt which turn it was.
+      addNote("No answer to your last message reached this page: send it again, or go on.");
+    }
+    if (!turn || document.body.dataset.busy === "true") return;
+    setBusy(true);
+    await followTurn(async () => {
+      const response = await resumeTurn(turn + ":0");
+      if (response.status === 404) {
+        return { ok: false, json: async () => ({
+          success: false,
+          message: "The answer to your last message could not be fetched any more: send it "
+            + "again, or go on.",
+        }) };
+      }
+      return response;
+    });
+  }
+
+  // One turn's events into a new assistant bubble, then its reply; `open` starts the stream.
+  async function followTurn(open) {
     const bubble = addBubble("assistant", "", "streaming");
     bubble.classList.add("streaming");
     let streamed = "";
     let reply = null;
     try {
-      const headers = { "Content-Type": "application/json" };
-      if (chat.session) headers[SESSION_HEADER] = chat.session;
-      const response = await api("ai/stream", {
-        method: "POST", headers: headers, body: JSON.stringify({ flowName: flow, message: text }),
-      });
+      const response = await open();
       if (!response.ok) {
         reply = await response.json();
       } else {
         await readTurn(response, (event) => {
+          if (event.id && !chat.pendingTurn) {
+            chat.pendingTurn = event.id.slice(0, event.id.lastIndexOf(":"));
+            saveChat(); // the turn's id: what a reload resumes from
+          }
           if (event.kind === "token") {
             streamed += event.data.text;
             bubble.textContent = streamed; // plain text until the reply is complete
@@ -616,6 +652,7 @@
     ui.flow.value = names.includes(wanted) ? wanted : names[0];
     switchFlow(ui.flow.value);
     listen();
+    resumePendingTurn();
   }
 
   ui.composer.addEventListener("submit", (event) => {
