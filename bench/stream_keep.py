@@ -3,7 +3,9 @@
 A turn streams a reply of `--tokens` words from an instant model through the ASGI app (no
 sockets, so the server's own work is what is timed). "kept" is the app as shipped: the events
 go to the store in batches. "not kept" gives the keeper a store that drops every write, the
-floor of the same route. Reported, medians over `--rounds` interleaved runs: wall time per
+floor of the same route. "kept, no keep-alive" is the shipped app with
+`create_app(stream_keepalive=None)`: what the keep-alive timer of a turn costs (O5). Reported,
+medians over `--rounds` interleaved runs: wall time per
 turn (noisy on a busy host), the process's CPU time per turn (background writes included;
 a MongoDB server's own CPU is not), and store writes per turn.
 
@@ -59,10 +61,12 @@ def flow_of(tokens: int) -> type[Flow]:
     return TalkFlow
 
 
-async def run(store: Any, kept: bool, turns: int, tokens: int) -> tuple[float, float, float]:
+async def run(
+    store: Any, kept: bool, turns: int, tokens: int, keepalive: bool = True
+) -> tuple[float, float, float]:
     """Median ms per streamed turn, CPU ms per turn (background writes too), writes per turn."""
     engine = FlowEngine(flows=[flow_of(tokens)], store=store)
-    app = create_app(engine)
+    app = create_app(engine) if keepalive else create_app(engine, stream_keepalive=None)
     keeper = app.state.picoflow.streams
     if not kept:
         keeper.store = Dropped()
@@ -92,18 +96,23 @@ async def main() -> None:
     parser.add_argument("--mongo", help="a MongoDB URI to measure MongoStore too")
     args = parser.parse_args()
     names = ["memory", "sqlite", *(["mongo"] if args.mongo else [])]
-    found: dict[tuple[str, bool], list[tuple[float, float, float]]] = {}
+    found: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    variants = {
+        "kept": (True, True),
+        "kept, no keep-alive": (True, False),
+        "not kept": (False, True),
+    }
     with tempfile.TemporaryDirectory() as folder:
         for round_ in range(args.rounds):
             for name in names:
-                for kept in (True, False):
-                    store = new_store(name, Path(folder) / f"{round_}-{kept}.db", args.mongo)
-                    found.setdefault((name, kept), []).append(
-                        await run(store, kept, args.turns, args.tokens)
+                for n, (variant, (kept, keepalive)) in enumerate(variants.items()):
+                    store = new_store(name, Path(folder) / f"{round_}-{n}.db", args.mongo)
+                    found.setdefault((name, variant), []).append(
+                        await run(store, kept, args.turns, args.tokens, keepalive)
                     )
-    for (name, kept), runs in found.items():
+    for (name, variant), runs in found.items():
         ms, cpu, writes = (statistics.median(column) for column in zip(*runs, strict=True))
-        label = f"kept, {writes:.1f} writes/turn" if kept else "not kept"
+        label = f"{variant}, {writes:.1f} writes/turn" if variants[variant][0] else variant
         print(f"{name:7} {ms:6.2f} ms/turn, {cpu:6.2f} ms CPU/turn  ({label})")
 
 

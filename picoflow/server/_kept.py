@@ -28,12 +28,22 @@ from .._state import now_iso
 from ..errors import PicoflowError
 from ..stores._streams import KeptEvent, KeptStream, MemoryStreams
 
-__all__ = ["HEARTBEAT_SECONDS", "KEEPALIVE_SECONDS", "LiveTurn", "StreamKeeper", "KeptStreams"]
+__all__ = [
+    "HEARTBEAT_SECONDS",
+    "KEEPALIVE",
+    "KEEPALIVE_SECONDS",
+    "LiveTurn",
+    "StreamKeeper",
+    "KeptStreams",
+    "beat_while_silent",
+]
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 10.0  # a running turn writes at least this often, events or not
 KEEPALIVE_SECONDS = 15.0  # a silent stream sends a comment this often (under nginx's 60 s)
+# An SSE comment: every client ignores it (EventSource, the chat page), proxies see traffic.
+KEEPALIVE = ": keep-alive\n\n"
 DEFAULT_TTL_SECONDS = 600.0
 _FLUSH_SECONDS = 0.1
 _POLL_SECONDS = 0.25
@@ -62,6 +72,7 @@ class LiveTurn:
         self.owner = owner
         self.frames: list[str] = []
         self.ended = False
+        self.beats = 0  # silences so far, each a keep-alive comment for every follower
         self._changed = asyncio.Event()
 
     def add(self, frame: str, *, last: bool = False) -> None:
@@ -75,13 +86,23 @@ class LiveTurn:
         self.ended = True
         self._wake()
 
+    def beat(self) -> None:
+        """The turn was silent a while: its followers send a keep-alive comment (O5)."""
+        self.beats += 1
+        self._wake()
+
     def _wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def wait_beyond(self, count: int) -> None:
-        """Return once there are more than `count` frames, or the turn has ended."""
+    async def wait_beyond(self, count: int, beats: int | None = None) -> None:
+        """Return once there are more than `count` frames, or the turn has ended.
+
+        With `beats`, also once a beat came after that many (`beat`).
+        """
         while len(self.frames) <= count and not self.ended:
+            if beats is not None and self.beats != beats:
+                return
             await self._changed.wait()
 
     async def wait_end(self, seconds: float) -> None:
@@ -92,15 +113,38 @@ class LiveTurn:
                     await self._changed.wait()
 
     async def follow(self, after: int) -> AsyncIterator[str]:
-        """The frames after the `after`-th, as they come, until the turn ends."""
-        sent = after
+        """The frames after the `after`-th, as they come, until the turn ends.
+
+        A beat while it waits (`beat_while_silent`) sends a keep-alive comment.
+        """
+        sent, beats = after, self.beats
         while True:
             while sent < len(self.frames):
                 sent += 1
                 yield self.frames[sent - 1]
             if self.ended:
                 return
-            await self.wait_beyond(sent)
+            if self.beats != beats:
+                beats = self.beats
+                yield KEEPALIVE
+                continue
+            await self.wait_beyond(sent, beats)
+
+
+async def beat_while_silent(live: LiveTurn, every: float) -> None:
+    """Beat `live` after each `every` seconds in which it added no frame, until it ends.
+
+    Proxies and load balancers hang up on a connection that carries nothing for a while
+    (nginx after 60 s): a turn waiting on a slow model or tool would lose its clients. One
+    timer per turn, checked once per period, so a turn's frames cost nothing more; a silence
+    is noticed within two periods.
+    """
+    seen = len(live.frames)
+    while not live.ended:
+        await asyncio.sleep(every)
+        if len(live.frames) == seen and not live.ended:
+            live.beat()
+        seen = len(live.frames)
 
 
 class StreamKeeper:

@@ -21,10 +21,10 @@ from ..stores._streams import KeptStream, is_turn_id
 from ._auth import principal_of
 from ._errors import RETRY_AFTER_SECONDS, ApiError
 from ._headers import REQUEST_ID_HEADER, request_id_for
-from ._kept import StreamKeeper
+from ._kept import KEEPALIVE, StreamKeeper
 from ._limits import check_header_sizes
 from ._schemas import ErrorEnvelope
-from ._stream import STREAM_HEADERS, error_done, keep_alive, sse_frame
+from ._stream import STREAM_HEADERS, error_done, sse_frame
 
 __all__ = ["resume_router", "refuse_resume_by_post"]
 
@@ -96,11 +96,7 @@ async def resume_stream(
         if kept.ended and not kept.events:
             return Response(status_code=204, headers=headers)
         events = _polled(keeper, turn_id, kept, after, request)
-    return StreamingResponse(
-        keep_alive(events, keeper.keepalive_every),
-        media_type="text/event-stream",
-        headers=headers,
-    )
+    return StreamingResponse(events, media_type="text/event-stream", headers=headers)
 
 
 def _after(turn_id: str, last_event_id: str | None) -> int:
@@ -135,21 +131,28 @@ async def _polled(
 ) -> AsyncIterator[str]:
     """A turn's kept events, then the store's new ones every `poll_every` s, until `done`.
 
-    A turn whose writer stopped writing (its worker died, or lost the store) ends with a
+    A silent stretch of `keepalive_every` seconds sends a keep-alive comment. A turn whose
+    writer stopped writing (its worker died, or lost the store) ends with a
     `done` of status 503 `stream_lost`: its reply may never come, so the client sends the
     message again (with the same Idempotency-Key, it gets the reply if the turn was saved).
     """
     stamp, moved = kept.expires_at, time.monotonic()
+    quiet = moved  # when this client was last sent anything: a keep-alive is due after a while
     current: KeptStream | None = kept
     while current is not None:
         for after, frame in current.events:  # noqa: B007 - `after` is where the next read starts
             yield frame
+            quiet = time.monotonic()
         if current.ended:
             return
         if current.expires_at != stamp:
             stamp, moved = current.expires_at, time.monotonic()
         elif time.monotonic() - moved > keeper.silent_after:
             break
+        every = keeper.keepalive_every
+        if every is not None and time.monotonic() - quiet >= every:
+            yield KEEPALIVE
+            quiet = time.monotonic()
         await asyncio.sleep(keeper.poll_every)
         current = await keeper.read(turn_id, after)
     yield sse_frame("done", error_done(_lost(), request))

@@ -20,64 +20,23 @@ from ..engine import StreamEvent, TurnResult
 from ._errors import ApiError, turn_error
 from ._headers import request_id_for
 from ._idempotency import Claim
-from ._kept import LiveTurn, StreamKeeper, event_id
+from ._kept import LiveTurn, StreamKeeper, beat_while_silent, event_id
 from ._lifecycle import RunningTurns
 from ._schemas import StreamDone, envelope_of
 
 __all__ = [
-    "KEEPALIVE",
     "STREAM_HEADERS",
     "sse_frame",
     "idempotent_events",
     "replayed_events",
     "done_payload",
     "error_done",
-    "keep_alive",
 ]
 
 # No caching, and no buffering in nginx (X-Accel-Buffering), or tokens arrive all at once.
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 Payload = tuple[str, dict[str, Any]]  # (event name, data)
-# An SSE comment: every client ignores it (EventSource, the chat page), proxies see traffic.
-KEEPALIVE = ": keep-alive\n\n"
-
-
-async def keep_alive(frames: AsyncIterator[str], every: float | None) -> AsyncIterator[str]:
-    """`frames` as they come, and a comment after each `every` seconds without one (O5).
-
-    Proxies and load balancers hang up on a connection that carries nothing for a while
-    (nginx after 60 s): a turn waiting on a slow model or tool, or a resumed stream waiting
-    for another worker's events, would lose the client it is meant to keep. The next frame is
-    awaited in a task of its own, so a comment never interrupts it; a client that goes away
-    closes `frames`. None: the frames alone.
-    """
-    if every is None:
-        async for frame in frames:
-            yield frame
-        return
-    pending: asyncio.Task[str] | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(frames))
-            done, _ = await asyncio.wait({pending}, timeout=every)
-            if not done:
-                yield KEEPALIVE
-                continue
-            finished, pending = pending, None
-            try:
-                frame = finished.result()
-            except StopAsyncIteration:
-                return
-            yield frame
-    finally:
-        if pending is not None:
-            pending.cancel()
-            await asyncio.gather(pending, return_exceptions=True)
-        closing = getattr(frames, "aclose", None)
-        if closing is not None:
-            await closing()
 
 
 def sse_frame(kind: str, data: dict[str, Any], event_id: str | None = None) -> str:
@@ -135,10 +94,11 @@ def _kept_events(
     if turns is not None:
         turns.enter()
     live, opened = keeper.new_turn(owner)
-    task = asyncio.ensure_future(_publish(payloads, live, keeper.keep(live, opened), turns))
+    keeping = keeper.keep(live, opened)
+    task = asyncio.ensure_future(_publish(payloads, live, keeping, turns, keeper.keepalive_every))
     _PUMPS.add(task)  # a task only weakly referenced by the loop could be collected mid-turn
     task.add_done_callback(_PUMPS.discard)
-    return keep_alive(_drain(live, opened), keeper.keepalive_every)
+    return _drain(live, opened)
 
 
 _PUMPS: set[asyncio.Future[None]] = set()
@@ -149,9 +109,15 @@ async def _publish(
     live: LiveTurn,
     keeping: Coroutine[Any, Any, None],
     turns: RunningTurns | None,
+    keepalive_every: float | None,
 ) -> None:
-    """Number each event, hand it to the clients following the turn and to the keeper."""
+    """Number each event, hand it to the clients following the turn and to the keeper.
+
+    While the turn is silent its followers send keep-alive comments (`beat_while_silent`).
+    """
     kept = asyncio.ensure_future(keeping)
+    beating = None if keepalive_every is None else beat_while_silent(live, keepalive_every)
+    beats = None if beating is None else asyncio.ensure_future(beating)
     try:
         async with aclosing(payloads):
             async for kind, data in payloads:
@@ -159,6 +125,8 @@ async def _publish(
                 live.add(frame, last=kind == "done")
     finally:
         live.end()
+        if beats is not None:
+            beats.cancel()
         try:
             await kept  # the last batch is written before a shutdown may close the store
         finally:

@@ -89,7 +89,7 @@ def create_app(
         shutdown_grace: Seconds a shutdown waits for running turns (O6; new ones get 503).
         compact_idle_every: Every this often, compact the sessions idle that long (M14).
         stream_ttl: Seconds the store keeps a streamed turn's events, for reconnects (O5).
-        stream_keepalive: Seconds of silence before a stream sends a comment (O5); None: never.
+        stream_keepalive: A silent stream sends a comment after 1-2 times this (O5); None: never.
 
     Raises:
         TypeError, ValueError: an option is not what its line above says (a limit not positive).

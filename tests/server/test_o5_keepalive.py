@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -22,7 +21,7 @@ from test_o5_resume_streams import _raw_first_event, ids, turn_of
 
 from picoflow import Flow, Step, stay, tool
 from picoflow.server import create_app
-from picoflow.server._stream import KEEPALIVE, keep_alive
+from picoflow.server._kept import KEEPALIVE, LiveTurn, beat_while_silent
 from picoflow.testing import ScriptedChatModel, tool_call
 
 QUICK = 0.05  # seconds of silence before a comment, in these tests
@@ -114,33 +113,21 @@ def test_o5_a_bad_keepalive_is_refused_by_create_app(bad: Any) -> None:
     )
 
 
-async def test_o5_keep_alive_passes_frames_through_and_closes_what_it_wraps() -> None:
-    """The wrapper on its own: comments only in silence, and a client that leaves while the
-    source waits closes the source (nothing left running for a stream nobody reads)."""
-    more = asyncio.Event()
-    closed: list[bool] = []
-
-    async def source() -> AsyncIterator[str]:
-        try:
-            yield "event: a\ndata: {}\n\n"
-            await more.wait()
-            yield "event: b\ndata: {}\n\n"
-            await asyncio.Event().wait()  # silent for ever
-        finally:
-            closed.append(True)
-
-    stream = keep_alive(source(), 0.01)
-    got = [await anext(stream)]
-    while (frame := await anext(stream)) == KEEPALIVE:
-        got.append(frame)
-        more.set()
-    got.append(frame)
-    assert got[0] == "event: a\ndata: {}\n\n" and got[-1] == "event: b\ndata: {}\n\n"
-    assert KEEPALIVE in got[1:-1]
-    assert await anext(stream) == KEEPALIVE
-    await stream.aclose()  # the client went away
-    assert closed == [True]
-
-    plain = keep_alive(source(), None)  # None: the frames as they are, no comments
-    assert [await anext(plain)] == ["event: a\ndata: {}\n\n"]
-    await plain.aclose()
+async def test_o5_a_silent_live_turn_beats_and_each_follower_sends_one_comment_per_beat() -> None:
+    """The parts on their own: one timer per turn beats while no frame comes, and every
+    follower of the turn turns a beat into one comment, between the frames as they were."""
+    live = LiveTurn("AbCdEfGh12345678", None)
+    first, second = live.follow(0), live.follow(0)
+    live.add("event: a\ndata: {}\n\n")
+    assert [await anext(first), await anext(second)] == ["event: a\ndata: {}\n\n"] * 2
+    beating = asyncio.ensure_future(beat_while_silent(live, 0.01))
+    assert [await anext(first), await anext(second)] == [KEEPALIVE] * 2
+    live.add("event: b\ndata: {}\n\n")
+    live.add("event: done\ndata: {}\n\n", last=True)
+    rest = [frame async for frame in first]
+    assert [frame for frame in rest if frame != KEEPALIVE] == [
+        "event: b\ndata: {}\n\n",
+        "event: done\ndata: {}\n\n",
+    ]
+    await beating  # it stops once the turn has ended
+    assert live.ended and [frame async for frame in second][-1] == "event: done\ndata: {}\n\n"

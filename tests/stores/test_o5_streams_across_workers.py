@@ -261,3 +261,49 @@ async def test_o5_a_client_that_hangs_up_leaves_the_turn_saved_and_its_events_ke
     assert said == ["rooms?", "", "two rooms", REPLY]
     assert frames(whole)[0] == first
     assert [frame for _, frame in kept.events] == frames(whole) and kept.ended
+
+
+async def test_o5_a_follower_on_another_worker_gets_keep_alive_comments_while_it_waits(
+    twin_stores: tuple[Store, Store],
+) -> None:
+    """The follower polls the store for a turn that is silent (its model thinks): it sends
+    comments meanwhile, so a proxy keeps its connection, and the events are unchanged."""
+    gate = asyncio.Event()
+    one, other = apps(twin_stores, slow_flow(gate))
+    writer, follower = one.state.picoflow.streams, other.state.picoflow.streams
+    writer.heartbeat_every = 0.02  # the writer is alive: no stream_lost
+    follower.keepalive_every = 0.02
+    opened: list[tuple[str, asyncio.Future[bool]]] = []
+    started = watch_new_turns(writer, opened)
+    polled = count_reads(follower, 8)  # eight polls, 0.01 s apart: over 0.02 s of silence
+    async with client(one) as first, client(other) as second:
+        running = asyncio.ensure_future(
+            first.post("/ai/stream", json={"flowName": "RoomFlow", "message": "rooms?"})
+        )
+        await asyncio.wait_for(started.wait(), 30)
+        turn, stream_open = opened[0]
+        assert await stream_open
+        following = asyncio.ensure_future(second.get(f"/ai/stream/{turn}"))
+        await asyncio.wait_for(polled.wait(), 30)
+        gate.set()
+        sent, followed = await running, await following
+    comments = [frame for frame in frames(followed.text) if frame.startswith(":")]
+    assert comments and set(comments) == {": keep-alive\n\n"}
+    assert [frame for frame in frames(followed.text) if not frame.startswith(":")] == frames(
+        sent.text
+    )
+
+
+def count_reads(keeper: Any, wanted: int) -> asyncio.Event:
+    """An event set once the keeper has read the store `wanted` times."""
+    enough, seen = asyncio.Event(), [0]
+    read = keeper.read
+
+    async def counted(turn_id: str, after: int) -> Any:
+        seen[0] += 1
+        if seen[0] >= wanted:
+            enough.set()
+        return await read(turn_id, after)
+
+    keeper.read = counted
+    return enough
