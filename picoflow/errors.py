@@ -169,6 +169,6 @@ class IdempotencyKeyReusedError(PicoflowError, ValueError):
         self.key = key
         super().__init__(
             f"The Idempotency-Key '{key}' was already used for a different request (another "
-            "flow, message, session or config). Send each new message with a new key, and "
-            "reuse a key only to retry the same request."
+            "route, flow, message, session, revision or config). Send each new message with a "
+            "new key, and reuse a key only to retry the same request."
         )

@@ -141,8 +141,8 @@ class IdempotencyCache:
             raise ApiError(
                 422,
                 f"The {IDEMPOTENCY_HEADER} '{slot[1]}' was already used for a different request "
-                "(another flow, message, session or config). Send each new message with a new "
-                "key, and reuse a key only to retry the same request.",
+                "(another route, flow, message, session, revision or config). Send each new "
+                "message with a new key, and reuse a key only to retry the same request.",
                 code="idempotency_key_reused",
             )
         logger.info(

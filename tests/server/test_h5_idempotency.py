@@ -121,9 +121,9 @@ async def test_h5_a_key_reused_for_another_message_is_422() -> None:
         )
     assert other.status_code == 422
     assert error_body(other) == failure(
-        "The Idempotency-Key 'k-1' was already used for a different request (another flow, "
-        "message, session or config). Send each new message with a new key, and reuse a key "
-        "only to retry the same request.",
+        "The Idempotency-Key 'k-1' was already used for a different request (another route, flow, "
+        "message, session, revision or config). Send each new message with a new key, and reuse a "
+        "key only to retry the same request.",
         code="idempotency_key_reused",
     )
 
@@ -243,9 +243,9 @@ async def test_o4_a_key_reused_on_another_worker_is_422() -> None:
         reply = await other.post("/ai/run", json={**HELLO, "message": "two"}, headers=headers)
     assert reply.status_code == 422
     assert error_body(reply) == failure(
-        "The Idempotency-Key 'k-1' was already used for a different request (another flow, "
-        "message, session or config). Send each new message with a new key, and reuse a key "
-        "only to retry the same request.",
+        "The Idempotency-Key 'k-1' was already used for a different request (another route, flow, "
+        "message, session, revision or config). Send each new message with a new key, and reuse a "
+        "key only to retry the same request.",
         session,
         code="idempotency_key_reused",
     )

@@ -619,9 +619,9 @@ async def test_h5_a_retried_undo_with_its_key_undoes_one_turn_on_any_worker(stor
     assert humans(await engine.get_session(session)) == ["one", "two"]
     assert edited.status_code == 422  # the key names the undo: it cannot name an edit too
     assert error_body(edited) == failure(
-        "The Idempotency-Key 'undo-7f3a' was already used for a different request (another "
-        "flow, message, session or config). Send each new message with a new key, and reuse a "
-        "key only to retry the same request.",
+        "The Idempotency-Key 'undo-7f3a' was already used for a different request (another route, "
+        "flow, message, session, revision or config). Send each new message with a new key, and "
+        "reuse a key only to retry the same request.",
         session,
         code="idempotency_key_reused",
     )

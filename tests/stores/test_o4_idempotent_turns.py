@@ -16,9 +16,9 @@ from picoflow.stores import Store
 from picoflow.testing import ScriptedChatModel
 
 REUSED = (
-    "The Idempotency-Key 'k-1' was already used for a different request (another flow, "
-    "message, session or config). Send each new message with a new key, and reuse a key only "
-    "to retry the same request."
+    "The Idempotency-Key 'k-1' was already used for a different request (another route, flow, "
+    "message, session, revision or config). Send each new message with a new key, and reuse a key "
+    "only to retry the same request."
 )
 
 
