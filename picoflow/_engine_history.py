@@ -73,7 +73,7 @@ class HistoryMethods:
         """
         return await self._change(
             idempotency_key,
-            (session_id, owner),
+            owner,
             ("rewind", session_id, to_revision),
             lambda: self._revisions.rewind(session_id, to_revision, owner),
             lambda reply: int(reply["revision"]),
@@ -93,7 +93,7 @@ class HistoryMethods:
         """
         return await self._change(
             idempotency_key,
-            (session_id, owner),
+            owner,
             ("undo", session_id),
             lambda: self._revisions.undo(session_id, owner),
             lambda reply: int(reply["revision"]),
@@ -116,17 +116,13 @@ class HistoryMethods:
         Raises:
             SessionNotFoundError, RevisionNotFoundError, IdempotencyKeyReusedError: as `rewind`.
         """
-        request = ("fork", session_id, at_revision)
-        turn = (
-            None if idempotency_key is None else IdempotentTurn.of(owner, idempotency_key, *request)
-        )
         return await self._change(
             idempotency_key,
-            (turn.derived_id if turn is not None else session_id, owner),
-            request,
+            owner,
+            ("fork", session_id, at_revision),
             lambda: self._revisions.fork(session_id, at_revision, owner),
             lambda reply: str(reply["session"]),
-            turn,
+            in_copy=True,
         )
 
     async def edit_message(
@@ -177,17 +173,23 @@ class HistoryMethods:
     async def _change(
         self,
         key: str | None,
-        where: tuple[str, str | None],
+        owner: str | None,
         request: tuple[Any, ...],
         change: Callable[[], Awaitable[_T]],
         replay: Callable[[JSONDict], _T],
-        turn: IdempotentTurn | None = None,
+        *,
+        in_copy: bool = False,
     ) -> _T:
-        """Run a history change, once per idempotency key when it has one (O4)."""
+        """Run a history change, once per idempotency key when it has one (O4).
+
+        `request` is (action, session id, ...). The record is kept in that session, or, for a
+        fork (`in_copy`), in the copy, whose id the key derives.
+        """
         if key is None:
             return await change()
-        keyed = turn if turn is not None else IdempotentTurn.of(where[1], key, *request)
-        return await change_once(self._sessions, keyed, where, change, replay)
+        turn = IdempotentTurn.of(owner, key, *request)
+        holder = turn.derived_id if in_copy else request[1]
+        return await change_once(self._sessions, turn, (holder, owner), change, replay)
 
     async def purge(self) -> int:
         """Delete every expired session now, with its history and archive; how many (W5).

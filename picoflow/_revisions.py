@@ -150,10 +150,9 @@ class Revisions:
         _history.check_revision(to_revision)
         async with self._sessions.lock(session_id):
             current = await self.current(session_id, owner)
+            if (first := _answered(current)) is not None:  # saved while this one waited
+                return first
             keyed = current_turn.get()  # O4: a keyed rewind or undo (`change_once`)
-            first = recorded_reply(current, keyed) if keyed is not None else None
-            if first is not None:  # its first request saved while this one waited
-                return int(first["revision"])
             old = await self._old(session_id, to_revision)
             restored = {
                 **old,
@@ -183,10 +182,8 @@ class Revisions:
         """
         store = self._require()
         current = await self.current(session_id, owner)
-        keyed = current_turn.get()
-        first = recorded_reply(current, keyed) if keyed is not None else None
-        if first is not None:  # a keyed retry: its first request undid the turn already
-            return int(first["revision"])
+        if (first := _answered(current)) is not None:  # its first request undid the turn
+            return first
         entries = {e["revision"]: e for e in await store.history(session_id)}
         at, target = current["revision"], None
         while at in entries and target is None:
@@ -345,6 +342,13 @@ class Revisions:
         self._sessions.forget(session_id)  # the cached live messages are not these
         self._cancel(session_id)
         return await self._sessions.save(doc, note)
+
+
+def _answered(current: JSONDict) -> int | None:
+    """The revision a keyed rewind or undo's first request made, if `current` records it."""
+    keyed = current_turn.get()
+    first = recorded_reply(current, keyed) if keyed is not None else None
+    return None if first is None else int(first["revision"])
 
 
 def _set_records(doc: JSONDict, records: Any) -> None:
