@@ -22,7 +22,7 @@ from test_api_errors import error_body, failure
 
 from picoflow import FlowEngine
 from picoflow.server import api_key_auth, create_app
-from picoflow.stores import MemoryStore, SQLiteStore, Store
+from picoflow.stores import MemoryStore, MongoStore, SQLiteStore, Store
 
 ALICE_KEY = "alice-key-0123456789abcdef"
 BOB_KEY = "bob-key-0123456789abcdef"
@@ -572,7 +572,12 @@ async def test_w2_an_expired_session_is_404_and_stays_expired(
     assert reply.status_code == 404
     assert error_body(reply) == failure(no_session(session), session, code="session_not_found")
     kept = await store.load(session)
-    assert kept is not None and kept["expires_at"] == "2020-01-01T00:00:00.000Z"
+    if kept is None:
+        # MongoDB's TTL monitor may sweep a past expiry at any moment (it did on CI): gone is
+        # expired too. No other store deletes a session on its own.
+        assert isinstance(store, MongoStore)
+    else:
+        assert kept["expires_at"] == "2020-01-01T00:00:00.000Z"
 
 
 async def test_w2_undo_after_the_flow_ended_lets_the_conversation_go_on() -> None:

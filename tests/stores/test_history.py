@@ -308,7 +308,9 @@ async def test_w5_expired_sessions_leave_nothing_behind(
     past = "2000-01-01T00:00:00.000Z"  # the session's time ran out
     await store.save({**doc, "expires_at": past, "updated_at": past}, doc["revision"])
 
-    assert await engine.purge() == 1
+    purged = await engine.purge()
+    # MongoDB's TTL monitor may have swept it first (it sweeps every 60 s): nothing left either.
+    assert purged == 1 or (purged == 0 and isinstance(store, MongoStore))
 
     assert residue(await scan(store, request)) == []
     await engine.aclose()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from picoflow import Flow, FlowEngine, Step, StoreError, summarise
-from picoflow.stores import MemoryStore
+from picoflow.stores import MemoryStore, MongoStore
 from picoflow.stores.base import Store
 from picoflow.testing import ScriptedChatModel
 
@@ -228,7 +228,13 @@ async def test_m14_expired_and_unserved_sessions_are_skipped(store: Store) -> No
 
     report = await engine.compact_idle(timedelta(hours=1))
 
-    assert (report["looked_at"], report["skipped"], report["compacted"]) == (2, 2, 0)
+    counts = (report["looked_at"], report["skipped"], report["compacted"])
+    if counts == (1, 1, 0):
+        # MongoDB's TTL monitor may sweep the expired session before the walk lists it (a
+        # sweep runs every 60 s); no other store deletes a session on its own.
+        assert isinstance(store, MongoStore)
+    else:
+        assert counts == (2, 2, 0)
 
 
 @pytest.mark.parametrize(

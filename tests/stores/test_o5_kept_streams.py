@@ -8,9 +8,11 @@ import pytest
 
 from picoflow.stores.base import Store
 
-NOW = "2026-12-02T08:00:00.000Z"
-LATER = "2026-12-02T08:10:00.000Z"  # NOW + 10 minutes: the default keep
-PAST = "2026-12-02T07:59:59.999Z"
+# Far in the future: MongoDB's TTL monitor sweeps a kept stream once its expiry has passed in
+# real time, whatever `now` a call is given.
+NOW = "2099-12-02T08:00:00.000Z"
+LATER = "2099-12-02T08:10:00.000Z"  # NOW + 10 minutes: the default keep
+PAST = "2099-12-02T07:59:59.999Z"
 TURN = "turn-0001-abcd"
 
 
@@ -57,7 +59,7 @@ async def test_o5_unknown_and_expired_streams_read_as_none_and_purge_deletes_the
 async def test_o5_an_append_moves_the_expiry_on(store: Any) -> None:
     await store.stream_open(TURN, "ana", NOW, PAST)
     await store.stream_append(TURN, frames(1), LATER)
-    assert (await store.stream_read(TURN, 0, "2026-12-02T08:05:00.000Z")).events == frames(1)
+    assert (await store.stream_read(TURN, 0, "2099-12-02T08:05:00.000Z")).events == frames(1)
 
 
 async def test_o5_the_session_purge_deletes_expired_streams_too(store: Store) -> None:
