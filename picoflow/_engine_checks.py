@@ -13,6 +13,7 @@ from typing import Any
 from pydantic.errors import PydanticUserError
 
 from ._logic import LogicStep
+from ._seconds import is_seconds
 from ._structured import check_structured_step
 from ._tool_sources import foreign_tool_names, uses_mcp
 from .errors import FlowDefinitionError
@@ -183,7 +184,7 @@ def as_ttl(ttl: timedelta | float | None) -> timedelta | None:
     """`session_ttl` as a timedelta (or None), checked at engine start."""
     if ttl is None or isinstance(ttl, timedelta):
         return ttl
-    if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
+    if is_seconds(ttl):
         return timedelta(seconds=ttl)
     raise ValueError(f"session_ttl must be a timedelta or a number of seconds > 0, got {ttl!r}.")
 
@@ -192,7 +193,7 @@ def as_turn_timeout(seconds: float | None) -> float | None:
     """`turn_timeout` in seconds (or None), checked at engine start (H6)."""
     if seconds is None:
         return None
-    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0:
+    if is_seconds(seconds):
         return float(seconds)
     raise ValueError(
         f"turn_timeout must be a number of seconds > 0 or None (no deadline), got {seconds!r}."

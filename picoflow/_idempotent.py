@@ -293,8 +293,9 @@ async def change_once(
             turn.use_derived = False  # taken (by a record that expired): a random id then
         return reply
 
-    first = await recorded()
-    if first is not None:
+    # A rewind or undo looks for its record itself, in the session it loads anyway
+    # (`Revisions`); a fork's record is in the copy, which only this looks in.
+    if holder == turn.derived_id and (first := await recorded()) is not None:
         return replay(first)
     token = current_turn.set(turn)
     try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ._seconds import is_seconds
+
 __all__ = ["SummaryConfig", "DEFAULT_SUMMARY_PROMPT", "CONDENSE_PROMPT"]
 
 # M6: the summariser's instruction. It is sent as the system message; the previous memory and
@@ -30,10 +32,6 @@ CONDENSE_PROMPT = (
 
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _seconds(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ class SummaryConfig:
                 "max_summary_tokens must be an integer of at least 16 (or None for no budget), "
                 f"got {self.max_summary_tokens!r}."
             )
-        if not _seconds(self.timeout):
+        if not is_seconds(self.timeout):
             raise ValueError(f"timeout must be a number of seconds > 0, got {self.timeout!r}.")
         if not isinstance(self.whole_turns, bool):
             raise ValueError(f"whole_turns must be True or False, got {self.whole_turns!r}.")

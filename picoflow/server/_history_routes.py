@@ -29,8 +29,8 @@ from ..stores.base import JSONDict
 from ._auth import principal_of
 from ._errors import ApiError, turn_error, validation_problem
 from ._headers import REQUEST_ID_HEADER, request_id_for, session_headers
-from ._idempotency import IDEMPOTENCY_HEADER, check_key
-from ._limits import check_header_sizes, check_single, check_turn_sizes, read_json_request
+from ._idempotency import IDEMPOTENCY_HEADER, key_of
+from ._limits import check_header_sizes, check_turn_sizes, read_json_request
 from ._routes import ServerSettings, _header_docs, _reply
 from ._schemas import ErrorEnvelope
 
@@ -213,14 +213,8 @@ async def _change(
     """
     settings, principal, _ = await _owned(request, session_id)
     settings.turns.check_open()
-    key = _key(request)
+    key = key_of(request)
     return settings, principal, await _read(request, settings, model, route), key
-
-
-def _key(request: Request) -> str | None:
-    """The request's `Idempotency-Key`, checked as `/ai/run` checks it."""
-    check_single(request, IDEMPOTENCY_HEADER)
-    return check_key(request.headers.get(IDEMPOTENCY_HEADER))
 
 
 @contextmanager
@@ -356,7 +350,7 @@ async def edit(session_id: str, request: Request) -> Response:
     """
     settings, principal, doc = await _owned(request, session_id)
     settings.turns.check_open()
-    key = _key(request)
+    key = key_of(request)
     body = await _read(request, settings, EditRequest, "edit")
     check_turn_sizes(body.message, body.config, settings.limits)
     settings.turns.enter()

@@ -22,9 +22,12 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from fastapi import Request
+
 from .._idempotent import fingerprint
 from ..engine import TurnResult
 from ._errors import ApiError
+from ._limits import check_single
 
 __all__ = ["IDEMPOTENCY_HEADER", "Claim", "IdempotencyCache", "Slot", "check_key", "fingerprint"]
 
@@ -44,6 +47,12 @@ def check_key(key: str | None) -> str | None:
         "works well); send a new one for each new message and the same one when you retry.",
         code="invalid_idempotency_key",
     )
+
+
+def key_of(request: Request) -> str | None:
+    """The request's key, or None: sent at most once (400 otherwise) and well-formed."""
+    check_single(request, IDEMPOTENCY_HEADER)
+    return check_key(request.headers.get(IDEMPOTENCY_HEADER))
 
 
 Slot = tuple[str | None, str]  # (principal, key): two callers may pick the same key

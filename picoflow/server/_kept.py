@@ -24,6 +24,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Protocol
 
+from .._seconds import is_seconds
 from .._state import now_iso
 from ..errors import PicoflowError
 from ..stores._streams import KeptEvent, KeptStream, MemoryStreams
@@ -173,13 +174,13 @@ class StreamKeeper:
         keepalive_every: float | None = KEEPALIVE_SECONDS,
     ) -> None:
         """Keep streams in `store` if it can, else in this process."""
-        if not _seconds(ttl):
+        if not is_seconds(ttl):
             raise ValueError(
                 f"create_app(stream_ttl=...) must be a number of seconds > 0, got {ttl!r}. "
                 "Keep streams at least as long as a client may take to reconnect (600 is "
                 "the default)."
             )
-        if keepalive_every is not None and not _seconds(keepalive_every):
+        if keepalive_every is not None and not is_seconds(keepalive_every):
             raise ValueError(
                 "create_app(stream_keepalive=...) must be a number of seconds > 0, or None to "
                 f"send no keep-alive comments, got {keepalive_every!r}. Keep it under your "
@@ -268,8 +269,3 @@ def _stamp(seconds: float) -> str:
     """A Unix time as stores stamp times (ISO 8601 UTC with milliseconds and a Z)."""
     whole, millis = divmod(int(seconds * 1000), 1000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
-
-
-def _seconds(value: object) -> bool:
-    """A number of seconds > 0 (not a bool, not NaN)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0

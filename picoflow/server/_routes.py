@@ -30,7 +30,7 @@ from ._headers import (
     session_headers,
     wants_raw,
 )
-from ._idempotency import IDEMPOTENCY_HEADER, IdempotencyCache, check_key, fingerprint
+from ._idempotency import IDEMPOTENCY_HEADER, IdempotencyCache, check_key, fingerprint, key_of
 from ._kept import StreamKeeper
 from ._lifecycle import RunningTurns, store_problem
 from ._limits import (
@@ -179,9 +179,7 @@ async def _turn_inputs(
     session_id = await _session_id(
         request, headers.get(SESSION_HEADER), headers.get(SESSION_HEADER_ALT)
     )
-    check_single(request, IDEMPOTENCY_HEADER)
-    key = check_key(headers.get(IDEMPOTENCY_HEADER))
-    return settings, principal, session_id, key
+    return settings, principal, session_id, key_of(request)
 
 
 Principal = Annotated[str | None, Depends(_principal)]

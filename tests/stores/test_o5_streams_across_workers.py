@@ -205,9 +205,19 @@ async def test_o5_a_long_silent_turn_keeps_its_followers_with_heartbeats(
     writer, follower = one.state.picoflow.streams, other.state.picoflow.streams
     writer.heartbeat_every = 0.02
     follower.silent_after = 0.5  # the turn stays silent for longer than this
+    beats = count_heartbeats(twin_stores[0], 40)  # well over half a second of silence
+    sent, followed = await follow_a_gated_turn(one, other, gate, beats)
+    assert frames(followed.text) == frames(sent.text)
+    assert "stream_lost" not in followed.text
+
+
+async def follow_a_gated_turn(
+    one: Any, other: Any, gate: asyncio.Event, quiet: asyncio.Event
+) -> tuple[httpx.Response, httpx.Response]:
+    """Stream a `slow_flow` turn from `one`, follow it from `other`, and open its gate once
+    `quiet` is set; the stream as sent and as followed."""
     opened: list[tuple[str, asyncio.Future[bool]]] = []
-    started = watch_new_turns(writer, opened)
-    beats = count_heartbeats(twin_stores[0], 40)
+    started = watch_new_turns(one.state.picoflow.streams, opened)
     async with client(one) as first, client(other) as second:
         running = asyncio.ensure_future(
             first.post("/ai/stream", json={"flowName": "RoomFlow", "message": "rooms?"})
@@ -216,13 +226,9 @@ async def test_o5_a_long_silent_turn_keeps_its_followers_with_heartbeats(
         turn, stream_open = opened[0]
         assert await stream_open
         following = asyncio.ensure_future(second.get(f"/ai/stream/{turn}"))
-        await asyncio.wait_for(
-            beats.wait(), 30
-        )  # 40 heartbeats: well over half a second of silence
+        await asyncio.wait_for(quiet.wait(), 30)
         gate.set()
-        sent, followed = await running, await following
-    assert frames(followed.text) == frames(sent.text)
-    assert "stream_lost" not in followed.text
+        return await running, await following
 
 
 def count_heartbeats(store: Any, wanted: int) -> asyncio.Event:
@@ -273,20 +279,8 @@ async def test_o5_a_follower_on_another_worker_gets_keep_alive_comments_while_it
     writer, follower = one.state.picoflow.streams, other.state.picoflow.streams
     writer.heartbeat_every = 0.02  # the writer is alive: no stream_lost
     follower.keepalive_every = 0.02
-    opened: list[tuple[str, asyncio.Future[bool]]] = []
-    started = watch_new_turns(writer, opened)
     polled = count_reads(follower, 8)  # eight polls, 0.01 s apart: over 0.02 s of silence
-    async with client(one) as first, client(other) as second:
-        running = asyncio.ensure_future(
-            first.post("/ai/stream", json={"flowName": "RoomFlow", "message": "rooms?"})
-        )
-        await asyncio.wait_for(started.wait(), 30)
-        turn, stream_open = opened[0]
-        assert await stream_open
-        following = asyncio.ensure_future(second.get(f"/ai/stream/{turn}"))
-        await asyncio.wait_for(polled.wait(), 30)
-        gate.set()
-        sent, followed = await running, await following
+    sent, followed = await follow_a_gated_turn(one, other, gate, polled)
     comments = [frame for frame in frames(followed.text) if frame.startswith(":")]
     assert comments and set(comments) == {": keep-alive\n\n"}
     assert [frame for frame in frames(followed.text) if not frame.startswith(":")] == frames(
