@@ -7,11 +7,9 @@ whole session atomically at the end of every turn.
 
 from __future__ import annotations
 
-from ._bank import MemoryBank
-from ._expiration import is_session_current, session_idle_ms
-from ._logic import LogicStep
-from .engine import FlowEngine, StreamEvent, TurnResult
-from .errors import (
+from picoflow._bank import MemoryBank
+from picoflow.engine import FlowEngine, StreamEvent, TurnResult
+from picoflow.errors import (
     BudgetExceeded,
     FlowDefinitionError,
     IdempotencyKeyReusedError,
@@ -22,14 +20,16 @@ from .errors import (
     StoreError,
     ToolLoopError,
 )
-from .flow import Flow
-from .memory import SummaryConfig
-from .models import ModelLike, ModelSpec
-from .policies import reset, sliding_window, summarise, token_window, turn_window
-from .prompts import FlowPrompt, Prompt, parse_json
-from .step import EndStep, Step
-from .tools import ToolCall, tool, tool_group
-from .transitions import ToolResult, direct, finish, go, handoff, stay
+from picoflow.flow import Flow
+from picoflow.memory import SummaryConfig
+from picoflow.models import ModelLike, ModelSpec
+from picoflow.policies import reset, sliding_window, summarise, token_window, turn_window
+from picoflow.prompts import FlowPrompt, Prompt, parse_json
+from picoflow.session._expiration import is_session_current, session_idle_ms
+from picoflow.step import EndStep, Step
+from picoflow.step._logic import LogicStep
+from picoflow.tools import ToolCall, tool, tool_group
+from picoflow.transitions import ToolResult, direct, finish, go, handoff, stay
 
 __version__ = "0.1.0"
 

@@ -16,20 +16,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pydash
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from ._frame import FRAME
-from ._runtime import SessionRuntime
-from ._state import get_path, to_json
-from .errors import FlowDefinitionError
-from .memory import Memory, Namespace, request_messages
-from .models import ModelLike, ProviderFactory
-from .step import Step
-from .tools import ToolSpec, collect_tools
+from picoflow._internal.runtime import SessionRuntime
+from picoflow._internal.state import get_path, to_json
+from picoflow.errors import FlowDefinitionError
+from picoflow.memory import Memory, Namespace, request_messages
+from picoflow.models import ModelLike, ProviderFactory
+from picoflow.step import Step
+from picoflow.step._frame import FRAME
+from picoflow.tools import ToolSpec, collect_tools
 
 if TYPE_CHECKING:
-    from ._bank import MemoryBank
-    from ._batch import BatchRuns
-    from ._nested import NestedRuns
-    from .engine import TurnResult
+    from picoflow._bank import MemoryBank
+    from picoflow._runner.nested import NestedRuns
+    from picoflow.engine import TurnResult
+    from picoflow.engine._batch import BatchRuns
 
 __all__ = ["Flow"]
 
@@ -209,7 +209,7 @@ class Flow:
         Flow code uses it to remember without the model: a booking records the guest's room
         type, a new session reads it back (see docs/long-term-memory.md).
         """
-        from ._bank import MemoryBank, owner_of
+        from picoflow._bank import MemoryBank, owner_of
 
         owner = owner_of(self)
         if owner is None or self._store is None or not hasattr(self._store, "bank_add"):
@@ -289,7 +289,7 @@ class Flow:
                 `picoflow.graph.load_history` returns them: the path is drawn from them,
                 rewinds and edits included (W1).
         """
-        from .graph import draw  # the graph reads flows, so it is imported when drawn
+        from picoflow.graph import draw  # the graph reads flows, so it is imported when drawn
 
         return draw(self, session=session, history=history)
 
@@ -357,7 +357,10 @@ class Flow:
         PicoFlow's `SessionLogger`. The entry is saved with the turn (a failed turn saves
         nothing); each array keeps its newest 100 entries. It is also logged through `logging`.
         """
-        from ._session_log import array_of, log_entry  # one concept per module; a leaf import
+        from picoflow._internal.session_log import (  # one concept per module; a leaf import
+            array_of,
+            log_entry,
+        )
 
         array = array_of(level)
         self._session.logs.setdefault(array, []).append(log_entry(level, message))

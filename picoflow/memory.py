@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from ._live_history import LiveHistory
-from ._summary_config import CONDENSE_PROMPT, DEFAULT_SUMMARY_PROMPT, SummaryConfig
-from .models import ModelLike, ModelSpec, parse_model
+from picoflow._internal.live_history import LiveHistory
+from picoflow._internal.summary_config import CONDENSE_PROMPT, DEFAULT_SUMMARY_PROMPT, SummaryConfig
+from picoflow.models import ModelLike, ModelSpec, parse_model
 
 if TYPE_CHECKING:
-    from .policies import MemoryPolicy
+    from picoflow.policies import MemoryPolicy
 
 __all__ = [
     "Memory",
@@ -141,7 +141,7 @@ class Memory:
 
         The same as `set_policy(namespace, summarise())`: the flow's summary config applies.
         """
-        from .policies import Summarise
+        from picoflow.policies import Summarise
 
         return self.set_policy(namespace, Summarise())
 
@@ -155,7 +155,7 @@ class Memory:
             ValueError: the namespace is not a valid name (M1).
             TypeError: `policy` is not one of the policy builders' results.
         """
-        from .policies import MemoryPolicy, Summarise
+        from picoflow.policies import MemoryPolicy, Summarise
 
         validate_namespace(namespace)
         if not isinstance(policy, MemoryPolicy):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._summary_config import DEFAULT_SUMMARY_PROMPT, SummaryConfig
+from picoflow._internal.summary_config import DEFAULT_SUMMARY_PROMPT, SummaryConfig
 
 __all__ = [
     "MemoryPolicy",

@@ -17,7 +17,7 @@ from typing import Any, TypeVar, overload
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, create_model
 
-from .errors import FlowDefinitionError
+from picoflow.errors import FlowDefinitionError
 
 __all__ = [
     "tool",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.messages import BaseMessage
 
 if TYPE_CHECKING:
-    from .step import Step
+    from picoflow.step import Step
 
 __all__ = ["ToolResult", "go", "stay", "direct", "finish", "handoff"]
 

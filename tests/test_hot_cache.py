@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from picoflow._hot import HotSessions
 from picoflow.memory import Namespace
+from picoflow.session._cache import HotSessions
 
 
 class SlowRevisions:

@@ -1,6 +1,6 @@
 """The reply call's shortcut around `ainvoke` (E3): the same call, or the long way.
 
-`picoflow._invoke` calls `agenerate` directly where `RunnableBinding.ainvoke` and
+`picoflow._runner.invoke` calls `agenerate` directly where `RunnableBinding.ainvoke` and
 `BaseChatModel.ainvoke` would only convert the history back and forth. These tests pin what that
 relies on: the installed LangChain is one the shortcut was checked against, the shortcut makes
 exactly the call `ainvoke` makes (messages, arguments, tags, metadata, callback events), a call
@@ -22,7 +22,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableBinding
 from langchain_core.tracers.context import collect_runs
 
-from picoflow._invoke import (
+from picoflow._runner.invoke import (
     VERIFIED_LANGCHAIN,
     _shortcut_target,
     _unobserved,
@@ -102,7 +102,7 @@ def test_e3_the_installed_langchain_is_one_the_shortcut_was_checked_against() ->
         "LangChain's RunnableBinding.ainvoke/_merge_configs or BaseChatModel.ainvoke/"
         "agenerate_prompt/_convert_input/agenerate changed, so picoflow's reply shortcut is "
         "OFF and every model call takes the slower ainvoke path. Read the new code: if `invoke` in "
-        "picoflow/_invoke.py still makes the same call (test_e3_the_shortcut_makes_the_call_"
+        "picoflow/_runner/invoke.py still makes the same call (test_e3_the_shortcut_makes_the_call_"
         f"ainvoke_makes must pass), add {fingerprint!r} to VERIFIED_LANGCHAIN; otherwise fix "
         "the shortcut."
     )

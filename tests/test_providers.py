@@ -24,8 +24,8 @@ from ollama_server import OllamaServer
 from openai_server import OpenAIServer
 
 from picoflow import EndStep, Flow, FlowDefinitionError, FlowEngine, ModelSpec, Step, go, tool
-from picoflow._providers import BUILTIN_PROVIDERS
 from picoflow.models import ProviderRegistry
+from picoflow.models._providers import BUILTIN_PROVIDERS
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call
 

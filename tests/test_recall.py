@@ -9,7 +9,7 @@ from langchain_core.messages import ToolMessage
 from test_compaction import Chat, Other, replies, summary_requests, talk
 
 from picoflow import Flow, FlowEngine, Step, tool
-from picoflow._recall import render_results
+from picoflow._runner.recall import render_results
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call
 
@@ -131,7 +131,7 @@ async def test_m9_search_is_scoped_to_the_step_namespace() -> None:
     await store.archive("s" * 20, "chat", [{"position": 1, "message": _human("budget 300")}])
     flow = recall_flow(ScriptedChatModel(script=[]))()
     flow._session.session_id = "s" * 20
-    from picoflow._recall import recall_tools
+    from picoflow._runner.recall import recall_tools
 
     tools = recall_tools(store)
     ((_, search_chat),) = tools(flow.get_step(Chat))
@@ -158,9 +158,9 @@ def test_m9_recall_over_a_namespace_nothing_archives_is_warned_about(
         def define_steps(self) -> list[Step]:
             return [Chat(self).use_memory("chat").use_recall(), Other(self).use_recall()]
 
-    with caplog.at_level("WARNING", logger="picoflow._engine_checks"):
+    with caplog.at_level("WARNING", logger="picoflow.engine._checks"):
         FlowEngine(flows=[Unarchived], store=MemoryStore())
-    assert [r.getMessage() for r in caplog.records if r.name == "picoflow._engine_checks"] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "picoflow.engine._checks"] == [
         "Unarchived.Other calls use_recall(), but nothing ever archives its namespace 'Other', "
         "so conversation_search would always find nothing. Call "
         "get_memory().enable_summary('Other') (compaction archives what it evicts) or "

@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_transitions import single_step_flow
 
-import picoflow._state
+import picoflow._internal.state
 from picoflow import Flow, Step, tool
-from picoflow._state import get_path, merge_state
+from picoflow._internal.state import get_path, merge_state
 from picoflow.session import _copy_json
 from picoflow.testing import ScriptedChatModel, tool_call
 
@@ -221,11 +221,11 @@ async def test_s5_tool_saving_non_json_tells_the_model_and_keeps_state() -> None
 
 
 def test_s2_reserved_keys_are_documented() -> None:
-    from picoflow._state import RESERVED_STATE_KEYS
+    from picoflow._internal.state import RESERVED_STATE_KEYS
 
     assert RESERVED_STATE_KEYS == ("_saveOn", "_prompt", "_transient")
 
 
 def test_s2_s5_docstring_examples_hold() -> None:
-    outcome = doctest.testmod(picoflow._state)
+    outcome = doctest.testmod(picoflow._internal.state)
     assert outcome.failed == 0 and outcome.attempted > 0

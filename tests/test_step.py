@@ -17,7 +17,7 @@ from flows import engine_for
 from test_flow import make_flow
 
 from picoflow import Step, go, tool
-from picoflow._state import now_iso
+from picoflow._internal.state import now_iso
 from picoflow.testing import ScriptedChatModel, tool_call
 
 

@@ -415,7 +415,7 @@ def test_a_langchain_tool_is_converted_once_and_each_tool_object_has_its_own_ent
     """A step offers its LangChain and MCP tools on every model call; their schemas are
     converted once per tool object (tens of microseconds each), and the memory of it is
     bounded."""
-    from picoflow import _tool_sources
+    from picoflow.step import _sources as _tool_sources
 
     def make(name: str) -> StructuredTool:
         return StructuredTool.from_function(add, name=name, description="Add two numbers.")

@@ -16,7 +16,7 @@ import pytest
 from vkit import STORES, engine_of, flow_of, make_store, messages
 
 from picoflow import ModelSpec, Step, go
-from picoflow._policy import backoff, is_model_error, is_transient, retry_after
+from picoflow.models._retries import backoff, is_model_error, is_transient, retry_after
 from picoflow.testing import ScriptedChatModel, transient_error
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Any
 
-from ..stores._bank import BankEntry, check_owner, new_entry
-from . import vectors
+from picoflow._bank import vectors
+from picoflow.stores._bank import BankEntry, check_owner, new_entry
 
 if TYPE_CHECKING:
-    from ..flow import Flow
-    from ..stores.base import Store
+    from picoflow.flow import Flow
+    from picoflow.stores.base import Store
 
 __all__ = ["MemoryBank", "owner_of", "require_bank"]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from ..stores._bank import BankEntry, check_page
+from picoflow.stores._bank import BankEntry, check_page
 
 __all__ = ["add_entry", "update_entry", "search", "fuse", "check_embeddings"]
 

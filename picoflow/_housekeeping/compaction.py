@@ -34,14 +34,20 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ..errors import StoreError
-from ..flow import Flow
-from ..memory import SummaryConfig, count_call
-from ..stores.base import ArchiveEntry, Store
-from .condense import Condensed, condense, summary_tokens
-from .facts import MAX_LISTED, dropped_facts
-from .history import evict, find_cut_point, stored_length
-from .summariser import SummaryModel, ask_summary_model, clip, summary_run_config, transcript_line
+from picoflow._housekeeping.condense import Condensed, condense, summary_tokens
+from picoflow._housekeeping.facts import MAX_LISTED, dropped_facts
+from picoflow._housekeeping.history import evict, find_cut_point, stored_length
+from picoflow._housekeeping.summariser import (
+    SummaryModel,
+    ask_summary_model,
+    clip,
+    summary_run_config,
+    transcript_line,
+)
+from picoflow.errors import StoreError
+from picoflow.flow import Flow
+from picoflow.memory import SummaryConfig, count_call
+from picoflow.stores.base import ArchiveEntry, Store
 
 __all__ = [
     "SummaryDraft",

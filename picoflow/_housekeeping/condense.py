@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ..flow import Flow
-from ..memory import CONDENSE_PROMPT
-from .summariser import SummaryModel, ask_summary_model, summary_run_config
+from picoflow._housekeeping.summariser import SummaryModel, ask_summary_model, summary_run_config
+from picoflow.flow import Flow
+from picoflow.memory import CONDENSE_PROMPT
 
 __all__ = ["Condensed", "condense", "summary_tokens", "ROUNDS"]
 

@@ -44,14 +44,20 @@ from langchain_core.messages import (
 )
 from pydantic import BaseModel, ValidationError
 
-from .._state import now_iso
-from ..errors import StoreError
-from ..flow import Flow
-from ..memory import count_call
-from ..step import DistilSpec, Step
-from ..stores.base import Store
-from .history import evict, find_cut_point, stored_length
-from .summariser import SummaryModel, ask_summary_model, clip, summary_run_config, transcript_line
+from picoflow._housekeeping.history import evict, find_cut_point, stored_length
+from picoflow._housekeeping.summariser import (
+    SummaryModel,
+    ask_summary_model,
+    clip,
+    summary_run_config,
+    transcript_line,
+)
+from picoflow._internal.state import now_iso
+from picoflow.errors import StoreError
+from picoflow.flow import Flow
+from picoflow.memory import count_call
+from picoflow.step import DistilSpec, Step
+from picoflow.stores.base import Store
 
 __all__ = [
     "DEFAULT_DISTIL_PROMPT",

@@ -43,16 +43,21 @@ from langchain_core.messages import (
 )
 from pydantic import BaseModel, Field
 
-from .._bank import owner_of, vectors
-from .._bank.spec import LongTermSpec
-from ..errors import StoreError
-from ..flow import Flow
-from ..memory import count_call
-from ..step import Step
-from ..stores._bank import BankEntry, check_kind, check_text, new_entry
-from ..stores.base import Store
-from .distillation import SCHEMA_INSTRUCTION, parse_value
-from .summariser import SummaryModel, ask_summary_model, summary_run_config, transcript_line
+from picoflow._bank import owner_of, vectors
+from picoflow._housekeeping.distillation import SCHEMA_INSTRUCTION, parse_value
+from picoflow._housekeeping.summariser import (
+    SummaryModel,
+    ask_summary_model,
+    summary_run_config,
+    transcript_line,
+)
+from picoflow.errors import StoreError
+from picoflow.flow import Flow
+from picoflow.memory import count_call
+from picoflow.step import Step
+from picoflow.step._long_term import LongTermSpec
+from picoflow.stores._bank import BankEntry, check_kind, check_text, new_entry
+from picoflow.stores.base import Store
 
 __all__ = [
     "DEFAULT_EXTRACT_PROMPT",

@@ -11,9 +11,9 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage, message_to_dict
 
-from .._state import now_iso
-from ..memory import Namespace
-from ..stores.base import ArchiveEntry, Store
+from picoflow._internal.state import now_iso
+from picoflow.memory import Namespace
+from picoflow.stores.base import ArchiveEntry, Store
 
 __all__ = ["find_cut_point", "stored_length", "evict", "archive_entries"]
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..flow import Flow
-from ..memory import count_call
-from ..policies import Summarise
-from ..stores.base import JSONDict, Store
-from .compaction import apply_summary, draft_summary
-from .history import evict, find_cut_point, stored_length
-from .summariser import SummaryModel
-from .windows import window_cut
+from picoflow._housekeeping.compaction import apply_summary, draft_summary
+from picoflow._housekeeping.history import evict, find_cut_point, stored_length
+from picoflow._housekeeping.summariser import SummaryModel
+from picoflow._housekeeping.windows import window_cut
+from picoflow.flow import Flow
+from picoflow.memory import count_call
+from picoflow.policies import Summarise
+from picoflow.stores.base import JSONDict, Store
 
 __all__ = ["NOTHING_TO_COMPACT", "compact_now", "compactable"]
 

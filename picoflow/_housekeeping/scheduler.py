@@ -46,20 +46,20 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .._ops import NULL_RECORD, CallRecord, Telemetry
-from .._policy import model_name, policy_of
-from .._sessions import Sessions
-from ..errors import PicoflowError
-from ..flow import Flow
-from ..memory import count_call
-from ..models import ProviderRegistry
-from ..session import load_flow
-from ..stores._bank import BankEntry
-from ..stores.base import JSONDict
-from . import distillation, extraction
-from .compaction import SummaryDraft, apply_summary, draft_summary, due_cuts
-from .summariser import SummaryModel
-from .windows import apply_windows
+from picoflow._housekeeping import distillation, extraction
+from picoflow._housekeeping.compaction import SummaryDraft, apply_summary, draft_summary, due_cuts
+from picoflow._housekeeping.summariser import SummaryModel
+from picoflow._housekeeping.windows import apply_windows
+from picoflow._ops import NULL_RECORD, CallRecord, Telemetry
+from picoflow.errors import PicoflowError
+from picoflow.flow import Flow
+from picoflow.memory import count_call
+from picoflow.models import ProviderRegistry
+from picoflow.models._retries import model_name, policy_of
+from picoflow.session import load_flow
+from picoflow.session._sessions import Sessions
+from picoflow.stores._bank import BankEntry
+from picoflow.stores.base import JSONDict
 
 __all__ = ["Housekeeping"]
 

@@ -17,9 +17,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from .._policy import ModelCallError, call_with_retries
-from .._tracing import run_metadata
-from ..flow import Flow
+from picoflow._ops._tracing import run_metadata
+from picoflow.flow import Flow
+from picoflow.models._retries import ModelCallError, call_with_retries
 
 __all__ = ["SummaryModel", "summary_run_config", "ask_summary_model", "transcript_line", "clip"]
 

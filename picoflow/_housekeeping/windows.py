@@ -15,11 +15,11 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ..errors import StoreError
-from ..flow import Flow
-from ..policies import MemoryPolicy, Reset, SlidingWindow, TokenWindow, TurnWindow
-from ..stores.base import Store
-from .history import _tool_safe, evict, stored_length
+from picoflow._housekeeping.history import _tool_safe, evict, stored_length
+from picoflow.errors import StoreError
+from picoflow.flow import Flow
+from picoflow.policies import MemoryPolicy, Reset, SlidingWindow, TokenWindow, TurnWindow
+from picoflow.stores.base import Store
 
 __all__ = ["window_cut", "apply_windows"]
 

@@ -6,7 +6,7 @@ OpenTelemetry when that is installed and a tracer provider is set, and to Promet
 when an app asked for them; with neither, every report is a shared no-op.
 """
 
-from ._budgets import Budgets, BudgetUsage
-from ._telemetry import NULL_RECORD, CallRecord, Telemetry
+from picoflow._ops._budgets import Budgets, BudgetUsage
+from picoflow._ops._telemetry import NULL_RECORD, CallRecord, Telemetry
 
 __all__ = ["Budgets", "BudgetUsage", "CallRecord", "NULL_RECORD", "Telemetry"]

@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ..errors import BudgetExceeded
+from picoflow.errors import BudgetExceeded
 
 __all__ = ["Budgets", "BudgetUsage", "today"]
 

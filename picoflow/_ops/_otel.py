@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._telemetry import CallRecord
+    from picoflow._ops._telemetry import CallRecord
 
 __all__ = ["OtelTracer", "continued_trace", "find_tracer"]
 

@@ -13,8 +13,8 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._metrics import PrometheusMetrics
-    from ._otel import OtelTracer
+    from picoflow._ops._metrics import PrometheusMetrics
+    from picoflow._ops._otel import OtelTracer
 
 __all__ = ["CallRecord", "NULL_RECORD", "Telemetry", "describe_reply"]
 
@@ -66,7 +66,7 @@ class Telemetry:
     """
 
     def __init__(self) -> None:
-        from ._otel import find_tracer
+        from picoflow._ops._otel import find_tracer
 
         self._tracer: OtelTracer | None = find_tracer()
         self._metrics: PrometheusMetrics | None = None
@@ -182,7 +182,7 @@ class Telemetry:
 
 
 def _outcome_of(exc: BaseException) -> str:
-    from ..errors import SessionConflictError, StoreError
+    from picoflow.errors import SessionConflictError, StoreError
 
     if isinstance(exc, SessionConflictError):
         return "conflict"

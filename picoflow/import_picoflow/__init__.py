@@ -17,9 +17,9 @@ This package is not imported by `import picoflow`; it is a migration tool.
 
 from __future__ import annotations
 
-from ._convert import DEFAULT_RENAMES, convert
-from ._report import ImportReport
-from ._sources import read_json, read_mongo, write_files, write_store
+from picoflow.import_picoflow._convert import DEFAULT_RENAMES, convert
+from picoflow.import_picoflow._report import ImportReport
+from picoflow.import_picoflow._sources import read_json, read_mongo, write_files, write_store
 
 __all__ = [
     "convert",

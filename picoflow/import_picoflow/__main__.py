@@ -2,6 +2,6 @@
 
 import sys
 
-from ._cli import main
+from picoflow.import_picoflow._cli import main
 
 sys.exit(main())

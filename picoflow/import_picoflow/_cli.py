@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..flow import Flow
-from ..stores import Store, from_url
-from ._convert import convert
-from ._report import ImportReport
-from ._sources import read_json, read_mongo, write_files, write_store
+from picoflow.flow import Flow
+from picoflow.import_picoflow._convert import convert
+from picoflow.import_picoflow._report import ImportReport
+from picoflow.import_picoflow._sources import read_json, read_mongo, write_files, write_store
+from picoflow.stores import Store, from_url
 
 __all__ = ["main"]
 

@@ -16,15 +16,15 @@ from typing import Any
 
 from langchain_core.messages import message_to_dict, messages_from_dict
 
-from .._state import now_iso, to_json
-from ..flow import Flow
-from ..models import _without_secrets
-from ..session import MAX_WARNINGS, empty_usage, is_session_id, new_document, new_session_id
-from ._flow_check import check_against
-from ._legacy import from_g2
-from ._messages import convert_history
-from ._plain import iso_time, plain
-from ._report import ImportReport
+from picoflow._internal.state import now_iso, to_json
+from picoflow.flow import Flow
+from picoflow.import_picoflow._flow_check import check_against
+from picoflow.import_picoflow._legacy import from_g2
+from picoflow.import_picoflow._messages import convert_history
+from picoflow.import_picoflow._plain import iso_time, plain
+from picoflow.import_picoflow._report import ImportReport
+from picoflow.models import _without_secrets
+from picoflow.session import MAX_WARNINGS, empty_usage, is_session_id, new_document, new_session_id
 
 __all__ = ["convert", "DEFAULT_RENAMES"]
 

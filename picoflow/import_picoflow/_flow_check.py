@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..flow import Flow
-from ..step import Step
-from ._report import ImportReport
+from picoflow.flow import Flow
+from picoflow.import_picoflow._report import ImportReport
+from picoflow.step import Step
 
 __all__ = ["check_against"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._report import ImportReport
+from picoflow.import_picoflow._report import ImportReport
 
 __all__ = ["from_g2", "guess_provider"]
 

@@ -31,7 +31,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ._report import ImportReport
+from picoflow.import_picoflow._report import ImportReport
 
 __all__ = ["convert_history", "NO_RESULT"]
 

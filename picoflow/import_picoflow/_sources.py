@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import SessionConflictError
-from ..stores import Store
+from picoflow.errors import SessionConflictError
+from picoflow.stores import Store
 
 __all__ = ["read_json", "read_mongo", "write_files", "write_store"]
 

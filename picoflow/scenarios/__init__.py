@@ -15,17 +15,17 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from ..engine import FlowEngine
-from ..models import parse_model
-from ._cli import main as run_cli
-from ._export import ExportError, export_session
-from ._formats import write_report
-from ._judge import Judge
-from ._load import ScenarioFileError, load_scenario, parse_scenario
-from ._report import JudgeVerdict, ScenarioReport, SuiteReport, TurnReport
-from ._runner import play
-from ._schema import Expect, Scenario, StateMatcher, Turn, scenario_schema
-from ._targets import EngineTarget, HttpTarget, Target
+from picoflow.engine import FlowEngine
+from picoflow.models import parse_model
+from picoflow.scenarios._cli import main as run_cli
+from picoflow.scenarios._export import ExportError, export_session
+from picoflow.scenarios._formats import write_report
+from picoflow.scenarios._judge import Judge
+from picoflow.scenarios._load import ScenarioFileError, load_scenario, parse_scenario
+from picoflow.scenarios._report import JudgeVerdict, ScenarioReport, SuiteReport, TurnReport
+from picoflow.scenarios._runner import play
+from picoflow.scenarios._schema import Expect, Scenario, StateMatcher, Turn, scenario_schema
+from picoflow.scenarios._targets import EngineTarget, HttpTarget, Target
 
 __all__ = [
     "run_scenario",

@@ -13,7 +13,7 @@ from typing import Any
 
 import pydash
 
-from ._schema import Expect, StateMatcher, Turn
+from picoflow.scenarios._schema import Expect, StateMatcher, Turn
 
 __all__ = ["Observed", "check_turn", "check_state", "read_state", "describe_matcher"]
 

@@ -16,14 +16,14 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from ._export import ExportError, export_to_file
-from ._formats import REPORT_SUFFIXES, write_report
-from ._judge import Judge
-from ._load import ScenarioFileError, load_scenario, scenario_paths
-from ._report import ScenarioReport, SuiteReport
-from ._runner import play
-from ._schema import Scenario, scenario_schema
-from ._setup import Setup, SetupError, flows_from, providers_from
+from picoflow.scenarios._export import ExportError, export_to_file
+from picoflow.scenarios._formats import REPORT_SUFFIXES, write_report
+from picoflow.scenarios._judge import Judge
+from picoflow.scenarios._load import ScenarioFileError, load_scenario, scenario_paths
+from picoflow.scenarios._report import ScenarioReport, SuiteReport
+from picoflow.scenarios._runner import play
+from picoflow.scenarios._schema import Scenario, scenario_schema
+from picoflow.scenarios._setup import Setup, SetupError, flows_from, providers_from
 
 __all__ = ["main"]
 

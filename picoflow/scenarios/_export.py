@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..step import DEFAULT_OPENER
-from ..stores import Store, from_url
+from picoflow.step import DEFAULT_OPENER
+from picoflow.stores import Store, from_url
 
 __all__ = ["ExportError", "export_session", "export_to_file", "scenario_from_messages"]
 

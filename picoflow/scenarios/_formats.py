@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-from ._report import ScenarioReport, SuiteReport
+from picoflow.scenarios._report import ScenarioReport, SuiteReport
 
 __all__ = ["write_report", "REPORT_SUFFIXES", "as_json"]
 

@@ -15,8 +15,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from ._report import JudgeVerdict
-from ._schema import Scenario, Turn
+from picoflow.scenarios._report import JudgeVerdict
+from picoflow.scenarios._schema import Scenario, Turn
 
 __all__ = ["Judge", "JUDGE_PROMPT", "DEFAULT_MIN_SCORE"]
 

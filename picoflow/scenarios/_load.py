@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._schema import Scenario
+from picoflow.scenarios._schema import Scenario
 
 __all__ = ["ScenarioFileError", "load_scenario", "parse_scenario", "scenario_paths", "SUFFIXES"]
 

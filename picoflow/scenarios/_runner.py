@@ -15,11 +15,11 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from ._checks import Observed, check_state, check_turn
-from ._judge import Judge
-from ._report import ScenarioReport, TurnReport
-from ._schema import Scenario, Turn
-from ._targets import Target
+from picoflow.scenarios._checks import Observed, check_state, check_turn
+from picoflow.scenarios._judge import Judge
+from picoflow.scenarios._report import ScenarioReport, TurnReport
+from picoflow.scenarios._schema import Scenario, Turn
+from picoflow.scenarios._targets import Target
 
 __all__ = ["play", "USER_PROMPT", "OPENING"]
 

@@ -13,13 +13,13 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from .._flow_providers import merged_providers
-from ..engine import FlowEngine
-from ..errors import FlowDefinitionError
-from ..flow import Flow
-from ..models import ModelLike, ProviderFactory, ProviderRegistry, parse_model
-from ..stores import MemoryStore, Store, from_url
-from ._targets import EngineTarget, HttpTarget, Target
+from picoflow.engine import FlowEngine
+from picoflow.errors import FlowDefinitionError
+from picoflow.flow import Flow
+from picoflow.models import ModelLike, ProviderFactory, ProviderRegistry, parse_model
+from picoflow.models._flow_providers import merged_providers
+from picoflow.scenarios._targets import EngineTarget, HttpTarget, Target
+from picoflow.stores import MemoryStore, Store, from_url
 
 __all__ = ["SetupError", "Setup", "import_object", "flows_from", "providers_from", "bound_to"]
 

@@ -13,9 +13,9 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from ..engine import FlowEngine
-from ..stores import Store
-from ._checks import Observed
+from picoflow.engine import FlowEngine
+from picoflow.scenarios._checks import Observed
+from picoflow.stores import Store
 
 __all__ = ["Target", "EngineTarget", "HttpTarget"]
 

@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 
-from ._judge import Judge
-from ._load import SUFFIXES, ScenarioFileError, load_scenario
-from ._report import ScenarioReport
-from ._runner import play
-from ._schema import Scenario
-from ._setup import Setup, SetupError, flows_from
+from picoflow.scenarios._judge import Judge
+from picoflow.scenarios._load import SUFFIXES, ScenarioFileError, load_scenario
+from picoflow.scenarios._report import ScenarioReport
+from picoflow.scenarios._runner import play
+from picoflow.scenarios._schema import Scenario
+from picoflow.scenarios._setup import Setup, SetupError, flows_from
 
 __all__ = ["pytest_addoption", "pytest_collect_file", "ScenarioFile", "ScenarioItem"]
 

@@ -11,8 +11,8 @@ what each status code means for a client.
 
 from __future__ import annotations
 
-from ._auth import Principal, api_key_auth
-from ._scenario_route import offer_scenario_export
-from .app import create_app
+from picoflow.server._auth import Principal, api_key_auth
+from picoflow.server._scenario_route import offer_scenario_export
+from picoflow.server.app import create_app
 
 __all__ = ["create_app", "api_key_auth", "Principal", "offer_scenario_export"]

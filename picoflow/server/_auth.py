@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
-from ._errors import ApiError
+from picoflow.server._errors import ApiError
 
 __all__ = ["Authorize", "Principal", "api_key_auth", "principal_of", "caller_of"]
 

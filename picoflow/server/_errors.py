@@ -27,10 +27,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..engine import TurnResult
-from ..errors import PicoflowError, StoreError
-from ._headers import REQUEST_ID_HEADER, request_id_for, session_headers
-from ._schemas import ErrorEnvelope
+from picoflow.engine import TurnResult
+from picoflow.errors import PicoflowError, StoreError
+from picoflow.server._headers import REQUEST_ID_HEADER, request_id_for, session_headers
+from picoflow.server._schemas import ErrorEnvelope
 
 __all__ = [
     "ApiError",

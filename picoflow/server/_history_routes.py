@@ -22,17 +22,17 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from .._revisions import supports_history
-from ..errors import IdempotencyKeyReusedError, RevisionNotFoundError, SessionNotFoundError
-from ..session import is_expired, is_session_id
-from ..stores.base import JSONDict
-from ._auth import principal_of
-from ._errors import ApiError, turn_error, validation_problem
-from ._headers import REQUEST_ID_HEADER, request_id_for, session_headers
-from ._idempotency import IDEMPOTENCY_HEADER, key_of
-from ._limits import check_header_sizes, check_turn_sizes, read_json_request
-from ._routes import ServerSettings, _header_docs, _reply
-from ._schemas import ErrorEnvelope
+from picoflow.engine._revisions import supports_history
+from picoflow.errors import IdempotencyKeyReusedError, RevisionNotFoundError, SessionNotFoundError
+from picoflow.server._auth import principal_of
+from picoflow.server._errors import ApiError, turn_error, validation_problem
+from picoflow.server._headers import REQUEST_ID_HEADER, request_id_for, session_headers
+from picoflow.server._idempotency import IDEMPOTENCY_HEADER, key_of
+from picoflow.server._limits import check_header_sizes, check_turn_sizes, read_json_request
+from picoflow.server._routes import ServerSettings, _header_docs, _reply
+from picoflow.server._schemas import ErrorEnvelope
+from picoflow.session import is_expired, is_session_id
+from picoflow.stores.base import JSONDict
 
 __all__ = ["history_router"]
 

@@ -8,8 +8,8 @@ a failed turn saved nothing (P3), so running its retry is exactly what the clien
 
 This cache is the fast path of one process: a retry that reaches it waits for the first
 request instead of running the turn again. What makes a retry safe on *any* worker, even after
-the first one died, is the record the engine saves with the turn itself (`picoflow._idempotent`,
-O4): the routes pass the key to the engine as well.
+the first one died, is the record the engine saves with the turn itself
+(`picoflow.engine._idempotent`, O4): the routes pass the key to the engine as well.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
-from .._idempotent import fingerprint
-from ..engine import TurnResult
-from ._errors import ApiError
-from ._limits import check_single
+from picoflow.engine import TurnResult
+from picoflow.engine._idempotent import fingerprint
+from picoflow.server._errors import ApiError
+from picoflow.server._limits import check_single
 
 __all__ = ["IDEMPOTENCY_HEADER", "Claim", "IdempotencyCache", "Slot", "check_key", "fingerprint"]
 

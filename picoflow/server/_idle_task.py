@@ -14,8 +14,8 @@ import contextlib
 import logging
 from datetime import timedelta
 
-from .._housekeeping.idle import duration_seconds
-from ..engine import FlowEngine
+from picoflow._housekeeping.idle import duration_seconds
+from picoflow.engine import FlowEngine
 
 __all__ = ["IdleCompaction"]
 

@@ -24,10 +24,10 @@ import time
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from .._seconds import is_seconds
-from .._state import now_iso
-from ..errors import PicoflowError
-from ..stores._streams import KeptEvent, KeptStream, MemoryStreams
+from picoflow._internal.seconds import is_seconds
+from picoflow._internal.state import now_iso
+from picoflow.errors import PicoflowError
+from picoflow.stores._streams import KeptEvent, KeptStream, MemoryStreams
 
 __all__ = [
     "HEARTBEAT_SECONDS",

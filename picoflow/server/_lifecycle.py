@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ..errors import PicoflowError
-from ..stores.base import Store
-from ._errors import RETRY_AFTER_SECONDS, ApiError
+from picoflow.errors import PicoflowError
+from picoflow.server._errors import RETRY_AFTER_SECONDS, ApiError
+from picoflow.stores.base import Store
 
 __all__ = ["RunningTurns", "store_problem"]
 

@@ -20,9 +20,9 @@ from fastapi import Request
 from pydantic import ValidationError
 from starlette.requests import ClientDisconnect
 
-from ..session import continuation
-from ._errors import ApiError, ClientGone, validation_problem
-from ._schemas import RunRequest
+from picoflow.server._errors import ApiError, ClientGone, validation_problem
+from picoflow.server._schemas import RunRequest
+from picoflow.session import continuation
 
 __all__ = [
     "Limits",

@@ -7,9 +7,9 @@ import importlib.util
 from fastapi import FastAPI, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .._ops._metrics import metrics_for_app
-from .._ops._otel import continued_trace
-from ..engine import FlowEngine
+from picoflow._ops._metrics import metrics_for_app
+from picoflow._ops._otel import continued_trace
+from picoflow.engine import FlowEngine
 
 __all__ = ["install_observability"]
 

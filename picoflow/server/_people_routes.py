@@ -24,13 +24,18 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..engine import TurnResult
-from ._auth import caller_of, principal_of
-from ._errors import ApiError, turn_error, validation_problem
-from ._headers import REQUEST_ID_HEADER, SESSION_HEADER, SESSION_HEADER_ALT, request_id_for
-from ._limits import read_json_body
-from ._schemas import ErrorEnvelope, envelope_of
-from ._stream import STREAM_HEADERS, sse_frame
+from picoflow.engine import TurnResult
+from picoflow.server._auth import caller_of, principal_of
+from picoflow.server._errors import ApiError, turn_error, validation_problem
+from picoflow.server._headers import (
+    REQUEST_ID_HEADER,
+    SESSION_HEADER,
+    SESSION_HEADER_ALT,
+    request_id_for,
+)
+from picoflow.server._limits import read_json_body
+from picoflow.server._schemas import ErrorEnvelope, envelope_of
+from picoflow.server._stream import STREAM_HEADERS, sse_frame
 
 __all__ = ["people_router", "PeopleSettings", "EventHub"]
 

@@ -17,14 +17,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import Response, StreamingResponse
 
-from ..stores._streams import KeptStream, is_turn_id
-from ._auth import principal_of
-from ._errors import RETRY_AFTER_SECONDS, ApiError
-from ._headers import REQUEST_ID_HEADER, request_id_for
-from ._kept import KEEPALIVE, StreamKeeper
-from ._limits import check_header_sizes
-from ._schemas import ErrorEnvelope
-from ._stream import STREAM_HEADERS, error_done, sse_frame
+from picoflow.server._auth import principal_of
+from picoflow.server._errors import RETRY_AFTER_SECONDS, ApiError
+from picoflow.server._headers import REQUEST_ID_HEADER, request_id_for
+from picoflow.server._kept import KEEPALIVE, StreamKeeper
+from picoflow.server._limits import check_header_sizes
+from picoflow.server._schemas import ErrorEnvelope
+from picoflow.server._stream import STREAM_HEADERS, error_done, sse_frame
+from picoflow.stores._streams import KeptStream, is_turn_id
 
 __all__ = ["resume_router", "refuse_resume_by_post"]
 

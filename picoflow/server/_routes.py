@@ -18,11 +18,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 
-from ..engine import FlowEngine, TurnResult
-from ..session import is_session_id
-from ._auth import Authorize, principal_of
-from ._errors import ApiError, turn_error
-from ._headers import (
+from picoflow.engine import FlowEngine, TurnResult
+from picoflow.server._auth import Authorize, principal_of
+from picoflow.server._errors import ApiError, turn_error
+from picoflow.server._headers import (
     REQUEST_ID_HEADER,
     SESSION_HEADER,
     SESSION_HEADER_ALT,
@@ -30,20 +29,34 @@ from ._headers import (
     session_headers,
     wants_raw,
 )
-from ._idempotency import IDEMPOTENCY_HEADER, IdempotencyCache, check_key, fingerprint, key_of
-from ._kept import StreamKeeper
-from ._lifecycle import RunningTurns, store_problem
-from ._limits import (
+from picoflow.server._idempotency import (
+    IDEMPOTENCY_HEADER,
+    IdempotencyCache,
+    check_key,
+    fingerprint,
+    key_of,
+)
+from picoflow.server._kept import StreamKeeper
+from picoflow.server._lifecycle import RunningTurns, store_problem
+from picoflow.server._limits import (
     Limits,
     check_header_sizes,
     check_single,
     read_run_request,
     refuse_empty_message,
 )
-from ._people_routes import PeopleSettings
-from ._resume import refuse_resume_by_post
-from ._schemas import EndEnvelope, ErrorEnvelope, Health, RunEnvelope, RunRequest, envelope_of
-from ._stream import STREAM_HEADERS, idempotent_events, replayed_events
+from picoflow.server._people_routes import PeopleSettings
+from picoflow.server._resume import refuse_resume_by_post
+from picoflow.server._schemas import (
+    EndEnvelope,
+    ErrorEnvelope,
+    Health,
+    RunEnvelope,
+    RunRequest,
+    envelope_of,
+)
+from picoflow.server._stream import STREAM_HEADERS, idempotent_events, replayed_events
+from picoflow.session import is_session_id
 
 __all__ = ["router", "run_router", "ServerSettings", "STATIC_DIR"]
 

@@ -15,9 +15,9 @@ from dataclasses import replace
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import Response
 
-from ._errors import ApiError
-from ._headers import SESSION_HEADER
-from ._routes import Principal, SessionId, Settings
+from picoflow.server._errors import ApiError
+from picoflow.server._headers import SESSION_HEADER
+from picoflow.server._routes import Principal, SessionId, Settings
 
 __all__ = ["offer_scenario_export", "scenario_router"]
 
@@ -40,7 +40,9 @@ async def export_scenario(
     principal: Principal, settings: Settings, session_id: SessionId
 ) -> Response:
     """The session named by the header as a `*.scenario.json` (a download)."""
-    from ..scenarios import export_session  # the scenarios build on the engine, not the server
+    from picoflow.scenarios import (
+        export_session,  # the scenarios build on the engine, not the server
+    )
 
     if session_id is None:
         raise ApiError(

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 if TYPE_CHECKING:
-    from ..engine import TurnResult
+    from picoflow.engine import TurnResult
 
 __all__ = [
     "RunRequest",

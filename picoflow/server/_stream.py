@@ -16,13 +16,13 @@ from typing import Any, cast
 
 from fastapi import Request
 
-from ..engine import StreamEvent, TurnResult
-from ._errors import ApiError, turn_error
-from ._headers import request_id_for
-from ._idempotency import Claim
-from ._kept import LiveTurn, StreamKeeper, beat_while_silent, event_id
-from ._lifecycle import RunningTurns
-from ._schemas import StreamDone, envelope_of
+from picoflow.engine import StreamEvent, TurnResult
+from picoflow.server._errors import ApiError, turn_error
+from picoflow.server._headers import request_id_for
+from picoflow.server._idempotency import Claim
+from picoflow.server._kept import LiveTurn, StreamKeeper, beat_while_silent, event_id
+from picoflow.server._lifecycle import RunningTurns
+from picoflow.server._schemas import StreamDone, envelope_of
 
 __all__ = [
     "STREAM_HEADERS",

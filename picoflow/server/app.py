@@ -13,22 +13,22 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
-from .. import __version__
-from ..engine import FlowEngine
-from ._auth import Authorize
-from ._errors import install_error_handlers
-from ._headers import REQUEST_ID_HEADER, SESSION_HEADER, SESSION_HEADER_ALT
-from ._heap import settle_heap
-from ._history_routes import history_router
-from ._idempotency import IDEMPOTENCY_HEADER
-from ._idle_task import IdleCompaction
-from ._kept import DEFAULT_TTL_SECONDS, KEEPALIVE_SECONDS, StreamKeeper
-from ._limits import Limits
-from ._observe import install_observability
-from ._people_routes import PeopleSettings, people_router
-from ._resume import resume_router
-from ._routes import STATIC_DIR, ServerSettings, router, run_router, run_turn
-from ._schemas import RunEnvelope, RunRequest
+from picoflow import __version__
+from picoflow.engine import FlowEngine
+from picoflow.server._auth import Authorize
+from picoflow.server._errors import install_error_handlers
+from picoflow.server._headers import REQUEST_ID_HEADER, SESSION_HEADER, SESSION_HEADER_ALT
+from picoflow.server._heap import settle_heap
+from picoflow.server._history_routes import history_router
+from picoflow.server._idempotency import IDEMPOTENCY_HEADER
+from picoflow.server._idle_task import IdleCompaction
+from picoflow.server._kept import DEFAULT_TTL_SECONDS, KEEPALIVE_SECONDS, StreamKeeper
+from picoflow.server._limits import Limits
+from picoflow.server._observe import install_observability
+from picoflow.server._people_routes import PeopleSettings, people_router
+from picoflow.server._resume import resume_router
+from picoflow.server._routes import STATIC_DIR, ServerSettings, router, run_router, run_turn
+from picoflow.server._schemas import RunEnvelope, RunRequest
 
 __all__ = ["create_app"]
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._checks import Finding
-from ._history import NamespaceHistory
-from ._replay import DEFAULT_SUMMARY_TOKENS, Eviction, ModelCall
-from ._simulation import (
+from picoflow.simulate._checks import Finding
+from picoflow.simulate._history import NamespaceHistory
+from picoflow.simulate._replay import DEFAULT_SUMMARY_TOKENS, Eviction, ModelCall
+from picoflow.simulate._simulation import (
     SettingResult,
     SimulationReport,
     load_history,
@@ -51,6 +51,8 @@ __all__ = [
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line (`python -m picoflow.simulate --help`); returns the exit code."""
-    from .__main__ import run_cli  # imported on demand: `python -m` runs that module itself
+    from picoflow.simulate.__main__ import (
+        run_cli,  # imported on demand: `python -m` runs that module itself
+    )
 
     return run_cli(argv)

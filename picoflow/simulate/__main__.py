@@ -13,12 +13,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import PicoflowError
-from ..memory import SummaryConfig
-from ..stores import from_url
-from ..stores.base import Store
-from ._args import check_options
-from ._simulation import SimulationReport, parse_setting, simulate_compaction
+from picoflow.errors import PicoflowError
+from picoflow.memory import SummaryConfig
+from picoflow.simulate._args import check_options
+from picoflow.simulate._simulation import SimulationReport, parse_setting, simulate_compaction
+from picoflow.stores import from_url
+from picoflow.stores.base import Store
 
 __all__ = ["run_cli"]
 

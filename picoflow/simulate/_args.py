@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 
-from ..memory import SummaryConfig
-from ..models import ModelLike, ProviderRegistry, parse_model
-from ._replay import ReplayOptions
+from picoflow.memory import SummaryConfig
+from picoflow.models import ModelLike, ProviderRegistry, parse_model
+from picoflow.simulate._replay import ReplayOptions
 
 __all__ = ["Options", "check_options", "session_ids_of"]
 

@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage, messages_from_dict
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ..stores.base import ArchiveEntry, Store
+from picoflow.stores.base import ArchiveEntry, Store
 
 __all__ = ["ARCHIVE_PAGE", "NamespaceHistory", "build_history", "read_archive"]
 

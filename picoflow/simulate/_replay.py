@@ -23,12 +23,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from .._housekeeping.compaction import is_over_threshold, summary_request
-from .._housekeeping.history import find_cut_point
-from ..memory import SummaryConfig, memory_block
-from . import _checks as checks
-from ._checks import Finding
-from ._history import Entry, NamespaceHistory
+from picoflow._housekeeping.compaction import is_over_threshold, summary_request
+from picoflow._housekeeping.history import find_cut_point
+from picoflow.memory import SummaryConfig, memory_block
+from picoflow.simulate import _checks as checks
+from picoflow.simulate._checks import Finding
+from picoflow.simulate._history import Entry, NamespaceHistory
 
 __all__ = [
     "DEFAULT_SUMMARY_TOKENS",

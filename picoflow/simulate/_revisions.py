@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..stores.base import Store
+from picoflow.stores.base import Store
 
 __all__ = ["current_line", "revision_messages"]
 

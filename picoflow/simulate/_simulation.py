@@ -9,23 +9,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import SessionNotFoundError
-from ..memory import SummaryConfig
-from ..models import ModelLike
-from ..session import check_schema
-from ..stores.base import Store
-from . import _checks as checks
-from ._args import Options, check_options, session_ids_of
-from ._checks import Finding
-from ._history import NamespaceHistory, build_history, read_archive
-from ._replay import (
+from picoflow.errors import SessionNotFoundError
+from picoflow.memory import SummaryConfig
+from picoflow.models import ModelLike
+from picoflow.session import check_schema
+from picoflow.simulate import _checks as checks
+from picoflow.simulate._args import Options, check_options, session_ids_of
+from picoflow.simulate._checks import Finding
+from picoflow.simulate._history import NamespaceHistory, build_history, read_archive
+from picoflow.simulate._replay import (
     Eviction,
     ModelCall,
     NamespaceReplay,
     Replay,
 )
-from ._revisions import revision_messages
-from ._table import format_details, format_table
+from picoflow.simulate._revisions import revision_messages
+from picoflow.simulate._table import format_details, format_table
+from picoflow.stores.base import Store
 
 __all__ = [
     "SettingResult",

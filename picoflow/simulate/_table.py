@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._replay import is_model_reply, starts_turn
+from picoflow.simulate._replay import is_model_reply, starts_turn
 
 if TYPE_CHECKING:
-    from ._history import NamespaceHistory
-    from ._simulation import SettingResult, SimulationReport
+    from picoflow.simulate._history import NamespaceHistory
+    from picoflow.simulate._simulation import SettingResult, SimulationReport
 
 __all__ = ["format_details", "format_table"]
 

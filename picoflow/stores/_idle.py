@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import JSONDict
+from picoflow.stores.base import JSONDict
 
 __all__ = ["MAX_IDLE_PAGE", "check_idle_query", "idle_summary"]
 

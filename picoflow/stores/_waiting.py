@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import JSONDict
+from picoflow.stores.base import JSONDict
 
 __all__ = ["summary", "check_limit", "MAX_WAITING"]
 

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import SystemMessage
 
 from picoflow import Flow, FlowDefinitionError, FlowEngine, Step
-from picoflow._bank.tools import BLOCK_PREFIX
+from picoflow._runner.bank_tools import BLOCK_PREFIX
 from picoflow.stores.base import Store
 from picoflow.testing import ScriptedChatModel, text, tool_call
 

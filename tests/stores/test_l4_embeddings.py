@@ -174,10 +174,10 @@ def test_l4_docstring_examples_hold() -> None:
     import doctest
 
     import picoflow._bank.vectors
-    import picoflow._keyword_embeddings
     import picoflow.stores._bank
+    import picoflow.testing._embeddings
 
-    for module in (picoflow._bank.vectors, picoflow._keyword_embeddings, picoflow.stores._bank):
+    for module in (picoflow._bank.vectors, picoflow.testing._embeddings, picoflow.stores._bank):
         outcome = doctest.testmod(module)
         assert outcome.failed == 0 and outcome.attempted > 0, module.__name__
 

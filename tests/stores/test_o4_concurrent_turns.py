@@ -22,7 +22,7 @@ from langchain_core.messages import BaseMessage
 from mongo_server import MongoServer
 from two_writers import check_two_processes_queue_every_turn
 
-import picoflow._lease
+import picoflow.engine._leases
 from picoflow import Flow, FlowEngine, Step, StoreError
 from picoflow.stores import MemoryStore, SQLiteStore, Store
 from picoflow.stores.mongo import MongoStore
@@ -376,7 +376,7 @@ async def test_o4_queue_a_lease_left_by_a_dead_worker_expires_and_the_turn_runs(
 async def test_o4_queue_the_lease_is_renewed_while_a_long_turn_runs(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(picoflow._lease, "LEASE_SECONDS", 0.3)  # renewed every 0.1 s
+    monkeypatch.setattr(picoflow.engine._leases, "LEASE_SECONDS", 0.3)  # renewed every 0.1 s
     held = Held()
     first, second, log = workers(store, held)
     session_id, slow = await slow_turn(first, held)
@@ -465,7 +465,7 @@ async def test_o4_queue_a_store_that_fails_to_lease_fails_the_turn_as_a_store_er
 async def test_o4_queue_a_lease_that_cannot_be_renewed_or_released_fails_no_saved_turn(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(picoflow._lease, "LEASE_SECONDS", 0.3)
+    monkeypatch.setattr(picoflow.engine._leases, "LEASE_SECONDS", 0.3)
     held, store = Held(), MemoryStore()
     first, _, log = workers(store, held)
     session_id, slow = await slow_turn(first, held)

@@ -28,7 +28,7 @@ from langchain_core.messages import (
     message_to_dict,
 )
 
-from picoflow._live_history import LiveHistory, unchanged_since_sync
+from picoflow._internal.live_history import LiveHistory, unchanged_since_sync
 from picoflow.memory import Memory, Namespace
 from picoflow.session import _copy_namespace, _dump_messages
 from picoflow.stores import MemoryStore, SQLiteStore

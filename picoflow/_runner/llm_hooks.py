@@ -1,0 +1,116 @@
+"""The model-call hooks (U4): `should_retry_llm_error`, `on_llm_blocked`, `on_llm_error`.
+
+Each is asked on the step first; a step that returns None (the default) hands the question to
+the flow's hook of the same name, and a flow that returns None to the framework's default:
+
+| hook | asked when | framework default |
+| --- | --- | --- |
+| `should_retry_llm_error(error)` | a model call raised; True retries it, False fails it now | retry transient errors (V9) |
+| `on_llm_blocked(reason)` | the provider refused to answer (content filter, refusal) | the reply stands, with a warning |
+| `on_llm_error(error)` | a call failed for good | the turn fails (V9) |
+
+A refusal is read from what LangChain providers report: `additional_kwargs["refusal"]`
+(OpenAI), a finish or stop reason of `content_filter`, `refusal`, `SAFETY`, `PROHIBITED_CONTENT`,
+`BLOCKLIST` or `SPII` (OpenAI, Anthropic, Gemini).
+"""  # noqa: E501 - the table reads better unwrapped
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import AIMessage
+
+from picoflow.errors import FlowDefinitionError
+from picoflow.flow import Flow
+from picoflow.models._retries import describe_error, is_transient, model_name
+from picoflow.step import Step
+from picoflow.transitions import ToolResult
+
+__all__ = ["retry_rule", "retry_note", "blocked_reason", "blocked_outcome", "llm_error_outcome"]
+
+BLOCKED_REASONS = frozenset(
+    {"content_filter", "refusal", "safety", "prohibited_content", "blocklist", "spii"}
+)
+
+
+def _overridden(step: Step, flow: Flow, name: str) -> bool:
+    return getattr(type(step), name) is not getattr(Step, name) or getattr(
+        type(flow), name
+    ) is not getattr(Flow, name)
+
+
+def retry_rule(step: Step) -> Callable[[BaseException], bool] | None:
+    """What decides whether a failed call of `step` is retried; None: the policy alone (V9)."""
+    flow = step.flow
+    if not _overridden(step, flow, "should_retry_llm_error"):
+        return None
+
+    def decide(error: BaseException) -> bool:
+        answer = step.should_retry_llm_error(error)
+        if answer is None:
+            answer = flow.should_retry_llm_error(step, error)
+        if answer is None:
+            return is_transient(error)
+        if not isinstance(answer, bool):
+            raise FlowDefinitionError(
+                f"{step.name}.should_retry_llm_error() (or the flow's) returned {answer!r}. "
+                "Return True (retry), False (fail now) or None (the default rule)."
+            )
+        return answer
+
+    return decide
+
+
+def retry_note(step: Step, spec: Any, retries: int) -> Callable[[BaseException, int, float], None]:
+    """What notes a retry of `step`'s model call in the session's log (U5)."""
+
+    def note(error: BaseException, attempt: int, wait: float) -> None:
+        step.flow.log(
+            f"The model '{model_name(spec)}' failed in {step.flow.name}.{step.name} (attempt "
+            f"{attempt} of {retries + 1}): {describe_error(error)}; trying again in {wait:.1f} s.",
+            level="warning",
+        )
+
+    return note
+
+
+def blocked_reason(reply: AIMessage) -> str | None:
+    """Why the provider refused to answer, or None for an ordinary reply."""
+    refusal = reply.additional_kwargs.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        return refusal
+    metadata = reply.response_metadata or {}
+    for key in ("finish_reason", "stop_reason"):
+        value = metadata.get(key)
+        if isinstance(value, str) and value.lower() in BLOCKED_REASONS:
+            return value
+    return None
+
+
+async def blocked_outcome(flow: Flow, step: Step, reason: str) -> Any:
+    """The step's `on_llm_blocked` answer, else the flow's; None: the reply stands (U4).
+
+    Raises:
+        FlowDefinitionError: an answer that is not None, a str or a moving transition.
+    """
+    outcome = await flow._call_hook(step.on_llm_blocked, reason)
+    if outcome is None:
+        outcome = await flow._call_hook(flow.on_llm_blocked, step, reason)
+    if outcome is None:
+        flow.add_warning(f"The model refused to answer in {flow.name}.{step.name}: {reason}.")
+        return None
+    if isinstance(outcome, str) or (isinstance(outcome, ToolResult) and outcome.kind != "stay"):
+        return outcome
+    raise FlowDefinitionError(
+        f"{step.name}.on_llm_blocked() (or the flow's) returned {outcome!r}. Return None (the "
+        "reply stands), a str (the reply to send instead), go(Step), direct(text) or finish(text)."
+    )
+
+
+async def llm_error_outcome(flow: Flow, step: Step, error: Exception) -> Any:
+    """The step's `on_llm_error` answer, else the flow's; None: the turn fails."""
+    outcome = await flow._call_hook(step.on_llm_error, error)
+    if outcome is None:
+        outcome = await flow._call_hook(flow.on_llm_error, step, error)
+    return outcome

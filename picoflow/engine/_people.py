@@ -1,0 +1,372 @@
+"""The engine's methods for people in the loop (K3, K4, K6), mixed into `FlowEngine`.
+
+Each method works on the stored session under the session's lock (P4) and saves with the
+revision check, so it behaves the same from any engine or process on the same store. Failures
+come back as `TurnResult(success=False, error=...)`, as turns do: "InvalidRequest",
+"SessionNotFound", "ApprovalNotFound", "ApprovalInProgress", "ApprovalAlreadyResolved",
+"NotInHandoff", or the name of the error class.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from picoflow._internal.call_keys import TURN
+from picoflow._internal.people_records import find_approval, operator_of, pending_of
+from picoflow._runner.people.handoff import add_operator_reply, give_back
+from picoflow._runner.people.hold import turn_label
+from picoflow._runner.people.resume import (
+    DECISIONS,
+    ResolveProblem,
+    claim,
+    continue_step,
+    decline_outcome,
+    interrupted_outcome,
+    lease_over,
+    record_result,
+    run_approved,
+)
+from picoflow._runner.turn import TurnContext
+from picoflow.errors import PicoflowError, StoreError
+from picoflow.flow import Flow
+from picoflow.session import empty_usage, is_session_id, load_flow
+from picoflow.session._migration import migrate
+from picoflow.session._sessions import Sessions
+from picoflow.step import Step
+from picoflow.stores.base import JSONDict
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Awaitable
+
+    from picoflow.engine import TurnResult
+
+__all__ = ["PeopleInTheLoop"]
+
+logger = logging.getLogger(__name__)
+
+_INVALID = "InvalidRequest"
+
+
+class PeopleInTheLoop:
+    """Approvals and handoff on `FlowEngine` (docs/people-in-the-loop.md).
+
+    Attributes:
+        approval_lease: seconds after which an approved call that never reported its result
+            (its process died) is taken as interrupted by the next resolve; it is never run
+            again (K3).
+    """
+
+    approval_lease: float = 300.0
+
+    if TYPE_CHECKING:
+        _result_type: type[TurnResult]  # FlowEngine sets it: the engine module imports this one
+        _sessions: Sessions
+        _flows: dict[str, type[Flow]]
+
+        def _context_for(self, flow: Flow) -> TurnContext: ...
+
+        async def _save(
+            self,
+            flow: Flow,
+            doc: JSONDict,
+            context: TurnContext,
+            fresh: bool,
+            deadline: asyncio.Timeout | None = None,
+        ) -> JSONDict: ...
+
+    async def pending_approvals(self, session_id: str) -> list[dict[str, Any]]:
+        """The approvals that wait in this session, oldest first (K4); [] for an unknown id."""
+        if not is_session_id(session_id):
+            return []
+        doc, _ = await self._sessions.load(session_id)
+        if doc is None:
+            return []
+        return [
+            {k: v for k, v in a.items() if k != "held"}
+            for a in doc.get("approvals") or []
+            if a["status"] == "pending"
+        ]
+
+    async def waiting(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Sessions where a person is expected, newest first (K7): for an operator's queue.
+
+        Each entry has the session's `id`, `flow`, `owner`, `current_step`, `updated_at`, its
+        pending `approvals` and its `operator` record (None unless handed off).
+
+        Raises:
+            TypeError: the store cannot list sessions (it has no `waiting(limit)` method).
+            ValueError: `limit` is not a whole number from 1 to 1000.
+        """
+        store = self._sessions.store
+        finder = getattr(store, "waiting", None)
+        if finder is None:
+            raise TypeError(
+                f"{type(store).__name__} cannot list the sessions that wait for a person; give "
+                "it a waiting(limit) method (MemoryStore, SQLiteStore and MongoStore have one)."
+            )
+        found: list[dict[str, Any]] = await finder(limit)
+        return found
+
+    async def resolve_approval(
+        self,
+        session_id: str,
+        approval_id: str,
+        decision: str,
+        args: dict[str, Any] | None = None,
+        by: str | None = None,
+        note: str | None = None,
+    ) -> TurnResult:
+        """Decide a pending approval; the step continues from that tool call (K3).
+
+        `decision` is "approve" (run the call as recorded), "edit" (run it with `args`,
+        validated by the tool's schema) or "reject" (the model reads that it was declined, and
+        `note` as the reason). The reply the model then gives is the result's `message`, and
+        is kept on the approval record. Resolving again returns that recorded outcome and runs
+        nothing; another decision for a decided approval is "ApprovalAlreadyResolved".
+        """
+        problem = _decision_problem(decision, args)
+        if problem is not None:
+            return self._failed(session_id, problem, "InvalidRequest")
+        async with self._sessions.lock(session_id):
+            return await self._guarded(
+                session_id, self._resolve(session_id, approval_id, decision, args, by, note)
+            )
+
+    async def operator_reply(self, session_id: str, text: str, by: str | None = None) -> TurnResult:
+        """Answer the user as the operator of a session that was handed off (K6)."""
+        if not isinstance(text, str) or not text.strip():
+            return self._failed(
+                session_id, "The operator's reply is empty; send the text.", _INVALID
+            )
+        async with self._sessions.lock(session_id):
+            return await self._guarded(session_id, self._operator_reply(session_id, text, by))
+
+    async def return_to_flow(
+        self,
+        session_id: str,
+        step: type[Step] | str | None = None,
+        note: str | None = None,
+        by: str | None = None,
+    ) -> TurnResult:
+        """Give a handed-off conversation back to the flow, at `step` or where it was (K6).
+
+        The model of that step reads the operator's messages (and `note`) on the next turn.
+        """
+        async with self._sessions.lock(session_id):
+            return await self._guarded(session_id, self._return(session_id, step, note, by))
+
+    def _result(
+        self, flow: Flow, saved: JSONDict, text: str, ctx: TurnContext | None
+    ) -> TurnResult:
+        return _result(self._result_type, flow, saved, text, ctx)
+
+    def _failed(self, session_id: str | None, message: str, error: str) -> TurnResult:
+        return _failed(self._result_type, session_id, message, error)
+
+    # -- the work ----------------------------------------------------------------------------
+
+    async def _resolve(
+        self,
+        session_id: str,
+        approval_id: str,
+        decision: str,
+        args: dict[str, Any] | None,
+        by: str | None,
+        note: str | None,
+    ) -> TurnResult:
+        flow, doc = await self._load_running(session_id)
+        approval = find_approval(flow._session, approval_id)
+        if approval is None:
+            raise ResolveProblem(
+                f"Session '{session_id}' has no approval '{approval_id}'. List what waits with "
+                "pending_approvals(session_id) (GET /ai/approvals).",
+                "ApprovalNotFound",
+            )
+        ctx = self._context_for(flow)
+        step = flow.get_step(approval["step"])
+        status = approval["status"]
+        if status == "pending":
+            claim(approval, step, ctx, decision, args, by, note)
+            if decision == "reject":
+                outcome = decline_outcome(approval, by, note)
+            else:
+                doc = await self._commit_part(flow, doc)  # 1: claimed, before the tool runs
+                outcome = await run_approved(step, ctx, approval)
+            destination, text = await record_result(flow, step, approval, outcome)
+            if decision != "reject":
+                doc = await self._commit_part(flow, doc)  # 2: the result, recorded once
+        elif status == "running":
+            if not lease_over(approval, self.approval_lease):
+                raise ResolveProblem(_in_progress(approval), "ApprovalInProgress")
+            destination, text = await record_result(
+                flow, step, approval, interrupted_outcome(approval)
+            )
+            approval["status"] = "interrupted"
+            doc = await self._commit_part(flow, doc)
+        else:
+            if approval.get("decision") != decision:
+                raise ResolveProblem(_already(approval, decision), "ApprovalAlreadyResolved")
+            if approval.get("reply") is not None:
+                return self._result(flow, doc, approval["reply"], ctx)  # K3: the recorded outcome
+            destination, text = flow.current_step, None  # the model failed last time: ask again
+        return await self._finish(flow, doc, ctx, approval, destination, text)
+
+    async def _finish(
+        self,
+        flow: Flow,
+        doc: JSONDict,
+        ctx: TurnContext,
+        approval: dict[str, Any],
+        destination: Step,
+        text: str | None,
+    ) -> TurnResult:
+        """The model answers the recorded result (3); its reply is saved on the record."""
+        if text is None:
+            token = TURN.set(turn_label(doc))
+            try:
+                text = await continue_step(flow, destination, ctx)
+            finally:
+                TURN.reset(token)
+        approval["reply"] = text
+        saved = await self._save(flow, doc, ctx, False)
+        logger.info(
+            "approval %s resolved: %s",
+            approval["id"],
+            approval.get("decision"),
+            extra={"session_id": saved["id"], "step": approval["step"]},
+        )
+        return self._result(flow, saved, text, ctx)
+
+    async def _operator_reply(self, session_id: str, text: str, by: str | None) -> TurnResult:
+        flow, doc = await self._load_running(session_id)
+        _require_handoff(flow, session_id)
+        add_operator_reply(flow, text, by)
+        saved = await self._sessions.commit(flow, doc, empty_usage())
+        return self._result(flow, saved, text, None)
+
+    async def _return(
+        self, session_id: str, step: type[Step] | str | None, note: str | None, by: str | None
+    ) -> TurnResult:
+        flow, doc = await self._load_running(session_id)
+        _require_handoff(flow, session_id)
+        name = await give_back(flow, step, note, by)
+        saved = await self._sessions.commit(flow, doc, empty_usage())
+        return self._result(
+            flow, saved, f"The conversation is back with the flow, at {name}.", None
+        )
+
+    async def _commit_part(self, flow: Flow, doc: JSONDict) -> JSONDict:
+        """Save a part of a resolve; the flow object goes on, so the cache must not share it."""
+        saved = await self._sessions.commit(flow, doc, empty_usage())
+        self._sessions.forget(saved["id"])
+        people = flow._session.people
+        people.setdefault("turn_warnings", []).extend(flow._session.warnings)
+        flow._session.warnings.clear()  # saved now; the next save must not add them again
+        return saved
+
+    async def _load_running(self, session_id: str) -> tuple[Flow, JSONDict]:
+        """The running session as a turn would load it (V10 migration, init, on_restore)."""
+        if not is_session_id(session_id):
+            raise ResolveProblem(f"{session_id!r} is not a session id.", "InvalidRequest")
+        doc, spaces = await self._sessions.load(session_id)
+        flow_class = self._flows.get(doc["flow"]) if doc is not None else None
+        if doc is None or flow_class is None or doc.get("run_status") != "running":
+            raise ResolveProblem(
+                f"There is no running session '{session_id}' on this engine.", "SessionNotFound"
+            )
+        flow = flow_class()
+        if type(flow).migrate_session is not Flow.migrate_session:
+            migrated, spaces = await migrate(flow, doc, spaces)
+            if migrated is None:
+                raise ResolveProblem(f"Session '{session_id}' was retired.", "SessionNotFound")
+            doc = migrated
+        load_flow(flow, doc, spaces)
+        if type(flow).init is not Flow.init:
+            await flow.init()
+        await flow._call_hook(flow.current_step.on_restore)
+        return flow, doc
+
+    async def _guarded(self, session_id: str, work: Awaitable[TurnResult]) -> TurnResult:
+        """The P3 boundary of these methods: a failure leaves the session as it was saved."""
+        try:
+            return await work
+        except ResolveProblem as problem:
+            return self._failed(session_id, str(problem), problem.error)
+        except PicoflowError as exc:
+            logger.warning("resolve failed: %s", exc, extra={"session_id": session_id})
+            refused = isinstance(exc, StoreError) and not exc.retryable
+            return self._failed(
+                session_id, str(exc), "StoreRefused" if refused else type(exc).__name__
+            )
+        except Exception as exc:  # P3: the turn boundary of a resolve or operator action
+            logger.exception("people-in-the-loop action failed", extra={"session_id": session_id})
+            return self._failed(
+                session_id,
+                f"The action failed and the session was left as last saved: "
+                f"{type(exc).__name__}: {exc}",
+                type(exc).__name__,
+            )
+
+
+def _decision_problem(decision: Any, args: Any) -> str | None:
+    if decision not in DECISIONS:
+        return f"decision must be one of {', '.join(DECISIONS)}; got {decision!r}."
+    if decision == "edit" and not isinstance(args, dict):
+        return "An 'edit' decision needs the new arguments as a dict (args={...})."
+    if decision != "edit" and args is not None:
+        return "Only an 'edit' decision takes args; send decision='edit' to change them."
+    return None
+
+
+def _require_handoff(flow: Flow, session_id: str) -> None:
+    if operator_of(flow._session) is None:
+        raise ResolveProblem(
+            f"Session '{session_id}' is not handed off to an operator; a step hands it over "
+            "by returning handoff(note).",
+            "NotInHandoff",
+        )
+
+
+def _in_progress(approval: dict[str, Any]) -> str:
+    return (
+        f"Approval '{approval['id']}' is being carried out (claimed at "
+        f"{approval.get('resolved_at')}); ask again once it is done."
+    )
+
+
+def _already(approval: dict[str, Any], decision: str) -> str:
+    return (
+        f"Approval '{approval['id']}' was already decided: {approval.get('decision')} by "
+        f"{approval.get('resolved_by')}; it cannot be changed to {decision!r}."
+    )
+
+
+def _result(
+    kind: type[TurnResult], flow: Flow, saved: JSONDict, text: str, ctx: TurnContext | None
+) -> TurnResult:
+    session = flow._session
+    warnings = list(session.people.get("turn_warnings") or []) + list(session.warnings)
+    return kind(
+        session_id=saved["id"],
+        message=text,
+        success=True,
+        completed=saved["run_status"] == "completed",
+        step=saved["current_step"],
+        content_type=session.content_type,
+        warnings=warnings,
+        usage=ctx.usage if ctx is not None else empty_usage(),
+        pending_approvals=pending_of(session),
+    )
+
+
+def _failed(kind: type[TurnResult], session_id: str | None, message: str, error: str) -> TurnResult:
+    return kind(
+        session_id=session_id if is_session_id(session_id) else None,
+        message=message,
+        success=False,
+        completed=False,
+        step=None,
+        error=error,
+    )
