@@ -17,6 +17,7 @@ import pydash
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from picoflow._internal.runtime import SessionRuntime
+from picoflow._internal.services import TurnServices
 from picoflow._internal.state import get_path, to_json
 from picoflow.errors import FlowDefinitionError
 from picoflow.memory import Memory, Namespace, request_messages
@@ -27,9 +28,7 @@ from picoflow.tools import ToolSpec, collect_tools
 
 if TYPE_CHECKING:
     from picoflow._bank import MemoryBank
-    from picoflow._runner.nested import NestedRuns
-    from picoflow.engine import TurnResult
-    from picoflow.engine._batch import BatchRuns
+    from picoflow._internal.results import TurnResult
 
 __all__ = ["Flow"]
 
@@ -63,11 +62,7 @@ class Flow:
         self._memory = Memory()
         self._steps: dict[str, Step] | None = None
         self._session = SessionRuntime()  # what the turn changes; `session.py` loads and dumps it
-        self._nested: NestedRuns | None = None  # set by the engine for a turn (V2, V3)
-        self._owner: str | None = None  # the session's owner (H4), set by the engine (L1)
-        self._store: Any = None  # the engine's store, for the owner's memory bank (L5)
-        self._embeddings: Any = None  # the engine's embeddings, if any (L4)
-        self._batch: BatchRuns | None = None  # set by the engine for a turn (U8)
+        self._services = TurnServices()  # the engine lends its own for a turn
 
     # -- what subclasses define ---------------------------------------------------------------
 
@@ -159,7 +154,7 @@ class Flow:
         Raises:
             TypeError, ValueError: bad arguments (checked before any item runs).
         """
-        batch = self._batch
+        batch = self._services.batch
         if batch is None:
             raise RuntimeError(
                 f"{self.name}.concurrent_steps() was called outside a turn. Call it from "
@@ -212,9 +207,10 @@ class Flow:
         from picoflow._bank import MemoryBank, owner_of
 
         owner = owner_of(self)
-        if owner is None or self._store is None or not hasattr(self._store, "bank_add"):
+        store = self._services.store
+        if owner is None or store is None or not hasattr(store, "bank_add"):
             return None
-        return MemoryBank(self._store, owner, self._embeddings)
+        return MemoryBank(store, owner, self._services.embeddings)
 
     def get_memory(self) -> Memory:
         """The flow's memory: namespaces and compaction policy (M3)."""

@@ -30,7 +30,7 @@ def require_bank(store: Store) -> Any:
 
 def owner_of(flow: Flow) -> str | None:
     """Whose memory a turn reads and writes: the session's owner (H4), else `config.user_id`."""
-    owner = getattr(flow, "_owner", None)
+    owner = flow._services.owner
     if owner:
         return str(owner)
     user = flow.get_context("config.user_id")

@@ -50,6 +50,7 @@ from picoflow._housekeeping import distillation, extraction
 from picoflow._housekeeping.compaction import SummaryDraft, apply_summary, draft_summary, due_cuts
 from picoflow._housekeeping.summariser import SummaryModel
 from picoflow._housekeeping.windows import apply_windows
+from picoflow._internal.services import TurnServices
 from picoflow._ops import NULL_RECORD, CallRecord, Telemetry
 from picoflow.errors import PicoflowError
 from picoflow.flow import Flow
@@ -307,7 +308,7 @@ class Housekeeping:
             return
         base = flow_class()
         load_flow(base, doc, spaces)  # copies what it takes from the cache
-        base._owner = doc.get("owner")  # L1: whose bank an extraction writes
+        base._services = TurnServices(owner=doc.get("owner"))  # L1: whose bank an extraction writes
         work = await self._draft_later(base, doc, exits)
         if work is None:
             self._clear_due(session_id)  # nothing is due after all

@@ -67,7 +67,7 @@ class _Bank:
         ids = [m.id for m in self._step.get_messages()[-4:] if isinstance(m, HumanMessage) and m.id]
         source = {"session_id": session, "message_ids": ids}
         entry = await vectors.add_entry(
-            self._store, self._step.flow._embeddings, new_entry(owner, text, kind, source)
+            self._store, self._step.flow._services.embeddings, new_entry(owner, text, kind, source)
         )
         return f"Remembered ({entry['kind']}): {entry['text']}"
 
@@ -80,7 +80,7 @@ class _Bank:
         owner = owner_of(self._step.flow)
         if owner is None:
             return _NO_OWNER.format(what="recalled")
-        embeddings = self._step.flow._embeddings
+        embeddings = self._step.flow._services.embeddings
         found = await vectors.search(self._store, embeddings, owner, query, page_size=_PAGE)
         if not found:
             return f"Nothing remembered about the user matches {query!r}."
@@ -120,7 +120,7 @@ async def bank_block(step: Step, messages: list[BaseMessage], store: Store) -> l
         return messages
     bank: Any = store
     query = next((str(m.text) for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-    embeddings = step.flow._embeddings
+    embeddings = step.flow._services.embeddings
     relevant = (
         await vectors.search(bank, embeddings, owner, query, page_size=_PAGE) if query else []
     )

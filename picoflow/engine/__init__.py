@@ -19,6 +19,7 @@ from langchain_core.embeddings import Embeddings
 from picoflow._housekeeping.scheduler import Housekeeping
 from picoflow._internal.call_keys import IDEMPOTENCY
 from picoflow._internal.results import StreamEvent, TurnResult
+from picoflow._internal.services import TurnServices
 from picoflow._ops import Budgets, CallRecord, Telemetry
 from picoflow._runner.bank_tools import bank_tools
 from picoflow._runner.crossing import crossing_message
@@ -428,7 +429,7 @@ class FlowEngine(
             doc, spaces = await migrate(flow, doc, spaces)
         if doc is not None and not message.strip():
             return _empty_message(session_id)
-        context = self._context_for(flow)
+        context = self._context_for(flow, owner if doc is None else doc.get("owner"))
         context.emit = emit
         context.ends = deadline.when()
         if self._budgets is not None:
@@ -474,7 +475,6 @@ class FlowEngine(
         owner: str | None,
     ) -> JSONDict:
         """Load the session into the flow (or start a new one) and run the opening hooks."""
-        flow._owner = owner if doc is None else doc.get("owner")  # L1: whose memory bank
         if doc is None:
             doc = new_document(session_id_for_new(), flow.name, config)
             if owner is not None:
@@ -491,7 +491,7 @@ class FlowEngine(
         await flow._call_hook(flow.current_step.on_restore)
         return doc
 
-    def _context_for(self, flow: Flow) -> TurnContext:
+    def _context_for(self, flow: Flow, owner: str | None) -> TurnContext:
         default = flow.config_model()
         context = TurnContext(
             registry=self._registry,
@@ -502,9 +502,13 @@ class FlowEngine(
             sleep=self._sleep,
             telemetry=self._telemetry,
         )
-        flow._nested = NestedRuns(context)  # steps may run other steps in this turn (V2, V3)
-        flow._store, flow._embeddings = self._store, self._embeddings  # L5: flow.memory_bank()
-        flow._batch = BatchRuns(self, TurnResult)  # and start sessions of the same flow (U8)
+        flow._services = TurnServices(
+            owner=owner,  # L1: whose memory bank
+            store=self._store,  # L5: flow.memory_bank()
+            embeddings=self._embeddings,
+            nested=NestedRuns(context),  # steps may run other steps in this turn (V2, V3)
+            batch=BatchRuns(self, TurnResult),  # and start sessions of the same flow (U8)
+        )
         return context
 
     async def _connect_tools(self, flow: Flow) -> list[str]:

@@ -13,6 +13,7 @@ from langchain_core.messages import HumanMessage
 from picoflow._bank import MemoryBank
 from picoflow._housekeeping.idle import DEFAULT_PAGE, IdleRun, check_page_size, idle_cutoff
 from picoflow._housekeeping.on_demand import compact_now, compactable
+from picoflow._internal.services import TurnServices
 from picoflow._runner.preview import Preview, preview_of
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
 from picoflow.session import continuation, empty_usage, is_expired, load_flow
@@ -69,7 +70,7 @@ class MemoryOperations:
         async with self._locked(session_id, owner) as (flow_class, doc, spaces):
             flow = flow_class()
             load_flow(flow, doc, spaces)
-            flow._owner = doc.get("owner")
+            flow._services = TurnServices(owner=doc.get("owner"))  # L1
             usage = empty_usage()
             before = len(flow._session.warnings)
             written = await self._housekeeping.extract(flow, [], usage, every=True)

@@ -65,7 +65,7 @@ class PeopleInTheLoop:
         _sessions: Sessions
         _flows: dict[str, type[Flow]]
 
-        def _context_for(self, flow: Flow) -> TurnContext: ...
+        def _context_for(self, flow: Flow, owner: str | None) -> TurnContext: ...
 
         async def _save(
             self,
@@ -184,7 +184,7 @@ class PeopleInTheLoop:
                 "pending_approvals(session_id) (GET /ai/approvals).",
                 "ApprovalNotFound",
             )
-        ctx = self._context_for(flow)
+        ctx = self._context_for(flow, doc.get("owner"))  # L1: the owner's bank, as in a turn
         step = flow.get_step(approval["step"])
         status = approval["status"]
         if status == "pending":

@@ -29,7 +29,7 @@ from picoflow.step._run import default_run, marks_default_run
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from picoflow._runner.nested import NestedRuns
+    from picoflow._internal.services import NestedRunner
     from picoflow.flow import Flow
     from picoflow.step._end_tool import EndTool
     from picoflow.step._long_term import LongTermSpec
@@ -334,7 +334,7 @@ class Step:
         Raises:
             ValueError: the step has no such tool from `use_tools` (the message lists them).
         """
-        runs = self._flow._nested
+        runs = self._flow._services.nested
         if runs is None:
             raise RuntimeError(
                 f"{self.name}.call_tool({name!r}) was called outside a turn. Call it from a "
@@ -342,8 +342,8 @@ class Step:
             )
         return await runs.call_tool(self, name, dict(args or {}))
 
-    def _nested_runs(self) -> NestedRuns:
-        runs = self._flow._nested
+    def _nested_runs(self) -> NestedRunner:
+        runs = self._flow._services.nested
         if runs is None:
             raise fail_turn(
                 FlowDefinitionError(
