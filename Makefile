@@ -20,10 +20,12 @@ demo: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/python -m demo --serve $(ARGS)
 
-# Lint and strict typing run first, so `make test` (and CI, which runs it) fails on them too.
+# Lint, strict typing and the layer contracts (pyproject.toml, docs/architecture.md) run first,
+# so `make test` (and CI, which runs it) fails on them too.
 lint: $(STAMP)
 	$(BIN)/python -m ruff check picoflow tests demo bench
 	$(BIN)/python -m mypy
+	$(BIN)/lint-imports
 
 # The suite runs on two workers (pytest-xdist): these machines have two cores. PYTEST_ARGS="-n 0"
 # runs it in one process, e.g. to debug a test.

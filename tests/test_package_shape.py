@@ -30,13 +30,13 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement, lazy ones inside functions included, but not type-only ones."""
+def _imports(tree: ast.AST, *, types: bool = False) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement, lazy ones inside functions included; type-only ones if `types`."""
     found: list[ast.Import | ast.ImportFrom] = []
     stack = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if not types and isinstance(node, ast.If) and _is_type_checking(node):
             stack.extend(node.orelse)
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -45,12 +45,12 @@ def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, types: bool = False) -> dict[str, set[str]]:
     modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in _imports(ast.parse(path.read_text())):
+        for node in _imports(ast.parse(path.read_text()), types=types):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -97,6 +97,68 @@ def test_picoflow_has_no_import_cycle_other_than_type_only_ones() -> None:
 
 def test_the_cycle_check_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def _units(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph folded onto picoflow's top-level units (`picoflow.engine._x` -> engine)."""
+
+    def unit(name: str) -> str:
+        return name.split(".")[1] if "." in name else name
+
+    folded: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        if name == "picoflow":
+            continue  # the package face re-exports everything: it is no unit of the layers
+        folded.setdefault(unit(name), set()).update(
+            unit(t) for t in targets if t != "picoflow" and unit(t) != unit(name)
+        )
+    return folded
+
+
+def _largest_circle(graph: dict[str, set[str]]) -> set[str]:
+    """The largest strongly connected set: units that all reach each other."""
+    reach = {node: _reachable(graph, node) for node in graph}
+    circles = [{m for m in graph if m in reach[n] and n in reach[m]} | {n} for n in graph]
+    return max(circles, key=len)
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    stack = list(graph.get(start, ()))
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(graph.get(node, ()))
+    return seen
+
+
+def test_no_circle_runs_through_more_than_four_top_level_units() -> None:
+    """One house: counting type-only and function-level imports, the only circle is the
+    type-only one of flow, graph, step and transitions (docs/architecture.md)."""
+    circle = _largest_circle(_units(_graph(types=True)))
+    assert len(circle) <= 4, sorted(circle)
+
+
+def test_the_circle_check_folds_modules_onto_units() -> None:
+    graph = {"picoflow.a._x": {"picoflow.b"}, "picoflow.b": {"picoflow.a"}, "picoflow.a": set()}
+    assert _largest_circle(_units(graph)) == {"a", "b"}
+
+
+def test_at_most_six_private_modules_sit_flat_at_the_top() -> None:
+    """One house: private code lives in packages that say what it is part of."""
+    flat = [p.name for p in PACKAGE.glob("_*.py") if p.name != "__init__.py"]
+    assert len(flat) <= 6, flat
+
+
+def test_the_layer_contracts_hold() -> None:
+    """One house: an upward import fails the suite, not only `make lint` (pyproject.toml)."""
+    lint = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run(
+        [str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "0 broken" in done.stdout
 
 
 # Counts every module body Python executes (an import runs `exec`, so does `python -m`), per file.

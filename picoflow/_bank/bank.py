@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from picoflow._bank import vectors
+from picoflow._internal.services import TurnServices
 from picoflow.stores._bank import BankEntry, check_owner, new_entry
 
 if TYPE_CHECKING:
-    from picoflow.flow import Flow
     from picoflow.stores.base import Store
 
 __all__ = ["MemoryBank", "owner_of", "require_bank"]
@@ -28,7 +28,15 @@ def require_bank(store: Store) -> Any:
     return store
 
 
-def owner_of(flow: Flow) -> str | None:
+class _Running(Protocol):
+    """A flow in a turn, as the bank sees it: this layer sits below `Flow` and never names it."""
+
+    _services: TurnServices
+
+    def get_context(self, path: str | None = None) -> Any: ...
+
+
+def owner_of(flow: _Running) -> str | None:
     """Whose memory a turn reads and writes: the session's owner (H4), else `config.user_id`."""
     owner = flow._services.owner
     if owner:

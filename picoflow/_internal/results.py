@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from picoflow.session import empty_usage
+from picoflow._internal.usage import empty_usage
 
 __all__ = ["TurnResult", "StreamEvent"]
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from picoflow.flow import Flow
-    from picoflow.step import Step
+# A `Step` and a `Flow`: this layer sits below both and names neither, even for types, so no
+# import circle runs through it (see docs/architecture.md).
+Step = Any
+Flow = Any
 
 __all__ = ["BatchRunner", "NestedRunner", "TurnServices"]
 
@@ -27,7 +28,7 @@ class NestedRunner(Protocol):
 
     async def call_tool(self, step: Step, name: str, args: dict[str, Any]) -> str: ...
 
-    async def run_step(self, parent: Step, child: type[Step], message: str | None) -> Any: ...
+    async def run_step(self, parent: Step, child: Any, message: str | None) -> Any: ...
 
     async def run_steps(
         self, parent: Step, children: Any, max_concurrency: int | None, failure_policy: str

@@ -14,7 +14,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -50,6 +50,7 @@ from picoflow.memory import count_call, request_messages
 from picoflow.models import ModelSpec, ProviderRegistry
 from picoflow.models._retries import call_with_retries, inherit, model_name, policy_of
 from picoflow.step import Step
+from picoflow.step._frame import RunFrame
 from picoflow.step._logic import LogicStep
 from picoflow.tools import ToolSpec, collect_tools
 from picoflow.transitions import ToolResult
@@ -102,22 +103,6 @@ class TurnContext:
     # Where model and tool calls report (O1, O2), and the turn's spending limits (O3).
     telemetry: Telemetry | None = None
     budget: BudgetUsage | None = None
-
-
-@dataclass(slots=True)
-class RunFrame:
-    """One step loop: the turn itself (depth 0) or a nested run of a child step (V2).
-
-    A nested run (depth > 0) must not move the cursor or end the session.
-
-    `scratch` holds what only the next request of this step sees and the session never keeps:
-    a reply that was not accepted (V4 validation, V5 `stay`) and the feedback on it.
-    """
-
-    step: Step
-    depth: int = 0
-    parent: str | None = None
-    scratch: list[BaseMessage] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -19,6 +19,8 @@ from picoflow._internal.live_history import LiveHistory, unchanged_since_sync
 from picoflow._internal.people_records import dump_people, load_people
 from picoflow._internal.session_log import write_logs
 from picoflow._internal.state import is_session_id, now_iso
+from picoflow._internal.usage import Usage as Usage  # re-exported: the type of `usage`
+from picoflow._internal.usage import empty_usage
 from picoflow.errors import StoreError
 from picoflow.flow import Flow
 from picoflow.memory import Namespace
@@ -43,7 +45,6 @@ SCHEMA_VERSION = 1
 MAX_WARNINGS = 100
 
 RunStatus = Literal["running", "completed", "aborted"]
-Usage = dict[str, dict[str, int]]
 
 
 class SessionDocument(TypedDict):
@@ -81,12 +82,6 @@ def new_session_id() -> str:
         session_id = secrets.token_urlsafe(18)
         if session_id[0].isalnum():
             return session_id
-
-
-def empty_usage() -> Usage:
-    """Token counters, model calls and summary calls kept apart (M10)."""
-    blank = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "calls": 0}
-    return {"model": dict(blank), "summary": dict(blank)}
 
 
 def add_usage(stored: Usage, added: Usage) -> Usage:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -21,7 +21,6 @@ from picoflow.step._end_tool import check_end_tool, end_tool_entries
 from picoflow.tools import ToolSpec, collect_tools
 
 if TYPE_CHECKING:
-    from picoflow.engine._mcp import MCPConnections
     from picoflow.flow import Flow
     from picoflow.step import Step
 
@@ -36,6 +35,15 @@ __all__ = [
 
 ToolEntry = tuple[ToolSpec, Callable[..., Any]]
 ExtraTools = Callable[["Step"], list[ToolEntry]]
+
+
+class ServerTools(Protocol):
+    """The MCP tools of a connected server by its name (the engine's `MCPConnections`).
+
+    Named here so the step layer never imports the engine, not even for a type.
+    """
+
+    def tools(self, name: str) -> list[BaseTool]: ...
 
 
 class _ForeignToolSpec(ToolSpec):
@@ -108,7 +116,7 @@ def as_text(output: Any) -> str:
     return json.dumps(output, ensure_ascii=False, default=str)
 
 
-def step_tools(recall: ExtraTools, mcp: MCPConnections) -> ExtraTools:
+def step_tools(recall: ExtraTools, mcp: ServerTools) -> ExtraTools:
     """The turn's `extra_tools`: recall, then each step's LangChain tools and MCP servers."""
     from picoflow.mcp import MCPServer
 
