@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from flows import RecordingStore
+from support.flows import RecordingStore
 from test_compaction import Chat, Other, chat_flow, texts
 
 from picoflow import Flow, FlowEngine, SessionConflictError, Step

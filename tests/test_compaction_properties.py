@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from flows import Agent
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
@@ -23,6 +22,7 @@ from langchain_core.messages import (
     ToolMessage,
     messages_from_dict,
 )
+from support.flows import Agent
 
 from picoflow import Flow, FlowEngine, Step
 from picoflow._housekeeping.history import find_cut_point

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from flows import ExploreStep, PresentStep, RecordingStore, engine_for, two_step_flow
+from support.flows import ExploreStep, PresentStep, RecordingStore, engine_for, two_step_flow
 from test_flow import make_flow
 from test_step import Plain
 

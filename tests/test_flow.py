@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from flows import ExploreStep, PresentStep, engine_for
+from support.flows import ExploreStep, PresentStep, engine_for
 
 from picoflow import EndStep, Flow, FlowDefinitionError, FlowEngine, ModelSpec, Step, tool
 from picoflow.stores import MemoryStore
@@ -129,7 +129,8 @@ def test_f3_initial_step_must_be_registered() -> None:
 
 def test_f5_other_definition_mistakes() -> None:
     assert definition_error(make_flow(lambda f: [ExploreStep])).startswith(
-        "F.define_steps() returned <class 'flows.ExploreStep'>, which is not a Step instance."
+        "F.define_steps() returned <class 'support.flows.ExploreStep'>, which is not a Step "
+        "instance."
     )
     assert definition_error(make_flow(lambda f: [ExploreStep(f)], max_tool_rounds=0)) == (
         "F.max_tool_rounds must be a positive integer, got 0."

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from flows import engine_for
+from support.flows import engine_for
 
 from picoflow import Flow, Step, ToolCall, tool, tool_group
 from picoflow.testing import ScriptedChatModel, tool_calls

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from approval_flows import RUNS_FILE, BookStep, booking_engine, booking_policy, runs
-from flows import transcript
+from support.approval_flows import RUNS_FILE, BookStep, booking_engine, booking_policy, runs
+from support.flows import transcript
 
 from picoflow import Flow, FlowDefinitionError, FlowEngine, Step, tool
 from picoflow.stores import MemoryStore
@@ -365,7 +365,7 @@ def test_k5_tool_call_key_outside_a_tool_call_is_an_error() -> None:
 
 
 def booking_flow_instance() -> Flow:
-    from approval_flows import booking_flow
+    from support.approval_flows import booking_flow
 
     return booking_flow()()
 

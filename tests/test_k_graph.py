@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from approval_flows import booking_flow
+from support.approval_flows import booking_flow
 
 from picoflow.graph import flow_graph
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from approval_flows import BookStep, booking_engine, booking_policy
-from flows import transcript
 from langchain_core.messages import AIMessage
+from support.approval_flows import BookStep, booking_engine, booking_policy
+from support.flows import transcript
 
 from picoflow import Flow, FlowEngine, Step, handoff
 from picoflow.stores import MemoryStore

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import anthropic
 import pytest
-from anthropic_server import AnthropicServer
 from langchain_anthropic import ChatAnthropic
 from ollama import AsyncClient
-from ollama_server import OllamaServer
+from support.anthropic_server import AnthropicServer
+from support.ollama_server import OllamaServer
 
 from picoflow.testing import ScriptedChatModel, tool_call
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from vkit import STORES, make_store
+from support.vkit import STORES, make_store
 
 from picoflow import (
     Flow,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from flows import engine_for
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from support.flows import engine_for
 from test_flow import make_flow
 from test_step import Plain
 

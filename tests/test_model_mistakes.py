@@ -14,7 +14,6 @@ import json
 from typing import Any
 
 import pytest
-from flows import engine_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
@@ -26,7 +25,8 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 from langchain_core.messages.tool import invalid_tool_call
-from openai_server import OpenAIServer
+from support.flows import engine_for
+from support.openai_server import OpenAIServer
 from test_compaction_properties import pairing_problems
 
 from picoflow import Flow, FlowEngine, Step, tool

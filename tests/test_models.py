@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from flows import engine_for, transcript, two_step_flow
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableLambda
-from openai_server import OpenAIServer
+from support.flows import engine_for, transcript, two_step_flow
+from support.openai_server import OpenAIServer
 
 from picoflow import Flow, FlowDefinitionError, FlowEngine, ModelSpec, Step
 from picoflow.models import ProviderRegistry, describe_model, parse_model

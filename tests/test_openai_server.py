@@ -9,7 +9,7 @@ import openai
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
-from openai_server import OpenAIServer
+from support.openai_server import OpenAIServer
 
 from picoflow.testing import ScriptedChatModel, tool_call, tool_calls
 

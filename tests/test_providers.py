@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from anthropic_server import AnthropicServer
-from gemini_server import GeminiServer
-from ollama_server import OllamaServer
-from openai_server import OpenAIServer
+from support.anthropic_server import AnthropicServer
+from support.gemini_server import GeminiServer
+from support.ollama_server import OllamaServer
+from support.openai_server import OpenAIServer
 
 from picoflow import EndStep, Flow, FlowDefinitionError, FlowEngine, ModelSpec, Step, go, tool
 from picoflow.models import ProviderRegistry

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from flows import Agent
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -31,6 +30,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 from langchain_core.messages.utils import count_tokens_approximately
+from support.flows import Agent
 
 from picoflow import (
     Flow,

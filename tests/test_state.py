@@ -7,9 +7,9 @@ from datetime import date, datetime
 
 import pydash
 import pytest
-from flows import engine_for
 from hypothesis import given
 from hypothesis import strategies as st
+from support.flows import engine_for
 from test_transitions import single_step_flow
 
 import picoflow._internal.state

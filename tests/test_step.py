@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from flows import engine_for
+from support.flows import engine_for
 from test_flow import make_flow
 
 from picoflow import Step, go, tool

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from flows import ExploreStep, engine_for, transcript, two_step_flow
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from support.flows import ExploreStep, engine_for, transcript, two_step_flow
 
 from picoflow import Flow, FlowEngine, ModelSpec, Step
 from picoflow.stores import MemoryStore

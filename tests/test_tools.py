@@ -6,8 +6,8 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import pytest
-from flows import engine_for
 from pydantic import BaseModel, Field
+from support.flows import engine_for
 from test_transitions import single_step_flow
 
 from picoflow import FlowDefinitionError, Step, tool

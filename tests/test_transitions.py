@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from flows import PresentStep, engine_for, transcript, two_step_flow
+from support.flows import PresentStep, engine_for, transcript, two_step_flow
 
 from picoflow import EndStep, Flow, Step, direct, go, stay, tool
 from picoflow.stores import MemoryStore

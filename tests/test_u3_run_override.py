@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from vkit import engine_of, flow_of, messages
+from support.vkit import engine_of, flow_of, messages
 
 from picoflow import EndStep, Step, direct, go, stay, tool
 from picoflow.graph import draw

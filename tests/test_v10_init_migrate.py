@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from vkit import STORES, engine_of, flow_of, make_store
+from support.vkit import STORES, engine_of, flow_of, make_store
 
 from picoflow import Flow, Step
 from picoflow.testing import ScriptedChatModel

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from vkit import STORES, engine_of, flow_of, make_store, messages
+from support.vkit import STORES, engine_of, flow_of, make_store, messages
 
 from picoflow import FlowDefinitionError, LogicStep, Step, direct, finish, go, stay, tool
 from picoflow.testing import ScriptedChatModel, text, tool_call

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from vkit import STORES, engine_of, flow_of, make_store, messages
+from support.vkit import STORES, engine_of, flow_of, make_store, messages
 
 from picoflow import FlowDefinitionError, Step, ToolLoopError, direct, finish, go, tool
 from picoflow.testing import ScriptedChatModel, text, tool_call

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from vkit import STORES, engine_of, flow_of, make_store, messages, request_texts
+from support.vkit import STORES, engine_of, flow_of, make_store, messages, request_texts
 
 from picoflow import FlowDefinitionError, Step, direct, finish, go, stay, tool
 from picoflow.testing import ScriptedChatModel, structured, tool_call, tool_calls

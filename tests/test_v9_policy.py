@@ -13,7 +13,7 @@ import anthropic
 import httpx
 import openai
 import pytest
-from vkit import STORES, engine_of, flow_of, make_store, messages
+from support.vkit import STORES, engine_of, flow_of, make_store, messages
 
 from picoflow import ModelSpec, Step, go
 from picoflow.models._retries import backoff, is_model_error, is_transient, retry_after

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from hotel_chat import CONFIRMATION, Guest, offline_engine, search_july
-from openai_server import OpenAIServer
+from support.openai_server import OpenAIServer
 
 from demo.hotel.offline.model import OfflineHotelModel
 from picoflow import ModelSpec

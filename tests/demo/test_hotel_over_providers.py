@@ -12,10 +12,10 @@ import re
 from typing import Any
 
 import pytest
-from anthropic_server import AnthropicServer
-from gemini_server import GeminiServer
 from hotel_chat import CONFIRMATION, Guest, offline_engine, search_july
-from ollama_server import OllamaServer
+from support.anthropic_server import AnthropicServer
+from support.gemini_server import GeminiServer
+from support.ollama_server import OllamaServer
 
 from demo.hotel.offline_model import OfflineHotelModel
 from picoflow import ModelSpec

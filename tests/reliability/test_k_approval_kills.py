@@ -1,12 +1,12 @@
 """K3 under kill -9: a process killed between an approval and its tool's recorded result leaves
 the approval pending, claimed (`running`) or resolved, and the tool never runs twice.
 
-The worker (approval_worker.py) approves, and is killed with SIGKILL just before one of its
-three saves: the claim (the approval stays pending), the tool's result (the tool ran, the claim
-is stored: `running`), or the model's reply (the result is recorded). A new engine then resolves
-the same approval: it runs the tool only if nobody claimed it, and the tool, which counts its
-own runs, has run exactly once at the end. CI kills at the middle point, the one that matters
-most; `--long` at all three.
+The worker (support/killed_approval_worker.py) approves, and is killed with SIGKILL just before
+one of its three saves: the claim (the approval stays pending), the tool's result (the tool ran,
+the claim is stored: `running`), or the model's reply (the result is recorded). A new engine
+then resolves the same approval: it runs the tool only if nobody claimed it, and the tool, which
+counts its own runs, has run exactly once at the end. CI kills at the middle point, the one that
+matters most; `--long` at all three.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from approval_flows import RUNS_FILE, booking_engine, runs
+from support.approval_flows import RUNS_FILE, booking_engine, runs
 
 from picoflow.stores import SQLiteStore
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-WORKER = HERE / "approval_worker.py"
+WORKER = HERE.parent / "support" / "killed_approval_worker.py"
 STATE_AT = {1: "pending", 2: "running", 3: "resolved"}
 RUNS_BEFORE_RECOVERY = {1: 0, 2: 1, 3: 1}
 

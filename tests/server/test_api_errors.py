@@ -8,8 +8,8 @@ import re
 from typing import Any
 
 import pytest
-from flows import two_step_flow
 from server_flows import api, chat_flow, client_for, last_human
+from support.flows import two_step_flow
 
 from picoflow import Flow, FlowEngine, Step, stay, tool
 from picoflow.errors import StoreError

@@ -7,8 +7,8 @@ from datetime import datetime
 
 import httpx
 import pytest
-from flows import two_step_flow
 from server_flows import GREETING, TABLE, api, chat_flow, client_for
+from support.flows import two_step_flow
 
 from picoflow.server import create_app
 from picoflow.testing import ScriptedChatModel, tool_call

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flows import two_step_flow
 from server_flows import GREETING, TABLE, api, chat_flow, client_for, sse
+from support.flows import two_step_flow
 
 from picoflow import EndStep, Flow, Step
 from picoflow.testing import ScriptedChatModel, tool_call

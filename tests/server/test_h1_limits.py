@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from flows import two_step_flow
 from server_flows import api, chat_flow, client_for
+from support.flows import two_step_flow
 from test_api_errors import HINT, error_body, failure
 
 from picoflow.server import create_app

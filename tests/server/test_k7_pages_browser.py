@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from approval_flows import booking_flow
 from playwright.sync_api import Page, expect, sync_playwright
 from server_flows import api, live_server
+from support.approval_flows import booking_flow
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from approval_flows import booking_flow
 from server_flows import api, client_for, sse
+from support.approval_flows import booking_flow
 
 from picoflow.server import Principal
 from picoflow.server._people_routes import EventHub, _events

@@ -6,9 +6,9 @@ test_chat_page_browser.py, whose `page` fixture and helpers this uses).
 
 from __future__ import annotations
 
-from history_flows import ChatFlow, humans
 from playwright.sync_api import Page, expect
 from server_flows import live_server
+from support.history_flows import ChatFlow, humans
 from test_chat_page_browser import fits_the_screen, page, pytestmark, send  # noqa: F401
 
 from picoflow import FlowEngine

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from history_flows import GATE, ChatFlow, humans
 from server_flows import GREETING, chat_flow, client_for
+from support.history_flows import GATE, ChatFlow, humans
 from test_api_errors import error_body, failure
 
 from picoflow import FlowEngine

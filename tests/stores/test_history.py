@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import memory_store, mongo_store, sqlite_store
-from history_flows import GATE, ChatFlow, humans
+from support.history_flows import GATE, ChatFlow, humans
 
 from picoflow import FlowEngine, RevisionNotFoundError, SessionConflictError
 from picoflow.stores import MemoryStore, SQLiteStore, Store

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from approval_flows import RUNS_FILE, booking_engine, runs
+from support.approval_flows import RUNS_FILE, booking_engine, runs
 
 from picoflow.stores import SQLiteStore, Store
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKER = Path(__file__).with_name("approval_worker.py")
+WORKER = Path(__file__).parent.parent / "support" / "approval_worker.py"
 
 REPLIES = {
     "approve": "Result: Booked Ritz for 900.",

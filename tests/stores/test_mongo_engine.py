@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from flows import engine_for, transcript, two_step_flow
 from mongo_server import MongoServer, free_port
+from support.flows import engine_for, transcript, two_step_flow
 from two_writers import check_two_processes_never_lose_an_update
 
 from picoflow import Flow, FlowDefinitionError, FlowEngine, Step, tool

@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from history_flows import ChatFlow, humans
+from support.history_flows import ChatFlow, humans
 
 from picoflow import FlowEngine, IdempotencyKeyReusedError, RevisionNotFoundError
 from picoflow.stores import Store

@@ -11,7 +11,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from flows import engine_for, two_step_flow
+from support.flows import engine_for, two_step_flow
 
 from picoflow.stores import SQLiteStore
 from picoflow.testing import ScriptedChatModel

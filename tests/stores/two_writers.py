@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flows import transcript
 from store_worker import ChatFlow
+from support.flows import transcript
 
 from picoflow import FlowEngine
 from picoflow.stores import Store

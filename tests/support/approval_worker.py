@@ -13,11 +13,10 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: approval_flows
-
-from approval_flows import booking_engine  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: support
 
 from picoflow.stores import from_url  # noqa: E402
+from support.approval_flows import booking_engine  # noqa: E402
 
 
 async def main(url: str, session_id: str, approval_id: str, decision: str) -> None:

@@ -24,7 +24,8 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from loopback import LoopbackServer, Reply
+
+from support.loopback import LoopbackServer, Reply
 
 CREATED_AT = "2026-01-01T00:00:00.000000Z"  # fixed, so responses are deterministic
 

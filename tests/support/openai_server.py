@@ -27,9 +27,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, AIMessageChunk, convert_to_messages
 from langchain_core.messages.ai import UsageMetadata
 from langchain_openai import ChatOpenAI
-from loopback import LoopbackServer, Reply
 
 from picoflow.testing import ScriptedChatModel
+from support.loopback import LoopbackServer, Reply
 
 CREATED = 1_700_000_000  # a fixed timestamp keeps responses deterministic
 # OpenAI's path, and Azure OpenAI's (deployment in the path, api-version in the query).

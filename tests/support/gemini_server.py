@@ -27,7 +27,8 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from loopback import LoopbackServer, Reply
+
+from support.loopback import LoopbackServer, Reply
 
 _ROUTE = re.compile(r"^/[^/]+/models/[^/:]+:(generateContent|streamGenerateContent)(\?.*)?$")
 

@@ -25,7 +25,8 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from loopback import LoopbackServer, Reply
+
+from support.loopback import LoopbackServer, Reply
 
 
 class AnthropicServer(LoopbackServer):

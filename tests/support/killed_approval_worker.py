@@ -1,6 +1,6 @@
 """An app process for the K3 kill -9 scenario: it resolves an approval and stops before a save.
 
-    python approval_worker.py SQLITE_URL SESSION_ID APPROVAL_ID PAUSE_AT
+    python killed_approval_worker.py SQLITE_URL SESSION_ID APPROVAL_ID PAUSE_AT
 
 It approves the approval; before its save number PAUSE_AT (1: the claim, 2: the tool's result,
 3: the model's reply) it prints `before save N` and waits for a line on stdin that never comes:
@@ -15,11 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: approval_flows
-
-from approval_flows import booking_engine  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: support
 
 from picoflow.stores import SQLiteStore  # noqa: E402
+from support.approval_flows import booking_engine  # noqa: E402
 
 
 class PausingStore(SQLiteStore):
