@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 def summary_run_config(
     flow: Flow, namespace: str, step: str | None = None, purpose: str = "summary"
 ) -> RunnableConfig:
-    """Run metadata and tags of a summary call (M10), like `_turn.model_config` for replies.
+    """Run metadata and tags of a summary call (M10), as `model_call.model_config` for replies.
 
     A step distillation is a summary call too, of purpose `distil`, attributed to the step
     left (`step`) rather than the current one. The `nostream` tag keeps the call out of

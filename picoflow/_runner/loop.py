@@ -15,6 +15,7 @@ from langchain_core.messages import HumanMessage
 
 from picoflow._runner.groups import answer_calls
 from picoflow._runner.llm_hooks import blocked_reason
+from picoflow._runner.model_call import call_model
 from picoflow._runner.people.gate import gate_calls
 from picoflow._runner.respond import Reply, is_plain, recover, respond, settle_blocked, take_final
 from picoflow._runner.turn import (
@@ -23,7 +24,6 @@ from picoflow._runner.turn import (
     append_message,
     apply,
     apply_transition,
-    call_model,
     message_text,
     tools_of,
 )
