@@ -10,10 +10,8 @@ the step methods here are the API to it.
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -24,6 +22,7 @@ from picoflow._internal.state import get_path, merge_state, new_message_id, now_
 from picoflow.errors import FlowDefinitionError
 from picoflow.memory import validate_namespace
 from picoflow.models import ModelLike, ModelSpec, parse_model
+from picoflow.step._distil import DistilSpec, distil_spec
 from picoflow.step._run import default_run, marks_default_run
 
 if TYPE_CHECKING:
@@ -37,23 +36,9 @@ if TYPE_CHECKING:
 __all__ = ["Step", "EndStep", "DistilSpec"]
 
 DEFAULT_OPENER = "Continue."
-_STATE_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,127}$")
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 _warned_get_memory = False  # deprecations warn once per process (STYLE section 14)
-
-
-@dataclass(frozen=True, slots=True)
-class DistilSpec:
-    """What `Step.distil_on_exit` asked for (step distillation).
-
-    The algorithm is in `_housekeeping.distillation`.
-    """
-
-    schema: type[BaseModel]
-    key: str
-    erase: bool
-    prompt: str | None
 
 
 class Step:
@@ -197,18 +182,7 @@ class Step:
             TypeError: `schema` is not a pydantic model class, or an argument has the wrong type.
             FlowDefinitionError: `key` is not a plain state key, or `prompt` is blank.
         """
-        where = f"{self.name}.distil_on_exit"
-        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
-            shown = f"an instance of {type(schema).__name__}"
-            if isinstance(schema, type) or not isinstance(schema, BaseModel):
-                shown = repr(schema)
-            raise TypeError(
-                f"{where}() takes a pydantic model class (a BaseModel subclass) as schema, got "
-                f"{shown}. Define e.g. `class Criteria(BaseModel): city: str | None = None` "
-                "and pass the class itself."
-            )
-        _check_distil_options(where, key, erase, prompt)
-        self._distil = DistilSpec(schema, key, erase, prompt)
+        self._distil = distil_spec(f"{self.name}.distil_on_exit", schema, key, erase, prompt)
         return self
 
     # -- prompt and hooks ---------------------------------------------------------------------
@@ -494,29 +468,6 @@ class Step:
 
     def __repr__(self) -> str:
         return f"<{self.name} namespace={self._namespace!r}>"
-
-
-def _check_distil_options(where: str, key: Any, erase: Any, prompt: Any) -> None:
-    """The eager checks of `distil_on_exit` besides the schema (STYLE rule 2)."""
-    if not isinstance(key, str):
-        raise TypeError(f"{where}(key=...) must be a string, got {type(key).__name__}.")
-    if not _STATE_KEY.match(key):
-        raise FlowDefinitionError(
-            f"{where}(key={key!r}): the state key must start with a letter, followed by "
-            "letters, digits, '_' or '-' (no dots: it is read back as a dotted path, e.g. "
-            "get_state('notes.value.city')). Use e.g. key='notes'."
-        )
-    if not isinstance(erase, bool):
-        raise TypeError(f"{where}(erase=...) must be True or False, got {erase!r}.")
-    if prompt is not None and not isinstance(prompt, str):
-        raise TypeError(
-            f"{where}(prompt=...) must be a string or None, got {type(prompt).__name__}."
-        )
-    if isinstance(prompt, str) and not prompt.strip():
-        raise FlowDefinitionError(
-            f"{where}(prompt={prompt!r}): the prompt is the distiller's instruction and cannot "
-            "be blank. Omit it to use the default instruction."
-        )
 
 
 class EndStep(Step):
