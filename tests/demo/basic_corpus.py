@@ -1,4 +1,4 @@
-"""Run a BasicFlow corpus (``basic_heldout.txt``, ``basic_tuning.txt``) through the real engine.
+"""BasicFlow's adapter to the corpus kit (``support.corpus_kit``) for ``basic_*.txt``.
 
 Each section (``== state ==``) names a point of the conversation, reached once by the scripted
 turns in `STATES` and copied for every line, so each line is the next thing a user types there
@@ -18,17 +18,15 @@ turns in `STATES` and copied for every line, so each line is the next thing a us
 
 from __future__ import annotations
 
-import copy
 import re
-from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from support.corpus_kit import Outcome, Replay, Replayer, Turn
+
 from demo.basic.flow import BasicFlow
 from demo.basic.offline import offline_provider
-from picoflow import FlowEngine, TurnResult
-from picoflow.session import new_session_id
+from picoflow import FlowEngine
 from picoflow.stores import MemoryStore
 
 HERE = Path(__file__).parent
@@ -52,43 +50,6 @@ STATES: dict[str, list[str]] = {
 PROBE = {"color": "red", "movie": "Alien", "season": "spring"}
 _ASKS = {"color": re.compile(r"colou?r", re.I), "movie": re.compile(r"movie|film", re.I)}
 _ASKS["season"] = re.compile(r"season", re.I)
-
-
-@dataclass(frozen=True)
-class Case:
-    state: str
-    category: str
-    utterance: str
-    expected: str
-    line: int
-
-
-@dataclass
-class Outcome:
-    case: Case
-    ok: bool
-    detail: str
-
-
-def read_corpus(path: Path) -> list[Case]:
-    """The cases of a corpus file, in order."""
-    cases, state = [], ""
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("== ") and line.endswith(" =="):
-            state = line[3:-3].strip()
-            if state not in STATES:
-                raise ValueError(f"{path.name}:{number}: unknown state {state!r}")
-            continue
-        category, utterance, expected = (part.strip() for part in line.split(" | "))
-        cases.append(Case(state, category, utterance, expected, number))
-    return cases
-
-
-def _engine(store: MemoryStore) -> FlowEngine:
-    return FlowEngine([BasicFlow], store=store, providers={"offline": offline_provider})
 
 
 def facts(doc: dict[str, Any]) -> dict[str, Any]:
@@ -127,56 +88,24 @@ def _old_gate(steps: dict[str, Any]) -> frozenset[str]:
     return frozenset(("NYC", "LA")) if passed else frozenset()
 
 
-class Runner:
-    """Builds each state once, then runs every utterance on a fresh copy of it.
+class BasicReplayer(Replayer):
+    """Judges every ``;``-separated effect of a line, the first that fails naming the miss."""
 
-    One engine and store serve every case: each copy is a new session (its own id).
-    """
+    flow = "BasicFlow"
+    states = STATES
 
-    def __init__(self) -> None:
-        self.snapshots: dict[str, dict[str, Any] | None] = {}
-        self.store = MemoryStore()
-        self.engine = _engine(self.store)
+    def engine(self, store: MemoryStore) -> FlowEngine:
+        return FlowEngine([BasicFlow], store=store, providers={"offline": offline_provider})
 
-    async def snapshot(self, state: str) -> dict[str, Any] | None:
-        if state not in self.snapshots:
-            doc = None
-            session = None
-            for text in STATES[state]:
-                result = await self.engine.run("BasicFlow", text, session)
-                assert result.success, result.message
-                session = result.session_id
-            if session is not None:
-                loaded = await self.store.load(session)
-                assert loaded is not None
-                doc = {**loaded, "revision": 0}
-            self.snapshots[state] = doc
-        found = self.snapshots[state]
-        return copy.deepcopy(found) if found is not None else None
-
-    async def run(self, case: Case) -> Outcome:
-        """Run one case on a copy of its state and judge the effect."""
-        before = await self.snapshot(case.state)
-        session = None
-        if before is not None:
-            session = new_session_id()
-            await self.store.create({**copy.deepcopy(before), "id": session})
-        engine = self.engine
-        result = await engine.run("BasicFlow", case.utterance, session)
-        if not result.success:
-            return Outcome(case, False, f"turn failed: {result.message}")
-        after = await self.store.load(result.session_id)  # type: ignore[arg-type]
-        assert after is not None
-        old = facts(before) if before is not None else None
-        new = facts(after)
-        ok, detail = True, ""
-        for clause in (c.strip() for c in case.expected.split(";")):
+    async def judge(self, replay: Replay) -> Outcome:
+        old = facts(replay.before) if replay.before is not None else None
+        new = facts(replay.after)
+        for clause in (c.strip() for c in replay.case.expected.split(";")):
             kind, _, rest = clause.partition(" ")
-            good, why = await _check(kind, rest.strip(), old, new, result, engine)
+            good, why = await _check(kind, rest.strip(), old, new, replay.last, replay.engine)
             if not good:
-                ok, detail = False, f"{clause}: {why}"
-                break
-        return Outcome(case, ok, detail or "ok")
+                return Outcome(replay.case, False, f"{clause}: {why}")
+        return Outcome(replay.case, True, "ok")
 
 
 _EMPTY = {"step": "WeatherStep", "completed": False, "cities": frozenset()}
@@ -187,10 +116,10 @@ async def _check(  # noqa: C901 - one branch per kind of effect, as the docstrin
     rest: str,
     old: dict[str, Any] | None,
     new: dict[str, Any],
-    result: TurnResult,
+    turn: Turn,
     engine: FlowEngine,
 ) -> tuple[bool, str]:
-    said = f"reply {result.message!r}, facts {_shown(new)}"
+    said = f"reply {turn.reply!r}, facts {_shown(new)}"
     if kind == "step":
         return new["step"] == rest, said
     if kind == "cities":
@@ -198,13 +127,13 @@ async def _check(  # noqa: C901 - one branch per kind of effect, as the docstrin
         return new["cities"] == wanted, said
     if kind == "fav":
         wanted = dict(pair.split("=", 1) for pair in rest.split(","))
-        got = new["favorites"] or await _probe(engine, result)
+        got = new["favorites"] or await _probe(engine, turn)
         if not got:
             return False, f"no favourites saved ({said})"
         return all(_same(got.get(k), v) for k, v in wanted.items()), f"saved {got}"
     if kind == "asks":
         pattern = _ASKS[rest]
-        asked = bool(pattern.search(result.message)) and new["favorites"] is None
+        asked = bool(pattern.search(turn.reply)) and new["favorites"] is None
         return asked and new["step"] == "FavoritesStep", said
     if kind == "name":
         return _same(new["name"], rest), said
@@ -229,9 +158,10 @@ async def _check(  # noqa: C901 - one branch per kind of effect, as the docstrin
     raise ValueError(f"Unknown effect {kind!r}")
 
 
-async def _probe(engine: FlowEngine, result: TurnResult) -> dict[str, Any] | None:
+async def _probe(engine: FlowEngine, turn: Turn) -> dict[str, Any] | None:
     """Answer the favourites questions still open with `PROBE`; the favourites then saved."""
-    session, reply = result.session_id, result.message
+    assert turn.result is not None
+    session, reply = turn.result.session_id, turn.reply
     for _ in range(3):
         found = [(m.start(), item) for item, p in _ASKS.items() if (m := p.search(reply))]
         if not found:
@@ -254,31 +184,3 @@ def _same(got: Any, wanted: str) -> bool:
 
 def _shown(facts_: dict[str, Any]) -> dict[str, Any]:
     return {k: (sorted(v) if isinstance(v, frozenset) else v) for k, v in facts_.items() if v}
-
-
-def report(outcomes: list[Outcome]) -> str:
-    """Accuracy per category, then the failures."""
-    total, good = Counter[str](), Counter[str]()
-    for outcome in outcomes:
-        total[outcome.case.category] += 1
-        good[outcome.case.category] += outcome.ok
-    lines = [f"{'category':<14} {'ok':>4} {'all':>4} {'accuracy':>9}"]
-    for category in sorted(total):
-        share = good[category] / total[category]
-        lines.append(f"{category:<14} {good[category]:>4} {total[category]:>4} {share:>9.1%}")
-    overall = sum(good.values()) / max(1, sum(total.values()))
-    lines.append(
-        f"{'overall':<14} {sum(good.values()):>4} {sum(total.values()):>4} {overall:>9.1%}"
-    )
-    for outcome in outcomes:
-        if not outcome.ok:
-            case = outcome.case
-            lines.append(f"FAIL {case.line} [{case.state}] {case.utterance!r}: {outcome.detail}")
-    return "\n".join(lines)
-
-
-async def measure(path: Path) -> tuple[float, str]:
-    """The accuracy of one corpus file and its report."""
-    runner = Runner()
-    outcomes = [await runner.run(case) for case in read_corpus(path)]
-    return sum(o.ok for o in outcomes) / max(1, len(outcomes)), report(outcomes)

@@ -1,4 +1,4 @@
-"""Run the utterance corpus (``utterances.txt``) through the real engine from realistic states.
+"""The hotel's adapter to the corpus kit (``support.corpus_kit``) for ``utterances.txt``.
 
 Each section of the corpus names a session state, reached once by a short scripted
 conversation and then copied for every utterance, so each utterance is the next thing a guest
@@ -17,14 +17,13 @@ types in that state. Each line is ``category | utterance | expected effect``:
 
 from __future__ import annotations
 
-import copy
-from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hotel_chat import TODAY, offline_engine
+from support.corpus_kit import Case, Outcome, Replay, Replayer, talk
 
+from picoflow import FlowEngine
 from picoflow.stores import MemoryStore
 
 CORPUS = Path(__file__).with_name("utterances.txt")
@@ -78,109 +77,47 @@ KNOWN_MISSES = frozenset(
 test, and a known one that passes must be taken off (issue 25 item 7)."""
 
 
-@dataclass(frozen=True)
-class Case:
-    state: str
-    category: str
-    utterance: str
-    expected: str
-    line: int
+class HotelReplayer(Replayer):
+    """The hotel's replay: a criteria case is judged on the search its turn leads to."""
 
-
-@dataclass
-class Outcome:
-    case: Case
-    ok: bool
-    detail: str
-    acted: bool  # booked or ended
-
-
-def read_corpus(path: Path = CORPUS) -> list[Case]:
-    """The cases of the corpus file, in order."""
-    cases, state = [], ""
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("== ") and line.endswith(" =="):
-            state = line[3:-3].strip()
-            continue
-        category, utterance, expected = (part.strip() for part in line.split(" | "))
-        cases.append(Case(state, category, utterance, expected, number))
-    return cases
-
-
-class Runner:
-    """Builds each state once, then runs every utterance on a fresh copy of it."""
+    flow = "HotelFlow"
+    states = STATES
+    config = {"today": TODAY}
+    judge_failed_turns = True  # `judge` reads the "failed" call, and a criteria case its search
 
     def __init__(self) -> None:
-        self.snapshots: dict[str, dict[str, Any]] = {}
+        super().__init__()
+        self.baselines: dict[str, dict[str, Any]] = {}
 
-    async def snapshot(self, state: str) -> dict[str, Any]:
-        if state not in self.snapshots:
-            store = MemoryStore()
-            engine = offline_engine(store)
-            session = None
-            for text in STATES[state]:
-                config = {"today": TODAY} if session is None else None
-                result = await engine.run("HotelFlow", text, session, config)
-                assert result.success, result.message
-                session = result.session_id
-            assert session is not None
-            doc = await store.load(session)
-            assert doc is not None
-            self.snapshots[state] = {**doc, "revision": 0}  # a new session in a fresh store
-        return copy.deepcopy(self.snapshots[state])
+    def engine(self, store: MemoryStore) -> FlowEngine:
+        return offline_engine(store)
 
-    async def run(self, case: Case) -> Outcome:
-        """Run one case on a copy of its state and judge the effect."""
-        doc = await self.snapshot(case.state)
-        store = MemoryStore()
-        await store.create(copy.deepcopy(doc))
-        engine = offline_engine(store)
-        calls = await _turn(engine, case.utterance, doc["id"])
-        after = await store.load(doc["id"])
-        assert after is not None
-        outcome = judge(case, calls, doc, after)
+    async def judge(self, replay: Replay) -> Outcome:
+        case, calls = replay.case, replay.last.calls
+        assert replay.before is not None
+        outcome = judge(case, calls, replay.before, replay.after)
         if case.expected.split()[0] in ("criteria", "same"):
             searched = [a for name, a in calls if name == "capture_choices"]
-            probed = searched or [
-                a
-                for name, a in await _turn(engine, "search now", doc["id"])
-                if name == "capture_choices"
-            ]
+            probed = searched
+            if not probed:
+                probe = await talk(replay.engine, self.flow, "search now", replay.session)
+                probed = [a for name, a in probe.calls if name == "capture_choices"]
             baseline = await self.baseline(case.state)
             if case.expected == "same":  # no search now, and the next search is unchanged
                 ok = not searched and (probed[-1] if probed else {}) == baseline
             else:
                 ok = _criteria_ok(case.expected, probed, baseline)
-            searched = probed
-            outcome = Outcome(case, ok, f"searched with {searched} (calls={calls})", outcome.acted)
+            outcome = Outcome(case, ok, f"searched with {probed} (calls={calls})", outcome.acted)
         return outcome
 
     async def baseline(self, state: str) -> dict[str, Any]:
         """The criteria "search now" sends from ``state`` as it is."""
-        key = f"{state}:baseline"
-        if key not in self.snapshots:
-            doc = await self.snapshot(state)
-            store = MemoryStore()
-            await store.create(doc)
-            calls = await _turn(offline_engine(store), "search now", doc["id"])
-            self.snapshots[key] = next((a for n, a in calls if n == "capture_choices"), {})
-        return self.snapshots[key]
-
-
-async def _turn(engine: Any, text: str, session: str) -> list[tuple[str, dict[str, Any]]]:
-    calls: list[tuple[str, dict[str, Any]]] = []
-    result = None
-    async for event in engine.stream("HotelFlow", text, session):
-        if event.kind == "tool_call":
-            calls.append((event.data["name"], dict(event.data["args"])))
-        if event.kind == "done":
-            result = event.result
-    if result is None or not result.success:
-        calls.append(("failed", {"message": result.message if result else "no result"}))
-    return calls
+        if state not in self.baselines:
+            _, engine, doc, _ = await self.stage(state)
+            assert doc is not None
+            calls = (await talk(engine, self.flow, "search now", doc["id"])).calls
+            self.baselines[state] = next((a for n, a in calls if n == "capture_choices"), {})
+        return self.baselines[state]
 
 
 def _criteria_ok(expected: str, searched: list[dict[str, Any]], baseline: dict[str, Any]) -> bool:
@@ -283,50 +220,7 @@ def _check(  # noqa: C901 - one branch per kind of expected effect, as the docst
     if kind == "search":
         return "search_again" in names or "capture_choices" in names, ""
     if kind in ("criteria", "same"):
-        return True, ""  # judged on the search it leads to (Runner.run)
+        return True, ""  # judged on the search it leads to (HotelReplayer.judge)
     if kind == "back":
         return names[:1] == ["resume_booking"] and "go_compare" not in names, ""
     raise ValueError(f"Unknown expected effect {kind!r}")
-
-
-def wants_report(config: Any) -> bool:
-    """Whether the accuracy table is printed: only when asked, with ``-v`` or
-    ``--corpus-report``, so a passing ``make test`` prints no "FAIL" line."""
-    return bool(config.getoption("verbose") > 0 or config.getoption("corpus_report"))
-
-
-def misses_problem(outcomes: list[Outcome], known: frozenset[tuple[str, str]]) -> str:
-    """What is wrong with the misses ("" when nothing): lines missed that are not known misses
-    (the figure dropped), or known misses now understood (the figure rose: pin it)."""
-    new = [o.case for o in outcomes if not o.ok and (o.case.state, o.case.utterance) not in known]
-    fixed = [o.case for o in outcomes if o.ok and (o.case.state, o.case.utterance) in known]
-    problems = []
-    if new:
-        listed = "; ".join(f"{case.line} [{case.state}] {case.utterance!r}" for case in new)
-        problems.append(f"{len(new)} line(s) no longer understood (the figure dropped): {listed}")
-    if fixed:
-        listed = "; ".join(f"[{case.state}] {case.utterance!r}" for case in fixed)
-        problems.append(f"now understood, remove from KNOWN_MISSES: {listed}")
-    return "\n".join(problems)
-
-
-def report(outcomes: list[Outcome], known: frozenset[tuple[str, str]] = frozenset()) -> str:
-    """Accuracy per category, then the misses ("KNOWN" for those in ``known``, else "FAIL")."""
-    total, good = Counter[str](), Counter[str]()
-    for outcome in outcomes:
-        total[outcome.case.category] += 1
-        good[outcome.case.category] += outcome.ok
-    lines = [f"{'category':<14} {'ok':>4} {'all':>4} {'accuracy':>9}"]
-    for category in sorted(total):
-        share = good[category] / total[category]
-        lines.append(f"{category:<14} {good[category]:>4} {total[category]:>4} {share:>9.1%}")
-    overall = sum(good.values()) / max(1, sum(total.values()))
-    lines.append(
-        f"{'overall':<14} {sum(good.values()):>4} {sum(total.values()):>4} {overall:>9.1%}"
-    )
-    for outcome in outcomes:
-        if not outcome.ok:
-            case = outcome.case
-            mark = "KNOWN" if (case.state, case.utterance) in known else "FAIL"
-            lines.append(f"{mark} {case.line} [{case.state}] {case.utterance!r}: {outcome.detail}")
-    return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""Run the returning-guest corpora (``guest_*.txt``) through the real engine (issue 23).
+"""The returning guest's adapter to the corpus kit (``support.corpus_kit``) for ``guest_*.txt``
+(issue 23).
 
 A returning guest is made the honest way: a first session of the same owner books a suite with a
 pool and breakfast included (whatever the flow remembers of it is what the corpus starts from).
@@ -18,11 +19,10 @@ fails every line ("not a returning guest"), rather than passing the declines by 
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
-from corpus import Case, Outcome, read_corpus, report
+from support.corpus_kit import Outcome, Replay, Replayer, talk
 
 from demo.hotel.flow import PROVIDERS, HotelFlow
 from picoflow import FlowEngine
@@ -51,73 +51,50 @@ STATES: dict[str, list[str]] = {
 type comes next), and a list of hotels."""
 
 
-def engine_on(store: MemoryStore) -> FlowEngine:
-    return FlowEngine([HotelFlow.using("offline:hotel")], store=store, providers=PROVIDERS)
+class GuestReplayer(Replayer):
+    """Each store is seeded with the bank the first visit left, so every case is a return."""
 
-
-async def _talk(engine: FlowEngine, lines: list[str], session: str | None = None) -> str:
-    for text in lines:
-        result = await engine.run("HotelFlow", text, session, CONFIG if session is None else None)
-        assert result.success, result.message
-        session = result.session_id
-    assert session is not None
-    return session
-
-
-class Runner:
-    """Builds the first visit and each state once, then runs every utterance on a copy."""
+    flow = "HotelFlow"
+    states = STATES
+    config = CONFIG
+    judge_failed_turns = True  # a "keep" or "forget" is judged on the bank and the session
 
     def __init__(self) -> None:
+        super().__init__()
         self.bank: list[dict[str, Any]] | None = None
-        self.snapshots: dict[str, dict[str, Any]] = {}
+
+    def engine(self, store: MemoryStore) -> FlowEngine:
+        return FlowEngine([HotelFlow.using("offline:hotel")], store=store, providers=PROVIDERS)
 
     async def remembered(self) -> list[dict[str, Any]]:
         """What the bank holds after the first visit (oldest first)."""
         if self.bank is None:
             store = MemoryStore()
-            engine = engine_on(store)
-            session = await _talk(engine, FIRST_VISIT)
+            engine = self.engine(store)
+            session = await self.converse(engine, FIRST_VISIT)
+            assert session is not None
             doc = await store.load(session)
             assert doc is not None and doc["run_status"] == "completed", "the first visit booked"
             self.bank = list(reversed(await engine.memory_bank(OWNER).list()))
         return self.bank
 
-    async def seeded(self) -> tuple[MemoryStore, FlowEngine]:
-        """A fresh store whose bank holds what the first visit left."""
-        store = MemoryStore()
-        engine = engine_on(store)
+    async def prepare(self, engine: FlowEngine) -> list[dict[str, Any]]:
+        """Seed the bank with what the first visit left; what it then holds."""
         for entry in await self.remembered():
             await engine.memory_bank(OWNER).add(entry["text"], entry["kind"], entry["source"])
-        return store, engine
+        return await engine.memory_bank(OWNER).list()
 
-    async def fresh(self, state: str) -> tuple[MemoryStore, FlowEngine, dict[str, Any]]:
-        """A seeded store holding a copy of the state's session."""
-        if state not in self.snapshots:
-            store, engine = await self.seeded()
-            doc = await store.load(await _talk(engine, STATES[state]))
-            assert doc is not None
-            self.snapshots[state] = {**doc, "revision": 0}
-        store, engine = await self.seeded()
-        doc = copy.deepcopy(self.snapshots[state])
-        await store.create(copy.deepcopy(doc))
-        return store, engine, doc
-
-    async def run(self, case: Case) -> Outcome:
-        """Run one case on a copy of its state and judge the effect."""
-        store, engine, doc = await self.fresh(case.state)
-        bank = engine.memory_bank(OWNER)
-        before = await bank.list()
+    async def judge(self, replay: Replay) -> Outcome:
+        case, before = replay.case, replay.context
         if not before:
             return Outcome(
                 case, False, "not a returning guest: the first visit left no memory", False
             )
-        calls, reply = await _turn(engine, case.utterance, doc["id"])
+        calls, reply = replay.last.calls, replay.last.reply
         acted = any(name in ("chosen_hotel", "end_chat") for name, _ in calls)
-        after = await store.load(doc["id"])
-        assert after is not None
         kind, _, rest = case.expected.partition(" ")
-        left = await bank.list()
-        going = after["run_status"] == "running"
+        left = await replay.engine.memory_bank(OWNER).list()
+        going = replay.after["run_status"] == "running"
         if kind == "forget":
             return Outcome(case, not left and going, f"bank={len(left)} {calls} {reply!r}", acted)
         if kind == "keep":
@@ -127,23 +104,10 @@ class Runner:
             raise ValueError(f"Unknown expected effect {kind!r}; use criteria, forget or keep.")
         searched = [a for name, a in calls if name == "capture_choices"]
         if not searched:
-            searched = [a for n, a in (await _turn(engine, "search now", doc["id"]))[0]
-                        if n == "capture_choices"]  # fmt: skip
+            probe = await talk(replay.engine, self.flow, "search now", replay.session)
+            searched = [a for n, a in probe.calls if n == "capture_choices"]
         ok = bool(searched) and _criteria_ok(rest, searched[-1])
         return Outcome(case, ok, f"searched={searched[-1:]} calls={calls} {reply!r}", acted)
-
-
-async def _turn(engine: FlowEngine, text: str, session: str) -> tuple[list[Any], str]:
-    calls: list[tuple[str, dict[str, Any]]] = []
-    reply = ""
-    async for event in engine.stream("HotelFlow", text, session):
-        if event.kind == "tool_call":
-            calls.append((event.data["name"], dict(event.data["args"])))
-        if event.kind == "done" and event.result is not None:
-            reply = event.result.message
-            if not event.result.success:
-                calls.append(("failed", {"message": reply}))
-    return calls, reply
 
 
 def _criteria_ok(expected: str, args: dict[str, Any]) -> bool:
@@ -159,13 +123,3 @@ def _criteria_ok(expected: str, args: dict[str, Any]) -> bool:
         else:
             raise ValueError(f"Unknown criterion {key!r}; use room_type or amenities.")
     return True
-
-
-async def run_corpus(path: Path) -> list[Outcome]:
-    """Every case of ``path``, each on a copy of its state (``corpus.report`` prints them)."""
-    runner = Runner()
-    return [await runner.run(case) for case in read_corpus(path)]
-
-
-__all__ = ["HELD_OUT", "HELD_OUT_2", "TUNING", "Case", "Outcome", "read_corpus", "report",
-           "run_corpus"]  # fmt: skip

@@ -1,4 +1,4 @@
-"""Run MedicalFlow's corpora (``medical_heldout.txt``, ``medical_tuning.txt``) through the engine.
+"""MedicalFlow's adapter to the corpus kit (``support.corpus_kit``) for ``medical_*.txt``.
 
 Each section names a session state, reached by a short conversation (``STATES``) and copied for
 every case. A case is ``category | turns | expected effect``; the turns, separated by `` // ``,
@@ -15,11 +15,10 @@ last turn:
 
 from __future__ import annotations
 
-import copy
-from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from support.corpus_kit import Case, Outcome, Replay, Replayer
 
 from demo.medical.flow import MedicalFlow
 from demo.medical.offline import offline_provider
@@ -37,86 +36,17 @@ STATES: dict[str, list[str]] = {
 """How each state of the corpus is reached."""
 
 
-@dataclass(frozen=True)
-class Case:
-    source: str
-    state: str
-    category: str
-    turns: tuple[str, ...]
-    expected: str
-    line: int
+class MedicalReplayer(Replayer):
+    """Judges the session after a case's last turn, and that turn's reply."""
 
+    flow = "MedicalFlow"
+    states = STATES
 
-@dataclass
-class Outcome:
-    case: Case
-    ok: bool
-    detail: str
+    def engine(self, store: MemoryStore) -> FlowEngine:
+        return FlowEngine([MedicalFlow], store=store, providers={"offline": offline_provider})
 
-
-def read_corpus(path: Path) -> list[Case]:
-    """The cases of a corpus file, in order."""
-    cases, state = [], ""
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("== ") and line.endswith(" =="):
-            state = line[3:-3].strip()
-            continue
-        category, said, expected = (part.strip() for part in line.split(" | "))
-        turns = tuple(turn.strip() for turn in said.split(" // "))
-        cases.append(Case(path.stem, state, category, turns, expected, number))
-    return cases
-
-
-def engine_on(store: MemoryStore) -> FlowEngine:
-    return FlowEngine([MedicalFlow], store=store, providers={"offline": offline_provider})
-
-
-class Runner:
-    """Builds each state once, then runs every case on a fresh copy of it."""
-
-    def __init__(self) -> None:
-        self.snapshots: dict[str, dict[str, Any] | None] = {}
-
-    async def snapshot(self, state: str) -> dict[str, Any] | None:
-        if state not in self.snapshots:
-            doc = None
-            if STATES[state]:
-                store = MemoryStore()
-                engine = engine_on(store)
-                session = None
-                for text in STATES[state]:
-                    result = await engine.run("MedicalFlow", text, session)
-                    assert result.success, result.message
-                    session = result.session_id
-                assert session is not None
-                loaded = await store.load(session)
-                assert loaded is not None
-                doc = {**loaded, "revision": 0}  # a new session in a fresh store
-            self.snapshots[state] = doc
-        return copy.deepcopy(self.snapshots[state])
-
-    async def run(self, case: Case) -> Outcome:
-        """Run one case on a copy of its state and judge the effect."""
-        doc = await self.snapshot(case.state)
-        store = MemoryStore()
-        session = None
-        if doc is not None:
-            await store.create(doc)
-            session = doc["id"]
-        engine = engine_on(store)
-        replies = []
-        for text in case.turns:
-            result = await engine.run("MedicalFlow", text, session)
-            if not result.success:
-                return Outcome(case, False, f"turn failed: {result.message}")
-            replies.append(result.message)
-            session = result.session_id
-        after = await store.load(session) if session else None
-        assert after is not None
-        return judge(case, after, replies)
+    async def judge(self, replay: Replay) -> Outcome:
+        return judge(replay.case, replay.after, [turn.reply for turn in replay.turns])
 
 
 def symptoms_of(doc: dict[str, Any]) -> str:
@@ -155,26 +85,3 @@ def judge(case: Case, doc: dict[str, Any], replies: list[str]) -> Outcome:
     else:
         raise ValueError(f"Unknown expected effect {kind!r} on line {case.line}")
     return Outcome(case, ok, seen)
-
-
-def report(outcomes: list[Outcome]) -> str:
-    """Accuracy per category, then the failures."""
-    total, good = Counter[str](), Counter[str]()
-    for outcome in outcomes:
-        total[outcome.case.category] += 1
-        good[outcome.case.category] += outcome.ok
-    lines = [f"{'category':<12} {'ok':>4} {'all':>4} {'accuracy':>9}"]
-    for category in sorted(total):
-        share = good[category] / total[category]
-        lines.append(f"{category:<12} {good[category]:>4} {total[category]:>4} {share:>9.1%}")
-    overall = sum(good.values()) / max(1, sum(total.values()))
-    right, cases = sum(good.values()), sum(total.values())
-    lines.append(f"{'overall':<12} {right:>4} {cases:>4} {overall:>9.1%}")
-    for outcome in outcomes:
-        if not outcome.ok:
-            case = outcome.case
-            lines.append(
-                f"FAIL {case.source}:{case.line} [{case.state}] {' // '.join(case.turns)!r}: "
-                f"{outcome.detail}"
-            )
-    return "\n".join(lines)

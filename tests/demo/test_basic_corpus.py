@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from basic_corpus import HELD_OUT, HELD_OUT_2, TUNING, measure, read_corpus
+from basic_corpus import HELD_OUT, HELD_OUT_2, TUNING, BasicReplayer
+from support.corpus_kit import accuracy, report
 
 # The first port scored 9/28 (32.1 %) on the held-out corpus, the reworked one 28/28; the
 # tuning corpus went from 21/61 (34.4 %) to 61/61. The floors are the figures of the rework.
@@ -19,6 +20,12 @@ from basic_corpus import HELD_OUT, HELD_OUT_2, TUNING, measure, read_corpus
 # 22/22.
 HELD_OUT_FLOOR = 1.0
 TUNING_FLOOR = 1.0
+
+
+async def measure(path: Path) -> tuple[float, str]:
+    """The accuracy of one corpus file and its report."""
+    outcomes = await BasicReplayer().replay(path)
+    return accuracy(outcomes), report(outcomes)
 
 
 def _show(request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str], text: str) -> None:
@@ -38,7 +45,7 @@ async def test_basic_heldout_corpus_accuracy_stays_above_its_floor(
 
 
 def test_basic_heldout_corpus_is_varied() -> None:
-    cases = read_corpus(HELD_OUT)
+    cases = BasicReplayer().read(HELD_OUT)
     assert len(cases) >= 25
     assert len({case.category for case in cases}) >= 8
     assert len({case.state for case in cases}) == 7
@@ -53,4 +60,4 @@ async def test_basic_tuning_corpus_accuracy_stays_above_its_floor(
 
 
 def test_basic_tuning_corpus_is_bigger_than_the_held_out_one() -> None:
-    assert len(read_corpus(TUNING)) >= 2 * len(read_corpus(HELD_OUT))
+    assert len(BasicReplayer().read(TUNING)) >= 2 * len(BasicReplayer().read(HELD_OUT))

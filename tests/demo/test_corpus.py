@@ -10,17 +10,8 @@ when asked (``-v`` or ``--corpus-report``), so a passing run prints no "FAIL" li
 from __future__ import annotations
 
 import pytest
-from corpus import (
-    CHOICES,
-    KNOWN_MISSES,
-    Case,
-    Outcome,
-    Runner,
-    misses_problem,
-    read_corpus,
-    report,
-    wants_report,
-)
+from corpus import CHOICES, CORPUS, KNOWN_MISSES, HotelReplayer
+from support.corpus_kit import Case, Outcome, misses_problem, report, wants_report
 
 MIN_ACCURACY = 0.97
 CATEGORIES = 10
@@ -29,9 +20,7 @@ CATEGORIES = 10
 async def test_corpus_accuracy_and_no_action_without_a_choice(
     capsys: pytest.CaptureFixture[str], pytestconfig: pytest.Config
 ) -> None:
-    cases = read_corpus()
-    runner = Runner()
-    outcomes = [await runner.run(case) for case in cases]
+    outcomes = await HotelReplayer().replay(CORPUS)
     text = report(outcomes, KNOWN_MISSES)
     if wants_report(pytestconfig):
         with capsys.disabled():
@@ -45,7 +34,7 @@ async def test_corpus_accuracy_and_no_action_without_a_choice(
 
 
 def test_corpus_is_big_and_varied() -> None:
-    cases = read_corpus()
+    cases = HotelReplayer().read(CORPUS)
     assert len(cases) >= 300
     assert len({case.category for case in cases}) >= CATEGORIES
     assert len({case.utterance for case in cases}) >= 290

@@ -13,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from guest_corpus import HELD_OUT, HELD_OUT_2, TUNING, Outcome, read_corpus, report, run_corpus
+from guest_corpus import HELD_OUT, HELD_OUT_2, TUNING, GuestReplayer
+from support.corpus_kit import Outcome, report
 
 from demo.hotel.offline.usual import accepts, wants_to_be_forgotten
 
@@ -31,7 +32,7 @@ async def test_guest_corpus_stays_at_or_above_its_floor(
     lines: int,
     floor: int,
 ) -> None:
-    outcomes: list[Outcome] = await run_corpus(path)
+    outcomes: list[Outcome] = await GuestReplayer().replay(path)
     text = report(outcomes)
     if request.config.getoption("verbose") > 0:
         with capsys.disabled():
@@ -42,7 +43,7 @@ async def test_guest_corpus_stays_at_or_above_its_floor(
 
 
 def test_guest_corpora_are_distinct_and_cover_every_state() -> None:
-    sets = [read_corpus(path) for _, path, _, _ in CORPORA]
+    sets = [GuestReplayer().read(path) for _, path, _, _ in CORPORA]
     for cases in sets:
         assert {c.state for c in cases} == {"offered", "dates", "list"}
     utterances = [{c.utterance for c in cases} for cases in sets]

@@ -9,7 +9,8 @@ and prints the table per category with ``pytest -v``.
 from __future__ import annotations
 
 import pytest
-from medical_corpus import HELDOUT, TUNING, Runner, read_corpus, report
+from medical_corpus import HELDOUT, TUNING, MedicalReplayer
+from support.corpus_kit import accuracy, report
 
 MIN_ACCURACY = 0.95
 
@@ -17,19 +18,16 @@ MIN_ACCURACY = 0.95
 async def test_medical_corpus_accuracy_holds_its_floor(
     request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cases = read_corpus(HELDOUT) + read_corpus(TUNING)
-    runner = Runner()
-    outcomes = [await runner.run(case) for case in cases]
+    outcomes = await MedicalReplayer().replay(HELDOUT, TUNING)
     text = report(outcomes)
     if request.config.getoption("verbose") > 0:
         with capsys.disabled():
             print("\n" + text)
-    accuracy = sum(o.ok for o in outcomes) / len(outcomes)
-    assert accuracy >= MIN_ACCURACY, text
+    assert accuracy(outcomes) >= MIN_ACCURACY, text
 
 
 def test_medical_corpus_is_varied_and_its_held_out_share_stays() -> None:
-    heldout, tuning = read_corpus(HELDOUT), read_corpus(TUNING)
+    heldout, tuning = MedicalReplayer().read(HELDOUT), MedicalReplayer().read(TUNING)
     assert len(heldout) >= 20 and len(tuning) >= 50
     categories = {case.category for case in heldout + tuning}
     assert {"typo", "chatty", "spread", "reference", "correction", "question"} <= categories

@@ -1,4 +1,4 @@
-"""Run TravelFlow corpora (``travel_*.txt``) through the real engine from realistic states.
+"""TravelFlow's adapter to the corpus kit (``support.corpus_kit``) for ``travel_*.txt``.
 
 Each ``== state ==`` section names a session state, reached once by the lines in `STATES` and
 then copied for every utterance, so each utterance is the next thing a traveller types there.
@@ -17,12 +17,11 @@ plan's field names are mapped to the ones above).
 
 from __future__ import annotations
 
-import copy
-from collections import Counter
-from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
+
+from support.corpus_kit import Outcome, Replay, Replayer
 
 from demo.travel.flow import TravelFlow
 from demo.travel.offline import offline_provider
@@ -41,73 +40,18 @@ STATES: dict[str, list[str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Case:
-    state: str
-    category: str
-    utterance: str
-    expected: str
-    line: int
+class TravelReplayer(Replayer):
+    """Judges the stored session only (`judge`), with the reply added to the detail."""
 
+    flow = "TravelFlow"
+    states = STATES
 
-@dataclass
-class Outcome:
-    case: Case
-    ok: bool
-    detail: str
+    def engine(self, store: MemoryStore) -> FlowEngine:
+        return FlowEngine([TravelFlow], store=store, providers={"offline": offline_provider})
 
-
-def read_corpus(path: Path) -> list[Case]:
-    """The cases of a corpus file, in order."""
-    cases, state = [], ""
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("== ") and line.endswith(" =="):
-            state = line[3:-3].strip()
-            continue
-        category, utterance, expected = (part.strip() for part in line.split(" | "))
-        cases.append(Case(state, category, utterance, expected, number))
-    return cases
-
-
-def engine_on(store: MemoryStore) -> FlowEngine:
-    return FlowEngine([TravelFlow], store=store, providers={"offline": offline_provider})
-
-
-class Runner:
-    """Builds each state once, then runs every utterance on a fresh copy of it."""
-
-    def __init__(self) -> None:
-        self.snapshots: dict[str, dict[str, Any] | None] = {}
-
-    async def snapshot(self, state: str) -> dict[str, Any] | None:
-        if state not in self.snapshots:
-            store = MemoryStore()
-            engine, session = engine_on(store), None
-            for text in STATES[state]:
-                result = await engine.run("TravelFlow", text, session)
-                assert result.success, result.message
-                session = result.session_id
-            doc = await store.load(session) if session else None
-            self.snapshots[state] = {**doc, "revision": 0} if doc else None
-        return copy.deepcopy(self.snapshots[state])
-
-    async def run(self, case: Case) -> Outcome:
-        before = await self.snapshot(case.state)
-        store = MemoryStore()
-        if before is not None:
-            await store.create(copy.deepcopy(before))
-        result = await engine_on(store).run(
-            "TravelFlow", case.utterance, before["id"] if before else None
-        )
-        if not result.success:
-            return Outcome(case, False, f"turn failed: {result.message}")
-        after = await store.load(result.session_id)
-        assert after is not None
-        ok, detail = judge(case.expected, before, after)
-        return Outcome(case, ok, f"{detail} reply={result.message!r}")
+    async def judge(self, replay: Replay) -> Outcome:
+        ok, detail = judge(replay.case.expected, replay.before, replay.after)
+        return Outcome(replay.case, ok, f"{detail} reply={replay.last.reply!r}")
 
 
 def _state(doc: dict[str, Any] | None, step: str) -> dict[str, Any]:
@@ -185,27 +129,3 @@ def judge(expected: str, before: dict[str, Any] | None, after: dict[str, Any]) -
     if kind == "none":
         return not done and chosen is None, f"chose {chosen!r}"
     raise ValueError(f"Unknown expected effect {expected!r}; use plan, ask, book or none.")
-
-
-def report(outcomes: list[Outcome]) -> str:
-    """Accuracy per category, then the failures."""
-    total, good = Counter[str](), Counter[str]()
-    for outcome in outcomes:
-        total[outcome.case.category] += 1
-        good[outcome.case.category] += outcome.ok
-    lines = [f"{'category':<12} {'ok':>4} {'all':>4} {'accuracy':>9}"]
-    for category in sorted(total):
-        share = good[category] / total[category]
-        lines.append(f"{category:<12} {good[category]:>4} {total[category]:>4} {share:>9.1%}")
-    ok, count = sum(good.values()), sum(total.values())
-    lines.append(f"{'overall':<12} {ok:>4} {count:>4} {ok / max(1, count):>9.1%}")
-    for outcome in outcomes:
-        if not outcome.ok:
-            case = outcome.case
-            lines.append(f"FAIL {case.line} [{case.state}] {case.utterance!r}: {outcome.detail}")
-    return "\n".join(lines)
-
-
-async def run_corpus(path: Path) -> list[Outcome]:
-    runner = Runner()
-    return [await runner.run(case) for case in read_corpus(path)]
