@@ -13,6 +13,7 @@ from picoflow.errors import (
     BudgetExceeded,
     FlowDefinitionError,
     IdempotencyKeyReusedError,
+    MissingAbilityError,
     PicoflowError,
     RevisionNotFoundError,
     SessionConflictError,
@@ -78,6 +79,7 @@ __all__ = [
     "ToolLoopError",
     "BudgetExceeded",
     "IdempotencyKeyReusedError",
+    "MissingAbilityError",
     # _expiration.py (U6)
     "is_session_current",
     "session_idle_ms",

@@ -30,6 +30,7 @@ __all__ = [
     "ToolLoopError",
     "BudgetExceeded",
     "IdempotencyKeyReusedError",
+    "MissingAbilityError",
 ]
 
 
@@ -119,6 +120,28 @@ class StoreError(PicoflowError):
 
     def __repr__(self) -> str:
         return f"StoreError({str(self)!r}, retryable={self.retryable!r})"
+
+
+class MissingAbilityError(PicoflowError, ValueError):
+    """A feature needs an optional store ability the store does not have (see `stores.base`).
+
+    Raised when the feature is asked for, never halfway through a turn: nothing was written.
+    Use MemoryStore, SQLiteStore or MongoStore, which have every ability, or add the methods
+    the message names to your store. A `ValueError` too, as it was before abilities had names.
+    """
+
+    def __init__(
+        self, store: str, ability: str, methods: tuple[str, ...], feature: str, what: str
+    ) -> None:
+        self.store = store
+        self.ability = ability
+        self.methods = methods
+        self.feature = feature
+        super().__init__(
+            f"{store} keeps no {what} (it has no {', '.join(methods)}), and {feature} needs "
+            f"it. Use MemoryStore, SQLiteStore or MongoStore, or add "
+            f"{'that method' if len(methods) == 1 else 'those methods'} to your store."
+        )
 
 
 class ToolLoopError(PicoflowError):

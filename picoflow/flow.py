@@ -205,10 +205,11 @@ class Flow:
         type, a new session reads it back (see docs/long-term-memory.md).
         """
         from picoflow._bank import MemoryBank, owner_of
+        from picoflow.stores.base import abilities_of
 
         owner = owner_of(self)
         store = self._services.store
-        if owner is None or store is None or not hasattr(store, "bank_add"):
+        if owner is None or store is None or abilities_of(store).memory_bank is None:
             return None
         return MemoryBank(store, owner, self._services.embeddings)
 

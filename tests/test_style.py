@@ -48,6 +48,7 @@ PUBLIC = {
     "ToolCall",  # SPEC V6: what a tool_group handler receives
     "BudgetExceeded",  # SPEC O3: the error of a turn over a budget
     "IdempotencyKeyReusedError",  # SPEC H5, O4: raised by a history change sent with a used key
+    "MissingAbilityError",  # SPEC P2, docs/stores.md: a feature needs an ability a store lacks
     "summarise",  # SPEC M11: the memory policy builders
     "sliding_window",
     "turn_window",

@@ -8,24 +8,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 from picoflow._bank import vectors
 from picoflow._internal.services import TurnServices
 from picoflow.stores._bank import BankEntry, check_owner, new_entry
+from picoflow.stores.base import KeepsMemoryBank, abilities_of
 
 if TYPE_CHECKING:
     from picoflow.stores.base import Store
 
 __all__ = ["MemoryBank", "owner_of", "require_bank"]
 
-_METHODS = ("bank_add", "bank_list", "bank_search", "bank_update", "bank_delete", "bank_forget")
 
-
-def require_bank(store: Store) -> Any:
-    """The store, if it keeps memory banks; else a ValueError that says what to do."""
-    missing = [name for name in _METHODS if not hasattr(store, name)]
-    if missing:
-        raise ValueError(
-            f"{type(store).__name__} keeps no long-term memory (it has no {', '.join(missing)}). "
-            "Use MemoryStore, SQLiteStore or MongoStore, or add those methods to your store."
-        )
-    return store
+def require_bank(store: Store) -> KeepsMemoryBank:
+    """The store, if it keeps memory banks; else a `MissingAbilityError` that says what to do."""
+    bank: KeepsMemoryBank = abilities_of(store).need("memory_bank", "long-term memory (L1)")
+    return bank
 
 
 class _Running(Protocol):
@@ -66,7 +60,7 @@ class MemoryBank:
 
     async def list(self, *, page: int = 1, page_size: int = 50) -> list[BankEntry]:
         """The entries, the most recently written first."""
-        return await self._store.bank_list(self.owner, page=page, page_size=page_size)  # type: ignore[no-any-return]
+        return await self._store.bank_list(self.owner, page=page, page_size=page_size)
 
     async def search(
         self, query: str, *, page: int = 1, page_size: int = 10

@@ -22,6 +22,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from picoflow.stores._bank import BankEntry, check_page
+from picoflow.stores.base import abilities_of
 
 __all__ = ["add_entry", "update_entry", "search", "fuse", "check_embeddings"]
 
@@ -29,7 +30,6 @@ logger = logging.getLogger(__name__)
 
 RRF_K = 60  # the usual constant of reciprocal rank fusion: rank 1 scores 1/61
 _CANDIDATES = 100  # each ranking contributes at most this many entries to the fusion
-_VECTOR_METHODS = ("bank_set_vector", "bank_nearest")
 
 
 def check_embeddings(embeddings: Any, store: Any) -> None:
@@ -42,12 +42,7 @@ def check_embeddings(embeddings: Any, store: Any) -> None:
             f"OpenAIEmbeddings(), or picoflow.testing.KeywordEmbeddings in tests), got "
             f"{type(embeddings).__name__}."
         )
-    missing = [name for name in _VECTOR_METHODS if not hasattr(store, name)]
-    if missing:
-        raise ValueError(
-            f"{type(store).__name__} keeps no embeddings (it has no {', '.join(missing)}). "
-            "Use MemoryStore, SQLiteStore or MongoStore, or leave embeddings out."
-        )
+    abilities_of(store).need("vectors", "FlowEngine(embeddings=...)")
 
 
 async def _embed(embeddings: Any, text: str, *, query: bool) -> list[float] | None:

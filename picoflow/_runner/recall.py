@@ -17,7 +17,7 @@ from langchain_core.messages import messages_from_dict
 from pydantic import Field
 
 from picoflow.step import Step
-from picoflow.stores.base import ArchiveEntry, Store
+from picoflow.stores.base import ArchiveEntry, Store, abilities_of
 from picoflow.tools import ToolSpec, collect_tools, tool
 
 __all__ = ["recall_tools", "PAGE_SIZE"]
@@ -51,9 +51,9 @@ class _Recall:
             step.flow.get_session_id() or "", step.namespace, query, page=page, page_size=PAGE_SIZE
         )
         text = render_results(query, page, entries)
-        oldest_archived = getattr(self._store, "oldest_archived", None)
-        if len(entries) < PAGE_SIZE and oldest_archived is not None:
-            oldest = await oldest_archived(step.flow.get_session_id() or "", step.namespace)
+        trimmed = abilities_of(self._store).oldest_archived
+        if len(entries) < PAGE_SIZE and trimmed is not None:
+            oldest = await trimmed.oldest_archived(step.flow.get_session_id() or "", step.namespace)
             if oldest is not None and oldest > 1:  # W5: archive_limit removed older messages
                 text += (
                     "\nThe oldest messages of this conversation are no longer kept, so older "

@@ -28,13 +28,14 @@ import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from picoflow.errors import FlowDefinitionError
 from picoflow.graph._flow_moves import flow_moves
 from picoflow.graph._moves import Move, read_moves
 from picoflow.graph._path import END, START, Hop, Revision, document_hops, history_hops
 from picoflow.step import EndStep
+from picoflow.stores.base import JSONDict, abilities_of
 from picoflow.tools import collect_tools
 
 if TYPE_CHECKING:
@@ -52,6 +53,15 @@ CURRENT = "    classDef current fill:#d3f9d8,stroke:#2b8a3e,stroke-width:4px"
 PEOPLE = "    classDef person fill:#e7f5ff,stroke:#1971c2"
 TAKEN, UNSEEN = "stroke:#2b8a3e,stroke-width:3px", "stroke:#c92a2a,stroke-width:3px"
 JUMPED = "stroke:#e67700,stroke-width:3px,stroke-dasharray:6 4"  # rewind, undo, edit (W2, W4)
+
+
+@runtime_checkable
+class _EngineHistory(Protocol):
+    """A `FlowEngine` as `load_history` reads it (this layer sits below the engine)."""
+
+    async def history(self, session_id: str) -> list[JSONDict]: ...
+
+    async def get_session(self, session_id: str, *, revision: int | None = None) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,9 +305,7 @@ def _path_styles(
     graph: FlowGraph, edges: list[_Edge], hops: Sequence[Hop], session: Mapping[str, Any]
 ) -> list[str]:
     walked = {(hop.source, hop.target) for hop in hops if hop.kind in ("move", "fork")}
-    taken = [
-        str(i) for i, e in enumerate(edges) if (e.source, e.target) in walked and not e.unseen
-    ]
+    taken = [str(i) for i, e in enumerate(edges) if (e.source, e.target) in walked and not e.unseen]
     unseen = [str(i) for i, e in enumerate(edges) if e.unseen and not e.jump]
     jumps = [str(i) for i, e in enumerate(edges) if e.jump]
     stepped = {hop.source for hop in hops} | {hop.target for hop in hops}
@@ -406,15 +414,13 @@ async def load_history(store: Any, session_id: str) -> list[Revision]:
     `history` and `get_session(revision=)`, which also apply `owner=` rules when called
     directly). [] when the store keeps no history (no `history`/`load_revision` methods).
     """
-    listing = getattr(store, "history", None)
-    if listing is None:
-        return []
-    entries = list(reversed(await listing(session_id)))
-    if hasattr(store, "load_revision"):
-        docs = [await store.load_revision(session_id, entry["revision"]) for entry in entries]
-    elif hasattr(store, "get_session"):
+    kept = abilities_of(store).history
+    if kept is not None:
+        entries = list(reversed(await kept.history(session_id)))
+        docs = [await kept.load_revision(session_id, entry["revision"]) for entry in entries]
+    elif isinstance(store, _EngineHistory):
+        entries = list(reversed(await store.history(session_id)))
         docs = [await store.get_session(session_id, revision=e["revision"]) for e in entries]
     else:
-        docs = [None] * len(entries)
+        return []
     return list(zip(entries, docs, strict=True))
-

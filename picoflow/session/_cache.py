@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
 
 from picoflow.memory import Namespace
-from picoflow.stores.base import JSONDict
+from picoflow.stores.base import JSONDict, Store
 
 __all__ = ["HotSessions"]
 
@@ -34,13 +33,12 @@ class HotSessions:
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
 
     async def load(
-        self, store: Any, session_id: str
+        self, store: Store, session_id: str
     ) -> tuple[JSONDict | None, dict[str, Namespace] | None]:
         """The session's document and, when the cache is current, its live namespaces."""
         entry = self._entries.get(session_id)
-        revision_of = getattr(store, "revision", None)
-        if entry is not None and revision_of is not None:
-            if await revision_of(session_id) == entry.doc["revision"]:
+        if entry is not None:  # `revision` is part of the core (P2): one small read
+            if await store.revision(session_id) == entry.doc["revision"]:
                 # Other sessions' saves may have pushed the entry out during that read; it is
                 # still current (this session's turns are serialised), so it goes back in.
                 self._entries[session_id] = entry

@@ -8,7 +8,6 @@ the housekeeping scheduler (which commits its own work with the same `commit`) t
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -19,7 +18,7 @@ from picoflow.memory import Namespace
 from picoflow.session import Usage, add_usage, dump_flow
 from picoflow.session._cache import HotSessions
 from picoflow.stores._limits import DocumentChecker
-from picoflow.stores.base import JSONDict, Store
+from picoflow.stores.base import JSONDict, Store, abilities_of
 
 __all__ = ["Sessions"]
 
@@ -37,7 +36,7 @@ class Sessions:
         self._ttl = ttl
         # W1/W5: what every save tells the store about its revision, if the store listens.
         self._keep, self._max_age = retention
-        self._notes = _takes_note(store)
+        self._notes = abilities_of(store).notes
         # Recently saved documents with their live messages, checked by revision on every
         # load: the store stays the one source of truth (see `_hot`).
         self._hot = HotSessions()
@@ -96,6 +95,7 @@ class Sessions:
         entry = log_entry("error", message)
         entry["error"] = error or "Error"
         self._failed.add(session_id, entry)
+
     async def create(self, doc: JSONDict, note: JSONDict | None = None) -> None:
         """Create a session, with the note of its first revision (W1) if the store keeps one."""
         if self._notes:
@@ -145,14 +145,3 @@ class Sessions:
                 del self._locks[session_id]
             else:
                 self._locks[session_id] = (lock, users - 1)
-
-
-def _takes_note(store: Store) -> bool:
-    """Whether the store's `save` and `create` accept a history note (W1)."""
-    try:
-        return all(
-            "note" in inspect.signature(getattr(store, name)).parameters
-            for name in ("save", "create")
-        )
-    except (TypeError, ValueError):
-        return False

@@ -32,15 +32,37 @@ raises `TypeError`); it copies what it wants to change.
 
 from __future__ import annotations
 
-import copy
-from collections import OrderedDict
-from collections.abc import Callable, Iterable
-from itertools import compress, count, islice
-from operator import is_not
-from typing import Any, Generic, Protocol, SupportsIndex, TypeVar, runtime_checkable
+import inspect
+from dataclasses import dataclass, fields
+from typing import Any, Protocol, runtime_checkable
+from weakref import WeakKeyDictionary
+
+from picoflow.errors import MissingAbilityError
+from picoflow.stores._saved import (
+    REMEMBERED_SESSIONS,
+    JSONDict,
+    MessageEncodings,
+    SavedMessages,
+    encode_new,
+    unchanged,
+)
 
 __all__ = [
     "Store",
+    "StoreAbilities",
+    "abilities_of",
+    "KeepsHistory",
+    "KeepsLeases",
+    "KeepsMemoryBank",
+    "KeepsVectors",
+    "KeepsStreams",
+    "ListsWaiting",
+    "ListsIdle",
+    "Purges",
+    "DeletesOwners",
+    "CountsOwnerTokens",
+    "FindsOldestArchived",
+    "TrimsArchive",
     "ArchiveEntry",
     "JSONDict",
     "MessageEncodings",
@@ -51,156 +73,7 @@ __all__ = [
     "unchanged",
 ]
 
-JSONDict = dict[str, Any]
 ArchiveEntry = dict[str, Any]  # {"position": int, "message": <message_to_dict form>}
-
-
-class SavedMessages(list[JSONDict]):
-    """A namespace's messages as the engine saves them: dicts it never mutates afterwards.
-
-    The engine saves the whole session every turn but keeps the dicts of earlier messages as
-    the very same objects, so a store can reuse what it encoded for them last time and a save
-    costs what the turn added. Only this promise makes that safe: a caller of the store API
-    who edits a message dict in place and saves again passes plain lists (documents from
-    `load()` have them), which every store encodes in full. It is a plain list to JSON.
-
-    The list itself is read-only (its mutating methods raise `TypeError`), and it may name the
-    list it grew from (`base`) and how much of that it kept, so a store that encoded `base`
-    knows what to reuse without comparing the two lists item by item: checking, encoding and
-    writing a save then cost what the turn added, however long the conversation. Copies
-    (`list(saved)`, `copy`, pickle) are plain lists: they carry no promise.
-    """
-
-    __slots__ = ("_base", "_kept")
-
-    def __init__(
-        self,
-        items: Iterable[JSONDict] = (),
-        *,
-        base: SavedMessages | None = None,
-        kept: tuple[int, bool] = (0, False),
-    ) -> None:
-        """Hold `items`; `base` and `kept` as `unchanged(self, base)` would find them."""
-        super().__init__(items)
-        self._base = base
-        self._kept = kept
-
-    def grown_from(self, base: list[Any]) -> tuple[int, bool] | None:
-        """What `unchanged(self, base)` returns, if this list was made from `base`; else None."""
-        return self._kept if self._base is base else None
-
-    def forget_base(self) -> None:
-        """Let go of the list this one grew from (so a history never holds a chain of them)."""
-        self._base = None
-
-    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(
-            "SavedMessages is read-only: stores reuse what they encoded for it. Copy it with "
-            "list(...) to change it (a plain list is encoded in full)."
-        )
-
-    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
-
-    def __copy__(self) -> list[JSONDict]:
-        return list(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> list[JSONDict]:
-        return copy.deepcopy(list(self), memo)
-
-    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
-        return (list, (list(self),))
-
-
-_Out = TypeVar("_Out")
-
-
-def unchanged(items: list[Any], old_items: list[Any]) -> tuple[int, bool]:
-    """How much of `items` is still `old_items`: `(keep, slot_kept)`.
-
-    Items 1 to `keep - 1` are the very objects at those indexes of `old_items`, and the system
-    slot (index 0) is too when `slot_kept`. Histories grow by appending and saved messages are
-    never mutated, so after index 0 the unchanged part is a prefix; the system slot is compared
-    on its own, so a new prompt does not end the reuse. A `SavedMessages` made from `old_items`
-    says so itself (no pass over the lists); otherwise one C-level pass finds the prefix.
-    """
-    if type(items) is SavedMessages:
-        known = items.grown_from(old_items)
-        if known is not None:
-            return known
-    pairs = map(is_not, islice(items, 1, None), islice(old_items, 1, None))  # no list copies
-    changed = next(compress(count(1), pairs), None)
-    keep = min(len(items), len(old_items)) if changed is None else changed
-    return keep, bool(items) and bool(old_items) and items[0] is old_items[0]
-
-
-def encode_new(
-    items: list[Any],
-    previous: tuple[list[Any], list[_Out]],
-    encode: Callable[[Any], _Out],
-    found: tuple[int, bool] | None = None,
-) -> list[_Out]:
-    """`[encode(i) for i in items]`, reusing the outputs of objects encoded last time.
-
-    `previous` holds those items and their outputs; `found` is `unchanged(items, previous[0])`
-    when the caller has it already. A save then costs what the turn added, not what the
-    conversation holds. The engine's session dump and the stores' encoders all use this.
-    """
-    if not items:
-        return []
-    old_items, old_out = previous
-    keep, slot_kept = unchanged(items, old_items) if found is None else found
-    if keep > 1:
-        out = old_out[:keep]  # one copy of the reused part, however long it is
-        if not slot_kept:
-            out[0] = encode(items[0])
-    else:
-        out = [old_out[0] if slot_kept else encode(items[0])]
-    out += [encode(item) for item in items[max(keep, 1) :]]
-    return out
-
-
-# How many recently saved sessions a persistent store keeps message encodings of.
-REMEMBERED_SESSIONS = 256
-
-
-class MessageEncodings(Generic[_Out]):
-    """A store's memory of how it encoded each session's messages, for `encode_new` to reuse.
-
-    Per session and namespace it keeps the last `SavedMessages` list encoded and its outputs;
-    the `capacity` most recently saved sessions are kept (None: all). Plain lists carry no
-    promise that their dicts are unchanged: they are encoded in full, and remembered by nobody.
-    """
-
-    def __init__(self, capacity: int | None = REMEMBERED_SESSIONS) -> None:
-        """Start with nothing remembered."""
-        self._capacity = capacity
-        self._sessions: OrderedDict[str, dict[str, tuple[list[Any], list[_Out]]]] = OrderedDict()
-
-    def encode(
-        self, session_id: str, namespace: str, messages: list[Any], encode: Callable[[Any], _Out]
-    ) -> list[_Out]:
-        """`[encode(m) for m in messages]`, reusing what was encoded for the same dicts."""
-        if not isinstance(messages, SavedMessages):
-            known = self._sessions.get(session_id)
-            if known is not None:
-                known.pop(namespace, None)
-            return [encode(message) for message in messages]
-        known = self._sessions.setdefault(session_id, {})
-        self._sessions.move_to_end(session_id)
-        while self._capacity is not None and len(self._sessions) > self._capacity:
-            self._sessions.popitem(last=False)
-        outputs = encode_new(messages, known.get(namespace, ([], [])), encode)
-        known[namespace] = (messages, outputs)  # read-only, so kept as it is
-        return outputs
-
-    def forget(self, session_id: str) -> None:
-        """Drop what is remembered of a session (it was deleted)."""
-        self._sessions.pop(session_id, None)
-
-    def clear(self) -> None:
-        """Drop everything (the store was closed)."""
-        self._sessions.clear()
 
 
 @runtime_checkable
@@ -268,3 +141,282 @@ def matches_query(message: JSONDict, query: str) -> bool:
     """Every word of the query occurs in the message text, ignoring case."""
     text = searchable_text(message).lower()
     return all(word in text for word in query.lower().split())
+
+
+# -- optional abilities ------------------------------------------------------------------------
+#
+# The core above is all a store must do. Everything below is optional: picoflow's three stores
+# do all of it; a store of your own may do only the core and add abilities one at a time. The
+# engine asks `abilities_of(store)` once and every feature that needs an ability takes it from
+# there, so a missing one is a `MissingAbilityError` naming the ability and its methods at the
+# moment a feature needs it, never an AttributeError deep inside a turn.
+
+
+@runtime_checkable
+class KeepsHistory(Protocol):
+    """Revisions kept per session (W1). A store with this ability takes `note=` on save/create."""
+
+    async def history(self, session_id: str, *, limit: int | None = None) -> list[JSONDict]:
+        """The kept revisions, newest first."""
+        ...
+
+    async def load_revision(self, session_id: str, revision: int) -> JSONDict | None:
+        """The document as `revision` saved it, or None if it is not kept."""
+        ...
+
+
+@runtime_checkable
+class KeepsLeases(Protocol):
+    """Session leases (O4): which worker runs a turn of a session right now."""
+
+    async def acquire_lease(self, session_id: str, holder: str, seconds: float) -> bool:
+        """Take or renew the session's lease for `seconds`; True if `holder` holds it now."""
+        ...
+
+    async def release_lease(self, session_id: str, holder: str) -> None:
+        """Remove the session's lease if `holder` still holds it."""
+        ...
+
+
+@runtime_checkable
+class KeepsMemoryBank(Protocol):
+    """Long-term memory per owner (L1, L5)."""
+
+    async def bank_add(self, entry: Any) -> Any:
+        """Keep a new entry."""
+        ...
+
+    async def bank_list(self, owner: str, *, page: int = 1, page_size: int = 50) -> list[Any]:
+        """An owner's entries, newest first."""
+        ...
+
+    async def bank_search(
+        self, owner: str, query: str, *, page: int = 1, page_size: int = 10
+    ) -> list[Any]:
+        """An owner's entries matching `query`, most relevant first."""
+        ...
+
+    async def bank_update(
+        self, owner: str, entry_id: str, *, text: str | None = None, kind: str | None = None
+    ) -> Any:
+        """Change an entry; None if there is none with that id."""
+        ...
+
+    async def bank_delete(self, owner: str, entry_id: str) -> bool:
+        """Delete one entry."""
+        ...
+
+    async def bank_forget(self, owner: str) -> int:
+        """Delete every entry of the owner."""
+        ...
+
+
+@runtime_checkable
+class KeepsVectors(Protocol):
+    """Embeddings beside memory-bank entries (L4)."""
+
+    async def bank_set_vector(self, owner: str, entry_id: str, vector: list[float]) -> bool:
+        """Keep an entry's embedding."""
+        ...
+
+    async def bank_nearest(
+        self, owner: str, vector: list[float], *, limit: int = 100
+    ) -> list[tuple[Any, float]]:
+        """The entries most similar to `vector`, best first."""
+        ...
+
+
+@runtime_checkable
+class KeepsStreams(Protocol):
+    """A turn's stream kept for clients that reconnect (O5)."""
+
+    async def stream_open(self, turn_id: str, owner: str | None, expires_at: str, now: str) -> None:
+        """Start keeping a turn's stream."""
+        ...
+
+    async def stream_append(self, turn_id: str, events: list[Any], done: bool, now: str) -> None:
+        """Add events to a kept stream."""
+        ...
+
+    async def stream_read(self, turn_id: str, after: int, now: str) -> Any:
+        """A kept stream's events after `after`, or None."""
+        ...
+
+
+@runtime_checkable
+class ListsWaiting(Protocol):
+    """Sessions waiting for a person (K7)."""
+
+    async def waiting(self, limit: int = 100) -> list[JSONDict]:
+        """Sessions with a pending approval or an operator, newest first."""
+        ...
+
+
+@runtime_checkable
+class ListsIdle(Protocol):
+    """Running sessions nobody saved for a while (M14)."""
+
+    async def idle_sessions(
+        self, before: str, *, after: tuple[str, str] | None = None, limit: int = 100
+    ) -> list[JSONDict]:
+        """Running sessions last saved before `before`, oldest first, one page."""
+        ...
+
+
+@runtime_checkable
+class Purges(Protocol):
+    """Expired sessions deleted in bulk (W5)."""
+
+    async def purge(self, now: str) -> int:
+        """Delete every session that expired before `now`; how many."""
+        ...
+
+
+@runtime_checkable
+class DeletesOwners(Protocol):
+    """Every session of one owner deleted at once (W5)."""
+
+    async def delete_owner(self, owner: str) -> int:
+        """Delete every session `owner` owns; how many."""
+        ...
+
+
+@runtime_checkable
+class CountsOwnerTokens(Protocol):
+    """A per-owner, per-day token ledger shared by every worker (O3)."""
+
+    async def add_owner_tokens(self, owner: str, day: str, tokens: int) -> int:
+        """Add to an owner's tokens of one day; the new total."""
+        ...
+
+    async def owner_tokens(self, owner: str, day: str) -> int:
+        """An owner's tokens of one day."""
+        ...
+
+
+@runtime_checkable
+class FindsOldestArchived(Protocol):
+    """The position of a namespace's oldest archived message, in one small read (M9)."""
+
+    async def oldest_archived(self, session_id: str, namespace: str) -> int | None:
+        """The oldest archived position, or None."""
+        ...
+
+
+@runtime_checkable
+class TrimsArchive(Protocol):
+    """An archive that keeps at most `archive_limit` evicted messages per namespace (W5)."""
+
+    archive_limit: int | None
+
+
+# Each ability: its protocol, the members it needs, and what errors call it.
+_ABILITIES: dict[str, tuple[type, tuple[str, ...], str]] = {
+    "history": (KeepsHistory, ("history", "load_revision"), "history"),
+    "leases": (KeepsLeases, ("acquire_lease", "release_lease"), "session leases"),
+    "memory_bank": (
+        KeepsMemoryBank,
+        ("bank_add", "bank_list", "bank_search", "bank_update", "bank_delete", "bank_forget"),
+        "long-term memory",
+    ),
+    "vectors": (KeepsVectors, ("bank_set_vector", "bank_nearest"), "embeddings"),
+    "streams": (KeepsStreams, ("stream_open", "stream_append", "stream_read"), "turn streams"),
+    "waiting": (ListsWaiting, ("waiting",), "list of sessions waiting for a person"),
+    "idle_sessions": (ListsIdle, ("idle_sessions",), "list of idle sessions"),
+    "purge": (Purges, ("purge",), "purge of expired sessions"),
+    "delete_owner": (DeletesOwners, ("delete_owner",), "deletion by owner"),
+    "owner_tokens": (CountsOwnerTokens, ("add_owner_tokens", "owner_tokens"), "token ledger"),
+    "oldest_archived": (FindsOldestArchived, ("oldest_archived",), "archive positions"),
+    "trims_archive": (TrimsArchive, ("archive_limit",), "archive limit"),
+}
+
+
+def _able(store: object, methods: tuple[str, ...]) -> bool:
+    """Every member is there, and every method is callable (a None attribute is no method)."""
+    for name in methods:
+        member = getattr(store, name, None)
+        if name == "archive_limit":
+            if not hasattr(store, name):
+                return False
+        elif not callable(member):
+            return False
+    return True
+
+
+def _takes_notes(store: object) -> bool:
+    """Whether `create` and `save` take `note=` (what a revision records, W1).
+
+    picoflow's stores all do. It is the one ability read from a signature, because a subclass
+    of MemoryStore or SQLiteStore that overrides `save(doc, expected_revision)` in a test or an
+    adapter keeps working: its revisions simply carry no note. Found once, here.
+    """
+    try:
+        return all(
+            "note" in inspect.signature(getattr(store, name)).parameters
+            for name in ("save", "create")
+        )
+    except (TypeError, ValueError, AttributeError):
+        return False
+
+
+@dataclass(frozen=True)
+class StoreAbilities:
+    """What one store can do beyond the core: each field is the store itself, or None.
+
+    Typed, so a feature that has checked `abilities.history is not None` calls its methods
+    with the protocol's signature; `need` is the same check with the error a user reads.
+    `notes` says whether `create`/`save` take a history note (`note=`).
+    """
+
+    store_name: str
+    history: KeepsHistory | None = None
+    leases: KeepsLeases | None = None
+    memory_bank: KeepsMemoryBank | None = None
+    vectors: KeepsVectors | None = None
+    streams: KeepsStreams | None = None
+    waiting: ListsWaiting | None = None
+    idle_sessions: ListsIdle | None = None
+    purge: Purges | None = None
+    delete_owner: DeletesOwners | None = None
+    owner_tokens: CountsOwnerTokens | None = None
+    oldest_archived: FindsOldestArchived | None = None
+    trims_archive: TrimsArchive | None = None
+    notes: bool = False
+
+    def names(self) -> list[str]:
+        """The abilities the store has, by name."""
+        skip = ("store_name", "notes")
+        return [f.name for f in fields(self) if f.name not in skip and getattr(self, f.name)]
+
+    def need(self, ability: str, feature: str) -> Any:
+        """The store, typed for `ability`; else `MissingAbilityError` naming what is missing."""
+        if ability not in _ABILITIES:
+            raise KeyError(f"no store ability {ability!r}; known: {', '.join(_ABILITIES)}")
+        found = getattr(self, ability)
+        if found is None:
+            _, methods, what = _ABILITIES[ability]
+            raise MissingAbilityError(self.store_name, ability, methods, feature, what)
+        return found
+
+
+_KNOWN: WeakKeyDictionary[Any, StoreAbilities] = WeakKeyDictionary()
+
+
+def abilities_of(store: object) -> StoreAbilities:
+    """What `store` can do, found once per store object and remembered."""
+    try:
+        known = _KNOWN.get(store)
+    except TypeError:  # not weakly referenceable (or unhashable): found anew each time
+        known = None
+    if known is not None:
+        return known
+    found: dict[str, Any] = {
+        name: store if _able(store, methods) else None
+        for name, (_, methods, _what) in _ABILITIES.items()
+    }
+    abilities = StoreAbilities(store_name=type(store).__name__, notes=_takes_notes(store), **found)
+    try:
+        _KNOWN[store] = abilities
+    except TypeError:
+        pass
+    return abilities
