@@ -34,7 +34,7 @@ async def test_guest_corpus_stays_at_or_above_its_floor(
 ) -> None:
     outcomes: list[Outcome] = await GuestReplayer().replay(path)
     text = report(outcomes)
-    if request.config.getoption("verbose") > 0:
+    if request.config.getoption("verbose") >= 0:  # -v over the default -q
         with capsys.disabled():
             print(f"\n{name}\n{text}")
     assert len(outcomes) == lines

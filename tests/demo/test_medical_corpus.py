@@ -20,7 +20,7 @@ async def test_medical_corpus_accuracy_holds_its_floor(
 ) -> None:
     outcomes = await MedicalReplayer().replay(HELDOUT, TUNING)
     text = report(outcomes)
-    if request.config.getoption("verbose") > 0:
+    if request.config.getoption("verbose") >= 0:  # -v over the default -q
         with capsys.disabled():
             print("\n" + text)
     assert accuracy(outcomes) >= MIN_ACCURACY, text

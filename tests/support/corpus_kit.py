@@ -271,7 +271,7 @@ def report(outcomes: Sequence[Outcome], known: frozenset[tuple[str, str]] = froz
 def wants_report(config: Any) -> bool:
     """Whether the accuracy table is printed: only when asked, with ``-v`` or
     ``--corpus-report``, so a passing ``make test`` prints no "FAIL" line."""
-    return bool(config.getoption("verbose") > 0 or config.getoption("corpus_report"))
+    return bool(config.getoption("verbose") >= 0 or config.getoption("corpus_report"))
 
 
 def misses_problem(outcomes: Sequence[Outcome], known: frozenset[tuple[str, str]]) -> str:
