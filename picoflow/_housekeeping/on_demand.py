@@ -14,7 +14,7 @@ from picoflow._housekeeping.history import evict, find_cut_point, stored_length
 from picoflow._housekeeping.summariser import SummaryModel
 from picoflow._housekeeping.windows import window_cut
 from picoflow.flow import Flow
-from picoflow.memory import count_call
+from picoflow.memory import Namespace, count_call
 from picoflow.policies import Summarise
 from picoflow.stores.base import JSONDict, Store
 
@@ -69,26 +69,18 @@ async def compact_now(
         entry = stored.get(namespace) or {}
         limit = stored_length(record.messages, entry.get("messages") or [])
         if isinstance(policy, Summarise):
-            config = memory.summary_config_for(namespace)
-            cut = find_cut_point(
-                record.messages, config.recent_messages, limit=limit, turns=config.whole_turns
+            cut = await _summarise_now(
+                flow, namespace, record, limit, model=model, store=store, usage=usage
             )
-            if cut <= 1 or model is None:
-                continue
-            draft = await draft_summary(flow, namespace, cut, model, store)
-            for reply in draft.replies:
-                count_call(usage["summary"], reply)  # M10
-            applied = await apply_summary(flow, draft, store)
-            if applied["outcome"] != "compacted":
-                continue
-            summary_id = f"{flow.get_session_id()}:{namespace}:summary:{record.summary_generation}"
+            if cut > 1:
+                summary_id = _summary_id(flow, namespace, record)
         else:
             cut = window_cut(policy, record.messages, limit, now=True)
-            if cut <= 1:
-                continue
-            await evict(store, flow.get_session_id() or "", namespace, record, cut)
-        count += cut - 1
-        last = max(last, record.archived)
+            if cut > 1:
+                await evict(store, flow.get_session_id() or "", namespace, record, cut)
+        if cut > 1:
+            count += cut - 1
+            last = max(last, record.archived)
     if not count:
         return dict(NOTHING_TO_COMPACT)
     return {
@@ -97,3 +89,36 @@ async def compact_now(
         "compacted_count": count,
         "to_sequence": last,
     }
+
+
+async def _summarise_now(
+    flow: Flow,
+    namespace: str,
+    record: Namespace,
+    limit: int,
+    *,
+    model: SummaryModel | None,
+    store: Store,
+    usage: dict[str, dict[str, int]],
+) -> int:
+    """Summarise the namespace's older messages now; where it cut, or 0 if nothing changed.
+
+    Without a model there is nothing to write the summary with, so nothing is compacted; the
+    summary calls count towards the session's usage even when the summary is not applied (M10).
+    """
+    config = flow.get_memory().summary_config_for(namespace)
+    cut = find_cut_point(
+        record.messages, config.recent_messages, limit=limit, turns=config.whole_turns
+    )
+    if cut <= 1 or model is None:
+        return 0
+    draft = await draft_summary(flow, namespace, cut, model, store)
+    for reply in draft.replies:
+        count_call(usage["summary"], reply)  # M10
+    applied = await apply_summary(flow, draft, store)
+    return cut if applied["outcome"] == "compacted" else 0
+
+
+def _summary_id(flow: Flow, namespace: str, record: Namespace) -> str:
+    """The id the hosted memory API gives the summary just written (M13)."""
+    return f"{flow.get_session_id()}:{namespace}:summary:{record.summary_generation}"

@@ -36,6 +36,18 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_sources(parser)
+    _add_target(parser)
+    _add_conversion(parser)
+    parser.add_argument(
+        "--report", type=Path, metavar="FILE", help="also write the reports as JSON"
+    )
+    parser.add_argument("--strict", action="store_true", help="exit 1 if anything was lost")
+    return parser
+
+
+def _add_sources(parser: argparse.ArgumentParser) -> None:
+    """Where the PicoFlow documents come from: files, or a MongoDB collection."""
     parser.add_argument(
         "files",
         nargs="*",
@@ -51,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="JSON",
         help='only the documents matching this filter, e.g. \'{"runStatus": "running"}\'',
     )
+
+
+def _add_target(parser: argparse.ArgumentParser) -> None:
+    """Where the converted sessions go: exactly one of a folder and a store."""
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--out", type=Path, metavar="DIR", help="write <id>.json files here")
     target.add_argument(
@@ -58,6 +74,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="create the sessions in this store (sqlite:///path, mongodb://.../db)",
     )
+
+
+def _add_conversion(parser: argparse.ArgumentParser) -> None:
+    """How documents are converted: the flow that continues them, renames, expiry."""
     parser.add_argument(
         "--flow",
         metavar="MODULE:CLASS",
@@ -84,11 +104,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="drop the older format's expireAfter instead of keeping it",
     )
-    parser.add_argument(
-        "--report", type=Path, metavar="FILE", help="also write the reports as JSON"
-    )
-    parser.add_argument("--strict", action="store_true", help="exit 1 if anything was lost")
-    return parser
 
 
 def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:

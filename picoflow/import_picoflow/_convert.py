@@ -69,22 +69,14 @@ def convert(
     generation = _generation(source)
     session_id = _session_id(source)
     report = ImportReport(session_id, generation)
-    stored_id = source.get("id") or source.get("_id")
-    if stored_id is None:
-        report.changed.append(f"the document has no id; the session got the id {session_id}")
-    elif str(stored_id) != session_id:
-        report.changed.append(
-            f"the id {stored_id!r} is not a valid picoflow session id; the session got the new "
-            f"id {session_id}"
-        )
+    _report_id(source, session_id, report)
     if generation == "G2":
         source = from_g2(source, report)
     stored = source["flow"]
     names = {**DEFAULT_RENAMES, **(renames or {})}
     _report_unknown(source, stored, report)
     out = new_document(session_id, flow_name or str(stored.get("name") or ""), None)
-    if flow_name and flow_name != stored.get("name"):
-        report.changed.append(f"flow '{stored.get('name')}' was renamed '{flow_name}'")
+    _report_flow_name(stored, flow_name, report)
     _times(out, source, keep_expiry, report)
     _run(out, source, stored, names, report)
     out["memory"] = _memory(stored.get("memory"), names, namespaces or {}, report)
@@ -111,6 +103,24 @@ def _generation(doc: Any) -> str:
 def _session_id(doc: dict[str, Any]) -> str:
     stored = doc.get("id") or doc.get("_id")
     return str(stored) if is_session_id(str(stored)) else new_session_id()
+
+
+def _report_id(doc: dict[str, Any], session_id: str, report: ImportReport) -> None:
+    """Say when the session could not keep the document's id, so a user can find it again."""
+    stored_id = doc.get("id") or doc.get("_id")
+    if stored_id is None:
+        report.changed.append(f"the document has no id; the session got the id {session_id}")
+    elif str(stored_id) != session_id:
+        report.changed.append(
+            f"the id {stored_id!r} is not a valid picoflow session id; the session got the new "
+            f"id {session_id}"
+        )
+
+
+def _report_flow_name(flow: dict[str, Any], flow_name: str | None, report: ImportReport) -> None:
+    """Say when the session is stored under another flow name than PicoFlow's."""
+    if flow_name and flow_name != flow.get("name"):
+        report.changed.append(f"flow '{flow.get('name')}' was renamed '{flow_name}'")
 
 
 def _report_unknown(doc: dict[str, Any], flow: dict[str, Any], report: ImportReport) -> None:

@@ -28,6 +28,7 @@ from picoflow._internal.seconds import is_seconds
 from picoflow._internal.state import now_iso
 from picoflow.errors import PicoflowError
 from picoflow.stores._streams import KeptEvent, KeptStream, MemoryStreams
+from picoflow.stores.base import abilities_of
 
 __all__ = [
     "HEARTBEAT_SECONDS",
@@ -51,7 +52,7 @@ _POLL_SECONDS = 0.25
 
 
 class KeptStreams(Protocol):
-    """The store capability (`picoflow.stores._streams`); every bundled store has it."""
+    """How this module calls a store with the `streams` ability (`stores.base`, `_streams`)."""
 
     async def stream_open(
         self, turn_id: str, owner: str | None, expires_at: str, now: str
@@ -187,10 +188,8 @@ class StreamKeeper:
                 "proxy's idle timeout (nginx closes an idle connection after 60 s; 15 is the "
                 "default)."
             )
-        capable = all(
-            hasattr(store, name) for name in ("stream_open", "stream_append", "stream_read")
-        )
-        self.store: KeptStreams = store if capable else MemoryStreams()  # type: ignore[assignment]
+        kept = abilities_of(store).streams  # asked once, here: the store keeps streams or not
+        self.store: KeptStreams = kept if kept is not None else MemoryStreams()  # type: ignore[assignment]
         self.ttl = float(ttl)
         self.flush_every = flush_every
         self.poll_every = poll_every

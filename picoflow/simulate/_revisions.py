@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from picoflow.stores.base import Store
+from picoflow.stores.base import Store, abilities_of
 
 __all__ = ["current_line", "revision_messages"]
 
@@ -55,16 +55,16 @@ async def revision_messages(
     Raises:
         TypeError: the store keeps no history (it has no `history`/`load_revision`).
     """
-    listing, loader = getattr(store, "history", None), getattr(store, "load_revision", None)
-    if listing is None or loader is None:
+    kept = abilities_of(store).history
+    if kept is None:
         raise TypeError(
             f"{type(store).__name__} keeps no revision history (it has no history() and "
             "load_revision()), so there are no revisions to replay; run the simulation "
             "without revisions (the document and the archive)."
         )
     found: dict[str, dict[int, dict[str, Any]]] = {name: {} for name in namespaces}
-    for revision in current_line(await listing(session_id)):
-        doc = await loader(session_id, revision)
+    for revision in current_line(await kept.history(session_id)):
+        doc = await kept.load_revision(session_id, revision)
         memory = doc.get("memory") if isinstance(doc, Mapping) else None
         for name in namespaces:
             entry = memory.get(name) if isinstance(memory, Mapping) else None

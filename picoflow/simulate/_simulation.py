@@ -226,19 +226,23 @@ async def simulate_compaction(
         context_window,
         (price_per_million_tokens, summary_price_per_million_tokens),
     )
-    reports = []
-    for session_id in ids:
-        doc = await store.load(session_id)
-        if doc is None:
-            raise SessionNotFoundError(
-                session_id,
-                f"Session '{session_id}' is not in the store, so there is nothing to simulate. "
-                "Check the id (TurnResult.session_id) and that this is the store the engine "
-                "used; deleted and expired sessions are gone.",
-            )
-        histories = await load_history(store, doc, options.namespaces, revisions=revisions)
-        reports.append(await _simulate(doc, histories, "store", options))
-    return reports
+    return [await _simulate_stored(store, one, options, revisions) for one in ids]
+
+
+async def _simulate_stored(
+    store: Store, session_id: str, options: Options, revisions: bool
+) -> SimulationReport:
+    """One stored session's report; a missing session stops the whole run, as nothing ran."""
+    doc = await store.load(session_id)
+    if doc is None:
+        raise SessionNotFoundError(
+            session_id,
+            f"Session '{session_id}' is not in the store, so there is nothing to simulate. "
+            "Check the id (TurnResult.session_id) and that this is the store the engine "
+            "used; deleted and expired sessions are gone.",
+        )
+    histories = await load_history(store, doc, options.namespaces, revisions=revisions)
+    return await _simulate(doc, histories, "store", options)
 
 
 async def simulate_document(

@@ -28,31 +28,20 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Protocol, runtime_checkable
 
 from picoflow.stores._checks import check_open
+from picoflow.stores.base import KeepsLeases, abilities_of
 
 __all__ = ["LeaseStore", "MemoryLeases", "check_lease", "check_release", "supports_leases"]
 
 
-@runtime_checkable
-class LeaseStore(Protocol):
-    """A store that keeps session leases (see the module docstring)."""
-
-    async def acquire_lease(self, session_id: str, holder: str, seconds: float) -> bool:
-        """Take or renew the session's lease for `seconds`; True if `holder` holds it now."""
-        ...
-
-    async def release_lease(self, session_id: str, holder: str) -> None:
-        """Remove the session's lease if `holder` still holds it."""
-        ...
+# The ability is declared once, in `stores.base`; this name stays for code that imported it here.
+LeaseStore = KeepsLeases
 
 
 def supports_leases(store: object) -> bool:
     """Whether `store` has both lease calls (a store of one's own may not)."""
-    return callable(getattr(store, "acquire_lease", None)) and callable(
-        getattr(store, "release_lease", None)
-    )
+    return abilities_of(store).leases is not None
 
 
 def check_release(session_id: object, holder: object) -> None:

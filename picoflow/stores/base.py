@@ -234,8 +234,10 @@ class KeepsStreams(Protocol):
         """Start keeping a turn's stream."""
         ...
 
-    async def stream_append(self, turn_id: str, events: list[Any], done: bool, now: str) -> None:
-        """Add events to a kept stream."""
+    async def stream_append(
+        self, turn_id: str, events: list[Any], expires_at: str, ended: bool = False
+    ) -> None:
+        """Add events after the last one kept; `ended` when the turn's last event is among them."""
         ...
 
     async def stream_read(self, turn_id: str, after: int, now: str) -> Any:

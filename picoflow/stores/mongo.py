@@ -5,62 +5,57 @@ messages in another. `save` is one `replace_one` filtered on `_id` *and* `revisi
 applies it atomically to one document, so of two processes holding the same revision exactly one
 wins and the other gets `SessionConflictError` (P4); no write is ever an upsert, so a stale or
 mistyped id can never invent a second document. How documents map to BSON (internal fields, key
-escaping, the 15 MB guard) is described in `picoflow.stores._mongo_docs`.
+escaping, the 15 MB guard) is described in `picoflow.stores._mongo_docs`, how the store connects
+in `_mongo_connect`, and the rows and compare-and-set of a save in `_mongo_save`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
 
-from bson.codec_options import CodecOptions
-from bson.errors import InvalidDocument
-from pymongo import AsyncMongoClient, MongoClient
+from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.database import Database
-from pymongo.errors import (
-    BulkWriteError,
-    ConfigurationError,
-    DuplicateKeyError,
-    PyMongoError,
-)
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
+from picoflow.errors import SessionConflictError
 from picoflow.stores import _checks, _history
 from picoflow.stores import _mongo_rows as rows
+from picoflow.stores._mongo_connect import (
+    DEFAULT_DATABASE as DEFAULT_DATABASE,  # importable from here, as before
+)
+from picoflow.stores._mongo_connect import (
+    Collection,
+    MongoConnection,
+    accept,
+    client_options,
+    masked,
+)
 from picoflow.stores._mongo_docs import (
     SessionEncoder,
     archive_record,
     entry_from_stored,
     session_from_stored,
 )
-from picoflow.stores._mongo_errors import describe_failure
 from picoflow.stores._mongo_extras import MongoExtras
 from picoflow.stores._mongo_leases import MongoLeases
+from picoflow.stores._mongo_save import (
+    nothing_before,
+    replace_session,
+    revision_in,
+    stored_before,
+    write_rows,
+)
 from picoflow.stores._mongo_streams import MongoStreams
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["MongoStore"]
 
-DEFAULT_DATABASE = "picoflow"
-_ARCHIVE_KEY = [("session_id", 1), ("namespace", 1), ("position", 1)]
-_ROWS_KEY = [("s", 1), ("t", 1)]
 _DUPLICATE_KEY = 11000
-# Plain dicts whatever the caller's handle was configured with; dates come back aware (UTC).
-_CODEC: CodecOptions[dict[str, Any]] = CodecOptions(document_class=dict, tz_aware=True)
-_URI_HOSTS = re.compile(r"^mongodb(?:\+srv)?://(?:[^@/]*@)?([^/?]*)/?([^?]*)")
-_CREDENTIALS = re.compile(r"(://[^/@:]*):[^/@]*@")
-_MOTOR_CLIENT, _MOTOR_DATABASE = "AsyncIOMotorClient", "AsyncIOMotorDatabase"
-
-# A pymongo AsyncCollection or a Motor collection; both offer the calls this store makes.
-_Collection = Any
 
 
-class MongoStore(MongoExtras, MongoLeases, MongoStreams):
+class MongoStore(MongoConnection, MongoExtras, MongoLeases, MongoStreams):
     """Keeps sessions in MongoDB through PyMongo's async API (or a Motor handle).
 
     Give it a URI, a `pymongo.AsyncMongoClient`, a pymongo `AsyncDatabase`, or a Motor
@@ -100,24 +95,24 @@ class MongoStore(MongoExtras, MongoLeases, MongoStreams):
         timeout: float | None = 10.0,
     ) -> None:
         """Record where sessions go; nothing connects until the first call."""
-        self._uri, self._client, self._database, self._database_name = _accept(
+        self._uri, self._client, self._database, self._database_name = accept(
             uri_or_client, database
         )
         self._names = (sessions, archive, history)
         self._usage_ready = False  # the owner ledger's TTL index is made on first use (O3)
         # L4: whether the server has text indexes (SecantusDB has none): None until tried.
         self._bank_text: bool | None = None
-        self._client_options = _client_options(self._uri, server_selection_timeout, timeout)
+        self._client_options = client_options(self._uri, server_selection_timeout, timeout)
         self._encoder = SessionEncoder()
         self._written = rows.WrittenMemory()
         self.archive_limit: int | None = None  # W5: entries kept per namespace, newest
-        self._ready: tuple[_Collection, _Collection, _Collection] | None = None
+        self._ready: tuple[Collection, Collection, Collection] | None = None
         self._init_lock = asyncio.Lock()
         self._closed = False
 
     def __repr__(self) -> str:
         """Show the URI (password masked) or the handle, and the database."""
-        target = _masked(self._uri) if self._uri else None
+        target = masked(self._uri) if self._uri else None
         handle = self._client if self._database is None else self._database
         shown = repr(target) if target else type(handle).__name__
         return f"MongoStore({shown}, database={self._database_name!r})"
@@ -137,15 +132,14 @@ class MongoStore(MongoExtras, MongoLeases, MongoStreams):
         record, lists = self._encoder.split(doc, session_id, 0)
         async with self._collections(f"create session '{session_id}'") as collections:
             sessions, archive, history = collections
-            before: JSONDict = {"history": [], "rows_x": None, "parts": {}, "retired": []}
-            written, token, _ = await self._write_rows(
-                collections, doc, record, lists, None, full_note, before
+            written, token, _ = await write_rows(
+                collections, doc, record, lists, None, full_note, nothing_before()
             )
             try:
                 await sessions.insert_one(record)
             except DuplicateKeyError as exc:
                 await history.delete_many({"s": session_id, "t": token})
-                actual = await _revision_in(sessions, session_id) or 0
+                actual = await revision_in(sessions, session_id) or 0
                 message = _checks.conflict_on_create_message(session_id, actual)
                 raise SessionConflictError(session_id, 0, actual, message) from exc
         self._written.keep(session_id, written)
@@ -164,7 +158,7 @@ class MongoStore(MongoExtras, MongoLeases, MongoStreams):
         _checks.check_open(self, self._closed)
         action = f"read the revision of session '{session_id}'"
         async with self._collections(action) as (sessions, _, _):
-            return await _revision_in(sessions, session_id)
+            return await revision_in(sessions, session_id)
 
     async def save(
         self, doc: JSONDict, expected_revision: int, *, note: JSONDict | None = None
@@ -186,44 +180,11 @@ class MongoStore(MongoExtras, MongoLeases, MongoStreams):
         known = self._written.at(session_id, expected_revision)
         self._written.forget(session_id)  # known again only once this save succeeded
         async with self._collections(f"save session '{session_id}'") as collections:
-            sessions, _, history = collections
-            if known is None:
-                found = await sessions.find_one(
-                    {"_id": session_id},
-                    {"revision": 1, "_history": 1, "_rows_x": 1, "_parts": 1, "_retired": 1},
-                )
-                if found is None:
-                    raise SessionNotFoundError(session_id)
-                if found["revision"] != expected_revision:
-                    raise SessionConflictError(session_id, expected_revision, found["revision"])
-                before: JSONDict = {
-                    "history": list(found.get("_history", [])),
-                    "rows_x": found.get("_rows_x"),
-                    "parts": found.get("_parts", {}),
-                    "retired": found.get("_retired", []),
-                }
-            else:
-                before = {
-                    "history": known.history,
-                    "rows_x": known.rows_x,
-                    "parts": known.parts,
-                    "retired": known.retired,
-                }
-            written, token, gone = await self._write_rows(
+            before = await stored_before(collections[0], session_id, expected_revision, known)
+            written, token, gone = await write_rows(
                 collections, doc, record, lists, known, full_note, before
             )
-            # P2/P4: the filter is the compare-and-set; without upsert, no match writes nothing.
-            result = await sessions.replace_one(
-                {"_id": session_id, "revision": expected_revision}, record
-            )
-            if result.matched_count == 0:
-                await history.delete_many({"s": session_id, "t": token})
-                actual = await _revision_in(sessions, session_id)
-                if actual is None:
-                    raise SessionNotFoundError(session_id)
-                raise SessionConflictError(session_id, expected_revision, actual)
-            if gone:  # W5: rows no kept revision names any more (see `_mongo_rows`)
-                await history.delete_many({"s": session_id, "t": {"$in": gone}})
+            await replace_session(collections, record, expected_revision, token, gone)
         self._written.keep(session_id, written)
         return revision
 
@@ -295,65 +256,6 @@ class MongoStore(MongoExtras, MongoLeases, MongoStreams):
         for session_id in ids:
             await self.delete(session_id)
         return len(ids)
-
-    async def _write_rows(
-        self,
-        collections: tuple[_Collection, _Collection, _Collection],
-        doc: JSONDict,
-        record: JSONDict,
-        lists: dict[str, tuple[list[Any], list[Any]]],
-        known: rows.Written | None,
-        note: JSONDict,
-        before: JSONDict,
-    ) -> tuple[rows.Written, str, list[str]]:
-        """Insert this save's rows and revision, and finish `record`.
-
-        Returns what it wrote, its token, and the tokens whose rows may be deleted once the
-        save succeeded. `before` is what the stored document had: `history`, `rows_x`,
-        `parts`, `retired`. Nothing names the rows until `record` is stored, so a failed save
-        leaves them invisible (see `_mongo_rows`).
-        """
-        past, rows_x = before["history"], before["rows_x"]
-        _, archive, history = collections
-        session_id, revision = record["_id"], record["revision"]
-        token = rows.new_token(revision)
-        parts, new_rows = rows.plan_rows(session_id, revision, token, lists, known)
-        saved_at = _history.now_stamp()
-        listed = [*past, [revision, token, saved_at]]
-        oldest = _history.kept([(r, at) for r, _, at in listed], note)
-        dropped = [item[1] for item in listed if item[0] < oldest]
-        listed = [item for item in listed if item[0] >= oldest]
-        retired, gone = rows.retire(
-            before["parts"], parts, before["retired"], revision, dropped, listed[0][0]
-        )
-        expires = record.get("_expires_at")
-        if expires is not None and (rows_x is None or rows.aware(expires) > rows.aware(rows_x)):
-            rows_x = rows.rows_expiry(doc, expires)
-            await history.update_many({"s": session_id}, {"$set": {"x": rows_x}})
-            await archive.update_many({"session_id": session_id}, {"$set": {"x": rows_x}})
-        if parts:
-            record["_parts"] = parts
-        if retired:
-            record["_retired"] = retired
-        if rows_x is not None:
-            record["_rows_x"] = rows_x
-        revision_row: JSONDict = {
-            "s": session_id,
-            "t": token,
-            "w": revision,
-            "r": revision,
-            "at": saved_at,
-            "note": {name: note[name] for name in _history.NOTE_FIELDS},
-            "doc": dict(record),
-        }
-        record["_history"] = listed
-        inserted = [*new_rows, revision_row]
-        if rows_x is not None:
-            for row in inserted:
-                row["x"] = rows_x
-        await history.insert_many(inserted, ordered=False)
-        lists_saved = {key: messages for key, (messages, _) in lists.items()}
-        return rows.Written(revision, lists_saved, parts, listed, rows_x, retired), token, gone
 
     async def delete(self, session_id: str) -> bool:
         """Remove the session and its whole archive; True if a session document existed.
@@ -463,127 +365,3 @@ class MongoStore(MongoExtras, MongoLeases, MongoStreams):
         self._written.clear()
         if self._uri is not None and self._client is not None:
             await self._client.close()
-
-    @asynccontextmanager
-    async def _collections(
-        self, action: str
-    ) -> AsyncIterator[tuple[_Collection, _Collection, _Collection]]:
-        """The sessions and archive collections for one call; driver errors become StoreError.
-
-        PyMongo errors are translated here, at the store boundary, and nowhere else.
-        """
-        try:
-            yield await self._prepared()
-        except (PyMongoError, InvalidDocument) as exc:
-            message = describe_failure(
-                exc, action, self._hosts(), self._selection_timeout(), self._database_name
-            )
-            raise StoreError(message) from exc
-
-    async def _prepared(self) -> tuple[_Collection, _Collection, _Collection]:
-        """Connect and create the indexes once; a failed attempt is retried by the next call."""
-        if self._ready is not None:
-            return self._ready
-        async with self._init_lock:
-            if self._ready is None:
-                _checks.check_open(self, self._closed)
-                if self._uri is not None and self._client is None:
-                    self._client = _new_client(self._uri, self._client_options)
-                database = self._database
-                if database is None:
-                    database = self._client[self._database_name]
-                sessions = database.get_collection(self._names[0], codec_options=_CODEC)
-                archive = database.get_collection(self._names[1], codec_options=_CODEC)
-                history = database.get_collection(self._names[2], codec_options=_CODEC)
-                # P5/P6: MongoDB's TTL monitor removes expired sessions; the engine also
-                # treats them as new on load, so the monitor's delay never matters.
-                await sessions.create_index("_expires_at", expireAfterSeconds=0)
-                await archive.create_index(_ARCHIVE_KEY, unique=True)
-                await archive.create_index("x", expireAfterSeconds=0)
-                await history.create_index(_ROWS_KEY)
-                await history.create_index("x", expireAfterSeconds=0)
-                self._ready = (sessions, archive, history)
-            return self._ready
-
-    def _hosts(self) -> str:
-        """The servers as the driver knows them (an SRV name before it resolved has no port)."""
-        addresses = self._client.topology_description.server_descriptions()
-        return ",".join(sorted(f"{host}:{port}" if port else host for host, port in addresses))
-
-    def _selection_timeout(self) -> float:
-        return float(self._client.options.server_selection_timeout)
-
-
-def _accept(target: Any, database: str | None) -> tuple[str | None, Any, Any, str]:
-    """(URI, client, database handle, database name) for what the caller passed in."""
-    if isinstance(target, str):
-        if not target.startswith(("mongodb://", "mongodb+srv://")):
-            raise ValueError(
-                f"MongoStore needs a MongoDB URI such as 'mongodb://localhost:27017', got "
-                f"{_masked(target)!r}."
-            )
-        match = _URI_HOSTS.match(target)
-        named = unquote(match.group(2)) if match else ""
-        return target, None, None, database or named or DEFAULT_DATABASE
-    if isinstance(target, AsyncMongoClient) or _is_motor(target, _MOTOR_CLIENT):
-        named = str(target.get_default_database(DEFAULT_DATABASE).name)
-        return None, target, None, database or named
-    if isinstance(target, AsyncDatabase) or _is_motor(target, _MOTOR_DATABASE):
-        if database is not None:
-            raise ValueError(
-                f"MongoStore got a database handle for '{target.name}' and database="
-                f"{database!r}; pass one or the other."
-            )
-        return None, target.client, target, str(target.name)
-    if isinstance(target, (MongoClient, Database)):
-        raise TypeError(
-            f"MongoStore needs PyMongo's async API, got a synchronous {type(target).__name__}, "
-            "which would block the event loop. Pass pymongo.AsyncMongoClient(...), one of its "
-            "databases, or the URI itself."
-        )
-    raise TypeError(
-        "MongoStore takes a MongoDB URI, a pymongo.AsyncMongoClient, an AsyncDatabase or a "
-        f"Motor database, got {type(target).__name__}."
-    )
-
-
-def _new_client(uri: str, options: dict[str, Any]) -> AsyncMongoClient[Any]:
-    """The store's own client; a URI PyMongo cannot parse fails here, before any I/O."""
-    try:
-        return AsyncMongoClient(uri, **options)
-    except (ValueError, ConfigurationError) as exc:
-        raise StoreError(
-            f"MongoStore cannot use the URI {_masked(uri)!r}: {exc}. Fix the URI; its options "
-            "are PyMongo's connection string options."
-        ) from exc
-
-
-def _masked(uri: str) -> str:
-    """`uri` with its password replaced by `***`, fit for messages and logs."""
-    return _CREDENTIALS.sub(r"\1:***@", uri)
-
-
-def _is_motor(target: object, class_name: str) -> bool:
-    # Motor is end-of-life and optional: recognise its handles without importing it.
-    kind = type(target)
-    return kind.__module__.startswith("motor.") and kind.__name__ == class_name
-
-
-def _client_options(
-    uri: str | None, server_selection_timeout: float, timeout: float | None
-) -> dict[str, Any]:
-    """Keyword options for a client built from `uri`; options the URI spells out win."""
-    if uri is None:
-        return {}
-    named = {key.lower() for key in parse_qs(urlsplit(uri).query)}
-    options: dict[str, Any] = {"appname": "picoflow"} if "appname" not in named else {}
-    if "serverselectiontimeoutms" not in named:
-        options["serverSelectionTimeoutMS"] = round(server_selection_timeout * 1000)
-    if timeout is not None and "sockettimeoutms" not in named:
-        options["socketTimeoutMS"] = round(timeout * 1000)
-    return options
-
-
-async def _revision_in(sessions: _Collection, session_id: str) -> int | None:
-    found = await sessions.find_one({"_id": session_id}, {"revision": 1, "_id": 0})
-    return None if found is None else int(found["revision"])

@@ -18,7 +18,8 @@ about 2 ms a save on an ordinary SSD.
 
 The file is watched: before each call the store checks that its path still names the file it
 opened (device and inode). A file deleted or replaced under a running store raises StoreError
-instead of writing turns into a file nobody will ever read again.
+instead of writing turns into a file nobody will ever read again (`_sqlite_file`, which also
+holds the tables). The transaction and the statements of a call are in `_sqlite_sql`.
 """
 
 from __future__ import annotations
@@ -27,68 +28,42 @@ import asyncio
 import os
 import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError, StoreError
 from picoflow.stores import _checks, _history, _sqlite_history
-from picoflow.stores._archive_index import (
-    ARCHIVE_INDEX_SCHEMA,
-    archive_entry,
-    ensure_archive_index,
-    search_rows,
-)
-from picoflow.stores._bank_sqlite import BANK_SCHEMA
+from picoflow.stores._archive_index import archive_entry, search_rows
 from picoflow.stores._codec import JSONCodec
 from picoflow.stores._limits import DocumentChecker
-from picoflow.stores._sqlite_extras import EXTRAS_SCHEMA, SQLiteExtras
+from picoflow.stores._sqlite_extras import SQLiteExtras
+from picoflow.stores._sqlite_file import SQLiteFile
 from picoflow.stores._sqlite_history import SQLiteHistory
 from picoflow.stores._sqlite_leases import SQLiteLeases
 from picoflow.stores._sqlite_loop import LoopConnection
-from picoflow.stores._sqlite_rows import MESSAGES_SCHEMA, Plan, RowMemory, apply, fill
-from picoflow.stores._sqlite_streams import STREAMS_SCHEMA, SQLiteStreams
+from picoflow.stores._sqlite_rows import Plan, RowMemory, fill
+from picoflow.stores._sqlite_sql import (
+    MISSING,
+    WOULD_WAIT,
+    all_lists,
+    error_code,
+    expires_at,
+    immediate,
+    load_snapshot,
+    revision_of,
+    write_row,
+)
+from picoflow.stores._sqlite_streams import SQLiteStreams
 from picoflow.stores._sqlite_worker import Gate, ReaderPool, Worker, WouldWait
 from picoflow.stores.base import ArchiveEntry, JSONDict
 
 __all__ = ["SQLiteStore"]
 
-# How long a write waits for another connection's write lock before giving up. Writes hold the
-# lock for milliseconds, so reaching this means something else holds the file.
-_BUSY_TIMEOUT_SECONDS = 10.0
 _READERS = 2
-_WOULD_WAIT = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _SYNCHRONOUS = ("NORMAL", "FULL")
 _T = TypeVar("_T")
 
 
-_SCHEMA = (
-    """
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    revision INTEGER NOT NULL,
-    doc TEXT NOT NULL,
-    expires_at TEXT
-);
-CREATE TABLE IF NOT EXISTS archive (
-    session_id TEXT NOT NULL,
-    namespace TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    message TEXT NOT NULL,
-    text TEXT NOT NULL,
-    compacted_at TEXT,
-    PRIMARY KEY (session_id, namespace, position)
-);
-"""
-    + MESSAGES_SCHEMA
-    + BANK_SCHEMA
-    + EXTRAS_SCHEMA
-    + ARCHIVE_INDEX_SCHEMA
-    + _sqlite_history.HISTORY_SCHEMA
-    + STREAMS_SCHEMA
-)
-
-
-class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases, SQLiteStreams):
+class SQLiteStore(SQLiteFile, SQLiteExtras, SQLiteHistory, SQLiteLeases, SQLiteStreams):
     """Keeps sessions in one SQLite file; `":memory:"` keeps them in RAM.
 
     The constructor only records the path: the engine may be built outside an event loop, so
@@ -157,7 +132,7 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases, SQLiteStreams):
         insert = (
             "INSERT OR IGNORE INTO sessions (id, revision, doc, expires_at) VALUES (?, 0, ?, ?)"
         )
-        params = (session_id, text, _expires_at(doc))
+        params = (session_id, text, expires_at(doc))
         actual = await self._write_session(
             f"create session '{session_id}'", (insert, params), plan, doc, 0, history
         )
@@ -167,7 +142,8 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases, SQLiteStreams):
 
     async def load(self, session_id: str) -> JSONDict | None:
         """Return a fresh copy of the stored document, or None if there is none."""
-        stored = await self._read(f"load session '{session_id}'", lambda db: _load(db, session_id))
+        action = f"load session '{session_id}'"
+        stored = await self._read(action, lambda db: load_snapshot(db, session_id))
         if stored is None:
             return None
         doc = fill(_checks.decode(stored[0], session_id), stored[1], session_id)
@@ -191,11 +167,11 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases, SQLiteStreams):
         db = self._loop_connection(action)
         if db is not None:
             try:
-                return _revision_of(db, session_id)
+                return revision_of(db, session_id)
             except sqlite3.OperationalError as exc:
-                if _code(exc) not in _WOULD_WAIT:
+                if error_code(exc) not in WOULD_WAIT:
                     raise self._failure(action, exc) from exc
-        return await self._read(action, lambda db: _revision_of(db, session_id))
+        return await self._read(action, lambda db: revision_of(db, session_id))
 
     async def save(
         self, doc: JSONDict, expected_revision: int, *, note: JSONDict | None = None
@@ -221,14 +197,14 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases, SQLiteStreams):
             "UPDATE sessions SET revision = ?, doc = ?, expires_at = ? "
             "WHERE id = ? AND revision = ?"
         )
-        params = (revision, text, _expires_at(doc), session_id, expected_revision)
+        params = (revision, text, expires_at(doc), session_id, expected_revision)
         # P2/P4: the WHERE clause is the compare-and-set, judged holding the write lock.
         actual = await self._write_session(
             f"save session '{session_id}'", (update, params), plan, doc, revision, history
         )
         if actual is None:
             return revision
-        if actual == _MISSING:
+        if actual == MISSING:
             raise SessionNotFoundError(session_id)
         raise SessionConflictError(session_id, expected_revision, actual)
 
@@ -239,8 +215,8 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases, SQLiteStreams):
         self._rows.forget(session_id)
 
         def delete(db: sqlite3.Connection, gate: Gate) -> bool:
-            with _immediate(db, gate):
-                found = _revision_of(db, session_id) is not None
+            with immediate(db, gate):
+                found = revision_of(db, session_id) is not None
                 _sqlite_history.delete_history(db, [session_id])
                 return found
 
@@ -268,7 +244,7 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases, SQLiteStreams):
         limit = self.archive_limit
 
         def archive(db: sqlite3.Connection, gate: Gate) -> None:
-            with _immediate(db, gate):
+            with immediate(db, gate):
                 db.executemany(
                     "INSERT OR IGNORE INTO archive (session_id, namespace, position, message, "
                     "text, compacted_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -312,8 +288,8 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases, SQLiteStreams):
         await self._writer.stop()
         await self._readers.stop()
 
-    def _transaction(self, db: sqlite3.Connection, gate: Gate) -> _immediate:
-        return _immediate(db, gate)
+    def _transaction(self, db: sqlite3.Connection, gate: Gate) -> immediate:
+        return immediate(db, gate)
 
     async def _write_session(
         self,
@@ -326,7 +302,7 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases, SQLiteStreams):
     ) -> int | None:
         """Write a session row and, if it matched, its message rows; remember what was written.
 
-        Returns None on success, else what `_write_row` found stored.
+        Returns None on success, else what `write_row` found stored.
         """
         session_id, (sql, params) = doc["id"], statement
 
@@ -337,13 +313,13 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases, SQLiteStreams):
         try:
             actual = await self._write(
                 action,
-                lambda db, gate: _write_row(db, gate, sql, params, session_id, plan, revision_rows),
+                lambda db, gate: write_row(db, gate, sql, params, session_id, plan, revision_rows),
             )
         except BaseException:
             self._rows.forget(session_id)  # the outcome is not known: rewrite in full next time
             raise
         memory = doc.get("memory")
-        if actual is None and type(memory) is dict and _all_lists(memory):
+        if actual is None and type(memory) is dict and all_lists(memory):
             self._rows.written(session_id, revision, memory)
         return actual
 
@@ -403,198 +379,3 @@ class SQLiteStore(SQLiteExtras, SQLiteHistory, SQLiteLeases, SQLiteStreams):
             "Check that the disk is not full, that no other program keeps the file "
             "locked, and that its tables were not changed by hand."
         )
-
-    def _loop_connection(self, action: str) -> sqlite3.Connection | None:
-        """The event loop's connection (`_sqlite_loop`), after the file check.
-
-        None for ":memory:", whose one database lives in the writer's connection.
-        """
-        return None if self._loop is None else self._loop_db(self._loop, action)
-
-    def _loop_db(self, loop: LoopConnection, action: str) -> sqlite3.Connection:
-        self._check_file(action)
-        try:
-            return loop.get()
-        except sqlite3.Error as exc:
-            raise StoreError(self._open_failure(exc)) from exc
-
-    def _file_check(self, action: str) -> Callable[[], None]:
-        """What a job runs first, before even a connection is opened (on its thread).
-
-        It refuses to go on if the file was deleted or replaced since the store opened it: a
-        connection opened on a replacement would share the old file's WAL and corrupt both.
-        """
-        if self._identity is None:
-            return _no_check  # ":memory:"
-        return lambda: self._check_file(action)
-
-    def _check_file(self, action: str) -> None:
-        try:
-            stat = os.stat(self._path)
-            found: tuple[int, int] | None = (stat.st_dev, stat.st_ino)
-        except FileNotFoundError:
-            found = None
-        if found != self._identity:
-            what = "deleted" if found is None else "replaced by another file"
-            raise StoreError(
-                f"SQLiteStore could not {action}: its SQLite file '{self._path}' was {what} "
-                "while the store had it open, so nothing was read or written. Restore the "
-                "file, or restart the application so that it opens the file now at that path."
-            )
-
-    async def _opened(self) -> None:
-        """Create the parent directory and the tables, switch to WAL, once (first call)."""
-        _checks.check_open(self, self._closed)
-        if self._identity is not None or self._path == ":memory:":
-            return
-        async with self._open_lock:
-            if self._identity is None:
-                try:
-                    self._identity = await asyncio.to_thread(_prepare_file, self._path)
-                except (OSError, sqlite3.Error) as exc:
-                    raise StoreError(self._open_failure(exc)) from exc
-
-    def _connect(self) -> sqlite3.Connection:
-        """Open one connection (on its worker's thread); ":memory:" gets its tables here."""
-        try:
-            # isolation_level=None: no implicit transactions; writes open theirs explicitly.
-            # check_same_thread=False: `interrupt()` comes from the event loop's thread.
-            db = sqlite3.connect(
-                self._path,
-                isolation_level=None,
-                timeout=_BUSY_TIMEOUT_SECONDS,
-                check_same_thread=False,
-            )
-            db.execute(f"PRAGMA synchronous={self._synchronous}")
-            if self._path == ":memory:":
-                db.executescript(_SCHEMA)
-                ensure_archive_index(db)
-        except sqlite3.Error as exc:
-            raise StoreError(self._open_failure(exc)) from exc
-        return db
-
-    def _open_failure(self, exc: Exception) -> str:
-        return (
-            f"SQLiteStore could not open SQLite file '{self._path}': {exc}. "
-            "Check the path is writable and is an SQLite database or does not exist yet."
-        )
-
-
-def _code(exc: sqlite3.Error) -> int:
-    """SQLite's primary result code of an error (SQLITE_BUSY for all its extended codes)."""
-    return int(getattr(exc, "sqlite_errorcode", 0)) & 0xFF
-
-
-def _no_check() -> None:
-    pass
-
-
-def _prepare_file(path: str) -> tuple[int, int]:
-    """Create the file's directory and tables, switch it to WAL; return (device, inode)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_SECONDS)
-    try:
-        db.execute("PRAGMA journal_mode=WAL")  # persists in the file for every later connection
-        db.executescript(_SCHEMA)
-        ensure_archive_index(db)
-    finally:
-        db.close()
-    stat = os.stat(path)
-    return stat.st_dev, stat.st_ino
-
-
-class _immediate:  # noqa: N801 - used as a statement: `with _immediate(db, gate):`
-    """One transaction that takes the file's write lock up front.
-
-    It commits unless the caller was cancelled meanwhile (then, or on any error, it rolls
-    back).
-
-    IMMEDIATE (not the default DEFERRED) so two connections never both read, then both try to
-    upgrade to a write: the second waits for the lock and then sees the first's commit.
-    """
-
-    def __init__(self, db: sqlite3.Connection, gate: Gate) -> None:
-        self._db = db
-        self._gate = gate
-
-    def __enter__(self) -> None:
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if not self._gate.may_wait and _code(exc) in _WOULD_WAIT:
-                raise WouldWait from exc
-            raise
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        try:
-            if kind is None and not self._gate.cancelled:
-                self._db.execute("COMMIT")
-        finally:
-            if self._db.in_transaction:  # an error, a cancelled caller, or a failed COMMIT
-                self._db.execute("ROLLBACK")
-
-
-_MISSING = -1  # what `_write_row` reports for a session that is not stored
-
-
-def _write_row(
-    db: sqlite3.Connection,
-    gate: Gate,
-    sql: str,
-    params: tuple[Any, ...],
-    session_id: str,
-    plan: Plan,
-    history: Callable[[sqlite3.Connection], None],
-) -> int | None:
-    """Write the session row holding the lock, and its message rows if it matched.
-
-    Returns None if it did, else the stored revision (`_MISSING`: none), read under the same
-    lock.
-    """
-    with _immediate(db, gate):
-        if db.execute(sql, params).rowcount:
-            apply(db, session_id, plan)
-            history(db)  # W1: the revision, in the same transaction
-            return None
-        actual = _revision_of(db, session_id)
-        return _MISSING if actual is None else actual
-
-
-def _load(db: sqlite3.Connection, session_id: str) -> tuple[str, list[tuple[str, str]], int] | None:
-    """The session row's text, its message rows and its revision, read in one snapshot.
-
-    One read transaction: WAL readers see one commit, whatever writers do meanwhile.
-    """
-    db.execute("BEGIN")
-    try:
-        row = db.execute(
-            "SELECT doc, revision FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        if row is None:
-            return None
-        messages = db.execute(
-            "SELECT namespace, message FROM messages WHERE session_id = ? "
-            "ORDER BY namespace, position",
-            (session_id,),
-        ).fetchall()
-        return row[0], messages, int(row[1])
-    finally:
-        db.execute("ROLLBACK")
-
-
-def _all_lists(memory: dict[Any, Any]) -> bool:
-    return all(
-        type(entry) is dict and isinstance(entry.get("messages"), list) for entry in memory.values()
-    )
-
-
-def _revision_of(db: sqlite3.Connection, session_id: str) -> int | None:
-    # fetchall: the statement runs to its end, so no read transaction stays open after it.
-    rows = db.execute("SELECT revision FROM sessions WHERE id = ?", (session_id,)).fetchall()
-    return int(rows[0][0]) if rows else None
-
-
-def _expires_at(doc: JSONDict) -> str | None:
-    # A column of its own so expired sessions can be found without parsing every document.
-    value = doc.get("expires_at")
-    return value if isinstance(value, str) else None

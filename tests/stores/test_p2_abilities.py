@@ -1,4 +1,4 @@
-"""P2: a store's optional abilities are declared in `stores.base`, found once, and named when missing.
+"""P2: a store's optional abilities are declared in `stores.base`, found once, named if missing.
 
 The core (create, load, revision, save, delete, archive, search_archive, aclose) is all a store
 must do; history, leases, the memory bank and the rest are abilities a store of one's own may
