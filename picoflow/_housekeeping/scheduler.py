@@ -56,7 +56,7 @@ from picoflow.errors import PicoflowError
 from picoflow.flow import Flow
 from picoflow.memory import count_call
 from picoflow.models import ProviderRegistry
-from picoflow.models._retries import model_name, policy_of
+from picoflow.models._retries import model_name, retries_of
 from picoflow.session import load_flow
 from picoflow.session._sessions import Sessions
 from picoflow.stores._bank import BankEntry
@@ -285,11 +285,11 @@ class Housekeeping:
         return self._model(flow) if flow.get_memory().summary_model is not None else None
 
     def _model(self, flow: Flow, ends: float | None = None, spec: Any = None) -> SummaryModel:
-        """The summary model (or `spec`, an extraction model) under the engine's call policy."""
+        """The summary model (or `spec`, an extraction model) with the engine's retries."""
         spec = spec if spec is not None else flow.get_memory().summary_model
         if spec is None:  # FlowEngine(...) refuses such flows (F5); this guards direct use
             raise ValueError(f"{flow.name} enables summaries but sets no summary model.")
-        retries, call_timeout = policy_of(spec)
+        retries, call_timeout = retries_of(spec)
         return SummaryModel(
             self._registry.resolve(spec), retries, call_timeout, model_name(spec), self._sleep, ends
         )

@@ -47,7 +47,7 @@ def summary_run_config(
 
 @dataclass(frozen=True, slots=True)
 class SummaryModel:
-    """The summary model with its call policy (V9): a summary call is a model call too.
+    """The summary model with its retries and timeout (V9): a summary call is a model call too.
 
     The built-in providers leave retrying to picoflow (their clients' own retries are off), so
     without this a rate limit or a dropped connection would skip a compaction that one more

@@ -41,7 +41,7 @@ def _overridden(step: Step, flow: Flow, name: str) -> bool:
 
 
 def retry_rule(step: Step) -> Callable[[BaseException], bool] | None:
-    """What decides whether a failed call of `step` is retried; None: the policy alone (V9)."""
+    """What decides whether a failed call of `step` is retried; None: the retry rules alone (V9)."""
     flow = step.flow
     if not _overridden(step, flow, "should_retry_llm_error"):
         return None

@@ -1,7 +1,7 @@
 """The step loop: run the current step until there is a reply, within `max_tool_rounds`.
 
 Each round is one of two things. A logic step (V1) runs its `run_logic()` and the loop follows
-its transition. A model step calls its model (V9 policy), then either settles the answer
+its transition. A model step calls its model (with V9 retries), then either settles the answer
 (V4/V5) or answers the tool calls (R6, V6) and applies the transition (R4, V7). The same loop
 runs the turn (`run_turn`) and every nested run of a child step (V2), which differs only in that
 it must not move the cursor (`RunFrame.depth > 0`).

@@ -1,7 +1,7 @@
 """One model call of a turn: the request, retries, streaming, and the reply made safe to keep.
 
 `call_model` builds the step's request (system slot, memory, long-term memory block), calls the
-model through the retry policy (V9) and the LLM hooks (U4), streams tokens when the turn is
+model with its retries (V9) and the LLM hooks (U4), streams tokens when the turn is
 streamed, and restamps the reply so every tool call has a unique id. The tool calls it returns
 are answered by `turn.run_tool_call`.
 """
@@ -37,7 +37,7 @@ from picoflow._runner.turn import Tools, TurnContext, message_text, report_span
 from picoflow.flow import Flow
 from picoflow.memory import count_call, request_messages
 from picoflow.models import ModelSpec
-from picoflow.models._retries import call_with_retries, inherit, model_name, policy_of
+from picoflow.models._retries import call_with_retries, inherit, model_name, retries_of
 from picoflow.step import Step
 from picoflow.step._frame import RunFrame
 
@@ -72,7 +72,7 @@ def model_config(flow: Flow, step: Step, purpose: str, parent: str | None = None
 async def call_model(
     step: Step, tools: Tools, ctx: TurnContext, run: RunFrame
 ) -> tuple[AIMessage, dict[str, InvalidToolCall]]:
-    """One model call of `step` under the model-call policy (V9), attributed to the step.
+    """One model call of `step` with its retries and timeout (V9), attributed to the step.
 
     Returns the reply and its malformed tool calls by id (V8, see `_restamp`).
     """
@@ -135,7 +135,7 @@ async def _call_once(
         count_call(ctx.usage["model"], result)
         return result
 
-    retries, timeout = policy_of(spec)
+    retries, timeout = retries_of(spec)
     with report_span(ctx, lambda t: t.model_call(model_name(spec), step.name, "reply")) as record:
         result: AIMessage = await call_with_retries(
             attempt,

@@ -81,7 +81,7 @@ class TurnContext:
     # "compaction" | "logic_step" | "nested_start" | "nested_end", data); summary calls never
     # emit "token" (M10).
     emit: Callable[[str, dict[str, Any]], None] | None = None
-    # How the model-call policy waits between retries (V9); tests pass one that never sleeps.
+    # How model-call retries wait (V9); tests pass one that never sleeps.
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
     # The turn's deadline in event-loop time (H6), if any: a retry wait that would outlast it
     # is not begun, so the call fails with its cause and `on_llm_error` still gets its say.

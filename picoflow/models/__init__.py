@@ -29,7 +29,7 @@ __all__ = ["ModelSpec", "ModelLike", "ProviderFactory", "parse_model", "Provider
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model selection: provider name, model name, constructor params, call policy.
+    """A model selection: provider name, model name, constructor params, retries and timeout.
 
     `retry_attempts` is how many times picoflow retries a call that failed for a transient
     reason (timeout, rate limit, 5xx, dropped connection), with backoff (V9); `timeout` is the
@@ -66,7 +66,7 @@ class ModelSpec:
 
 
 ModelLike: TypeAlias = "str | ModelSpec | BaseChatModel"
-CLIENT_RETRIES = 0  # the built-in clients' own retry setting: picoflow's policy retries (V9)
+CLIENT_RETRIES = 0  # the built-in clients' own retry setting: picoflow retries itself (V9)
 ProviderFactory: TypeAlias = Callable[[ModelSpec], BaseChatModel]
 
 _MODEL_STRING = re.compile(r"^([A-Za-z][\w.-]*):(\S+)$")
@@ -167,7 +167,7 @@ def _builtin(name: str) -> ProviderFactory:
     provider = BUILTIN_PROVIDERS[name]
 
     def build(spec: ModelSpec) -> BaseChatModel:
-        # V9: picoflow retries transient failures itself (`_policy`), with backoff and
+        # V9: picoflow retries transient failures itself (`_retries`), with backoff and
         # Retry-After; the client's own retries are off, so attempts are never multiplied.
         return provider.build(spec.name, spec.params, CLIENT_RETRIES)
 

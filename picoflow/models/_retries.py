@@ -1,4 +1,4 @@
-"""Model-call policy (V9): retries with backoff for transient failures, a timeout per call.
+"""Retries of model calls (V9): backoff for transient failures, a timeout per call.
 
 Providers fail in passing all the time: rate limits, overloaded servers, dropped connections,
 slow replies. Those are retried `retry_attempts` times with exponential backoff and jitter,
@@ -38,7 +38,7 @@ __all__ = [
     "backoff",
     "call_with_retries",
     "inherit",
-    "policy_of",
+    "retries_of",
     "model_name",
 ]
 
@@ -251,7 +251,7 @@ async def call_with_retries(
     should_retry: Callable[[BaseException], bool] | None = None,
     on_retry: Callable[[BaseException, int, float], None] | None = None,
 ) -> T:
-    """Run `call` under the policy; raise ModelCallError when it fails for good.
+    """Run `call` with its retries; raise ModelCallError when it fails for good.
 
     `describe()` returns (model, where) for the error message; exceptions that do not come from
     a provider (a bug in a test model, a cancelled task) pass through unchanged. With a
@@ -322,7 +322,7 @@ def inherit(
     )
 
 
-def policy_of(spec: ModelSpec | BaseChatModel) -> tuple[int, float | None]:
+def retries_of(spec: ModelSpec | BaseChatModel) -> tuple[int, float | None]:
     """(retries, timeout) of a model selection; a chat model instance gets the defaults."""
     if isinstance(spec, ModelSpec):
         return spec.retry_attempts, spec.timeout

@@ -1,7 +1,7 @@
 """The contract every session store implements (P2).
 
 A store keeps one JSON document per session and an archive of messages that compaction evicted.
-It knows nothing about flows or steps: it sees plain JSON dicts. The engine owns every policy
+It knows nothing about flows or steps: it sees plain JSON dicts. The engine owns every rule
 (expiry, completed sessions, schema versions); a store only stores.
 
 Revision rules, shared by every implementation and pinned by the conformance suite in
