@@ -3,114 +3,62 @@
 A turn is atomic: the engine loads the session, runs the turn on a fresh flow object, and writes
 the document once at the end with a revision check. Anything that goes wrong before that write
 leaves the stored session exactly as it was, and the `TurnResult` says why.
+
+`FlowEngine` is a face over parts (STYLE §2, "compose, don't mix in"), each built with what it
+uses (`_setup.build_parts`); the store's optional abilities are asked once (`abilities_of`, P2)
+and handed to the parts that need them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from picoflow._bank import MemoryBank
+from picoflow._housekeeping.idle import DEFAULT_PAGE
 from picoflow._housekeeping.scheduler import Housekeeping
 from picoflow._internal.call_keys import IDEMPOTENCY
 from picoflow._internal.results import StreamEvent, TurnResult
-from picoflow._internal.services import TurnServices
-from picoflow._ops import Budgets, CallRecord, Telemetry
-from picoflow._runner.bank_tools import bank_tools
-from picoflow._runner.crossing import crossing_message
-from picoflow._runner.nested import NestedRuns
-from picoflow._runner.people.hold import pending_approvals, run_or_hold
-from picoflow._runner.recall import recall_tools
-from picoflow._runner.turn import TurnContext, append_message
-from picoflow.engine._bank_checks import check_long_term
-from picoflow.engine._batch import BatchRuns, is_batch_turn, run_batch
-from picoflow.engine._budgets import SpendingLimits, check_ledger
-from picoflow.engine._checks import (
-    as_ttl,
-    as_turn_timeout,
-    check_flow,
-    turn_input_problem,
-    warn_if_config_changed,
-)
-from picoflow.engine._fresh_scripts import FreshScripts
-from picoflow.engine._history import HistoryMethods
-from picoflow.engine._idempotent import (
-    KeyedRuns,
-    keep_reply,
-    replay_if_recorded,
-    session_id_for_new,
-)
+from picoflow._ops import Budgets, Telemetry
+from picoflow._runner.preview import Preview
+from picoflow.engine._batch import BatchRuns
+from picoflow.engine._budgets import Spending, check_ledger
+from picoflow.engine._checks import as_ttl, as_turn_timeout
 from picoflow.engine._leases import ConcurrentTurns, turn_leases
-from picoflow.engine._loading import InvalidRequestError, SessionLoading, is_owner
+from picoflow.engine._loading import is_owner
 from picoflow.engine._mcp import MCPConnections
-from picoflow.engine._memory import MemoryOperations
-from picoflow.engine._people import PeopleInTheLoop
-from picoflow.engine._revisions import Revisions, limit_archive, retention, turn_note
-from picoflow.errors import (
-    PicoflowError,
-    StoreError,
-)
+from picoflow.engine._request import TurnRequest
+from picoflow.engine._revisions import Revisions, retention
+from picoflow.engine._setup import build_parts, checked_store, registered_flows
+from picoflow.engine._turns import INVALID_REQUEST as INVALID_REQUEST  # the error names stay
+from picoflow.engine._turns import STORE_REFUSED as STORE_REFUSED  # at `picoflow.engine.X`
+from picoflow.engine._turns import TURN_TIMEOUT as TURN_TIMEOUT
+from picoflow.engine._turns import EngineServices
 from picoflow.flow import Flow
-from picoflow.mcp import MCPServer
-from picoflow.memory import Namespace
-from picoflow.models import ProviderFactory, ProviderRegistry, parse_model
+from picoflow.models import ProviderFactory, ProviderRegistry
 from picoflow.models._flow_providers import merged_providers
-from picoflow.session import (
-    empty_usage,
-    is_session_id,
-    load_flow,
-    new_document,
-)
+from picoflow.session import is_session_id
 from picoflow.session._expiration import ttl_from_environment
-from picoflow.session._migration import migrate
 from picoflow.session._sessions import Sessions
-from picoflow.step._sources import (
-    ExtraTools,
-    check_tool_names,
-    foreign_tool_names,
-    mcp_servers_of,
-    step_tools,
-)
+from picoflow.step import Step
+from picoflow.step._sources import mcp_servers_of
 from picoflow.stores import Store
-from picoflow.stores._url import store_from_environment
 from picoflow.stores.base import JSONDict
-from picoflow.tools import collect_groups
 
 __all__ = ["FlowEngine", "TurnResult", "StreamEvent"]
 
-logger = logging.getLogger(__name__)
 
-# W4: the revision whose turn this turn replaces (`edit_message`), for the turn's own code.
-_EDITING: ContextVar[int | None] = ContextVar("picoflow_editing", default=None)
+class FlowEngine:
+    """Runs flows; holds the store, the model providers, the per-session locks and its parts.
 
-
-# TurnResult.error of a request refused before it ran (E2): the caller must change it.
-INVALID_REQUEST = "InvalidRequest"
-# TurnResult.error of a StoreError that retrying can never fix (retryable=False; H3).
-STORE_REFUSED = "StoreRefused"
-# TurnResult.error of a turn stopped at its deadline (H6): nothing was saved; send it again.
-TURN_TIMEOUT = "TurnTimeout"
-
-
-class _DeadlinePassed(Exception):
-    """Raised when a turn's deadline stopped it before its save; never escapes `run`."""
-
-
-class FlowEngine(
-    PeopleInTheLoop, MemoryOperations, SpendingLimits, KeyedRuns, HistoryMethods, SessionLoading
-):
-    """Runs flows; holds the store, the model providers and the per-session locks.
-
-    Approvals and handoff (K3-K6) come from `PeopleInTheLoop`: `resolve_approval`,
-    `pending_approvals`, `operator_reply`, `return_to_flow`.
+    Every public method is defined here and delegates to the part that does the work:
+    approvals and handoff (K3-K7) to `People`, history (W1-W5) to `HistoryActions`, memory
+    (L5, M13-M15) to `MemoryOperations`, turns to `Turns` (keyed ones through `KeyedTurns`).
     """
-
-    _result_type = TurnResult
 
     def __init__(
         self,
@@ -143,35 +91,44 @@ class FlowEngine(
         "queue" (needs `turn_timeout`) waits for the session's lease in the store. `embeddings`
         (a LangChain `Embeddings`) gives long-term memory vectors and hybrid search (L4).
         """
-        self._sleep = sleep
         flows = list(flows)
         self._registry = ProviderRegistry(merged_providers(flows, providers))
         self._turn_timeout = as_turn_timeout(turn_timeout)
-        self._budgets = Budgets.parse(budgets)
         self._telemetry = Telemetry()  # O1/O2: traces and metrics, a no-op until wanted
-        self._flows: dict[str, type[Flow]] = {}
-        for flow_class in flows:
-            check_flow(flow_class, self._registry, self._flows)
-            self._flows[flow_class.name] = flow_class
-        built = [flow_class() for flow_class in self._flows.values()]
-        for flow in built:
-            for step in flow.steps.values():
-                check_tool_names(step)
+        self._flows, built = registered_flows(flows, self._registry)
         self._mcp = MCPConnections(mcp_servers_of(built))
-        self._store: Store = store if store is not None else store_from_environment()
-        self._extra_tools = _extra_tools(self._store, self._mcp)  # every turn's: built once
-        check_long_term(self._store, built, embeddings)  # L1, L3, L4
+        self._store, self._abilities = checked_store(store, built, embeddings, archive_limit)
         self._embeddings = embeddings
         ttl = as_ttl(session_ttl) or ttl_from_environment()  # U6: SESSION_EXPIRATION
-        limit_archive(self._store, archive_limit)
         self._sessions = Sessions(self._store, ttl, retention(history_limit, history_max_age))
-        self._leases = turn_leases(concurrent_turns, self._turn_timeout, self._store)  # O4
+        self._leases = turn_leases(concurrent_turns, self._turn_timeout, self._abilities)  # O4
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
-        self._revisions = Revisions(self._sessions, ttl, self._housekeeping.cancel)
         self._housekeeping.telemetry, self._housekeeping.embeddings = self._telemetry, embeddings
-        self._fresh_scripts = FreshScripts()  # F4: a test model rebuilt every turn
-        if self._budgets is not None and self._budgets.counts_owners:
-            check_ledger(self._store)
+        self._revisions = Revisions(self._sessions, ttl, self._housekeeping.cancel, self._abilities)
+        spending = check_ledger(self._abilities, Budgets.parse(budgets))  # O3
+        self._build_parts(sleep, spending)
+
+    def _build_parts(
+        self, sleep: Callable[[float], Awaitable[Any]], spending: Spending | None
+    ) -> None:
+        """The parts behind the public methods (`_setup.build_parts`) and what turns borrow."""
+        services = EngineServices(
+            registry=self._registry,
+            sessions=self._sessions,
+            telemetry=self._telemetry,
+            housekeeping=self._housekeeping,
+            revisions=self._revisions,
+            leases=self._leases,
+            mcp=self._mcp,
+            batch=BatchRuns(self),  # U8: concurrent_steps starts sessions through `run`
+            spending=spending,
+            embeddings=self._embeddings,
+            sleep=sleep,
+            turn_timeout=self._turn_timeout,
+        )
+        parts = build_parts(self._flows, services, self._abilities, self.get_session)
+        self._turns, self._keyed, self._people = parts.turns, parts.keyed, parts.people
+        self._memory, self._history = parts.memory, parts.history
 
     def flow_names(self) -> list[str]:
         """The registered flow names."""
@@ -186,6 +143,15 @@ class FlowEngine(
     def telemetry(self) -> Telemetry:
         """Where this engine's turns report (O1, O2); `create_app(metrics=True)` attaches to it."""
         return self._telemetry
+
+    @property
+    def approval_lease(self) -> float:
+        """Seconds until an approved call that never reported back counts as interrupted (K3)."""
+        return self._people.approval_lease
+
+    @approval_lease.setter
+    def approval_lease(self, seconds: float) -> None:
+        self._people.approval_lease = seconds
 
     async def run(
         self,
@@ -206,12 +172,10 @@ class FlowEngine(
         the same key, to this engine or any other on the store, gets that result
         (`replayed=True`) instead of a second turn; see `docs/deployment.md`.
         """
+        request = TurnRequest(flow_name, message, session_id, config, owner=owner)
         token = IDEMPOTENCY.set(idempotency_key)
         try:
-            if idempotency_key is not None:
-                request = (flow_name, message, session_id, config)
-                return await self._run_keyed(idempotency_key, request, None, owner=owner)
-            return await self._run(flow_name, message, session_id, config, None, owner=owner)
+            return await self._turn_of(request, idempotency_key)
         finally:
             IDEMPOTENCY.reset(token)
 
@@ -235,13 +199,9 @@ class FlowEngine(
         def emit(kind: str, data: dict[str, Any]) -> None:
             queue.put_nowait(StreamEvent(kind, data))
 
+        request = TurnRequest(flow_name, message, session_id, config, emit, owner)
         token = IDEMPOTENCY.set(idempotency_key)  # the task copies the context now (K5)
-        if idempotency_key is not None:  # O4: as in `run`; a replay has only "done"
-            request = (flow_name, message, session_id, config)
-            turn = self._run_keyed(idempotency_key, request, emit, owner=owner)
-        else:
-            turn = self._run(flow_name, message, session_id, config, emit, owner=owner)
-        task = asyncio.ensure_future(turn)
+        task = asyncio.ensure_future(self._turn_of(request, idempotency_key))  # O4: as in `run`
         IDEMPOTENCY.reset(token)
         try:
             while not (task.done() and queue.empty()):
@@ -255,78 +215,9 @@ class FlowEngine(
         finally:
             await asyncio.shield(task)
 
-    async def _run(
-        self,
-        flow_name: str,
-        message: str,
-        session_id: str | None,
-        config: dict[str, Any] | None,
-        emit: Callable[[str, dict[str, Any]], None] | None,
-        *,
-        owner: str | None,
-        edit: int | None = None,
-    ) -> TurnResult:
-        token = _EDITING.set(edit)  # W4: this turn replaces the one of that revision
-        try:
-            with self._telemetry.turn(flow_name, session_id) as record:
-                result = await self._run_locked(
-                    flow_name, message, session_id, config, emit, owner=owner, record=record
-                )
-                record.outcome = "ok" if result.success else (result.error or "error")
-                record.set("picoflow.step_after", result.step)
-                record.set("picoflow.completed", result.completed)
-        finally:
-            _EDITING.reset(token)
-        if not result.success and is_session_id(session_id):  # U5: on record with the next save
-            self._sessions.note_failure(str(session_id), result.message, result.error)
-        return result
-
-    async def _run_locked(
-        self,
-        flow_name: str,
-        message: str,
-        session_id: str | None,
-        config: dict[str, Any] | None,
-        emit: Callable[[str, dict[str, Any]], None] | None,
-        *,
-        owner: str | None,
-        record: CallRecord,
-    ) -> TurnResult:
-        problem = turn_input_problem(self._flows, flow_name, message, session_id, config)
-        if problem is not None:
-            return _failure(session_id, problem, INVALID_REQUEST)
-        async with self._sessions.lock(session_id):
-            try:
-                flow_class = self._flows[flow_name]
-                return await self._turn(
-                    flow_class, message, session_id, config, emit, owner=owner, record=record
-                )
-            except _DeadlinePassed:
-                logger.warning(
-                    "turn stopped at its deadline of %ss",
-                    self._turn_timeout,
-                    extra={"session_id": session_id},
-                )
-                return _failure(
-                    session_id,
-                    f"The turn took longer than its deadline of {self._turn_timeout:g} s and was "
-                    "stopped; the session was not changed. Send the message again.",
-                    TURN_TIMEOUT,
-                )
-            except InvalidRequestError as exc:
-                return _failure(session_id, str(exc), INVALID_REQUEST)
-            except PicoflowError as exc:
-                logger.warning("turn failed: %s", exc, extra={"session_id": session_id})
-                refused = isinstance(exc, StoreError) and not exc.retryable
-                error = STORE_REFUSED if refused else type(exc).__name__
-                return _failure(session_id, str(exc), error)
-            except Exception as exc:  # P3: any failure leaves the stored session untouched
-                logger.exception("turn failed", extra={"session_id": session_id})
-                return _failure(
-                    session_id,
-                    f"The turn failed and the session was not changed: {type(exc).__name__}: {exc}",
-                    type(exc).__name__,
-                )
+    def _turn_of(self, request: TurnRequest, key: str | None) -> Awaitable[TurnResult]:
+        """The request's turn: keyed (O4; a replay has only "done" to stream), or plain."""
+        return self._turns.run(request) if key is None else self._keyed.run(key, request)
 
     async def get_session(
         self, session_id: str, *, owner: str | None = None, revision: int | None = None
@@ -371,226 +262,238 @@ class FlowEngine(
         await self._housekeeping.drain()
         await self._revisions.drain()
 
-    # -- one turn -----------------------------------------------------------------------------
+    async def pending_approvals(self, session_id: str) -> list[dict[str, Any]]:
+        """The approvals that wait in this session, oldest first (K4); [] for an unknown id."""
+        return await self._people.pending_approvals(session_id)
 
-    async def _turn(
+    async def waiting(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Sessions where a person is expected, newest first (K7): for an operator's queue.
+
+        Each entry has the session's `id`, `flow`, `owner`, `current_step`, `updated_at`, its
+        pending `approvals` and its `operator` record (None unless handed off).
+
+        Raises:
+            TypeError: the store cannot list sessions (it has no `waiting(limit)` method).
+            ValueError: `limit` is not a whole number from 1 to 1000.
+        """
+        return await self._people.waiting(limit)
+
+    async def resolve_approval(
         self,
-        flow_class: type[Flow],
-        message: str,
-        session_id: str | None,
-        config: dict[str, Any] | None,
-        emit: Callable[[str, dict[str, Any]], None] | None,
-        *,
-        owner: str | None,
-        record: CallRecord,
+        session_id: str,
+        approval_id: str,
+        decision: str,
+        args: dict[str, Any] | None = None,
+        by: str | None = None,
+        note: str | None = None,
     ) -> TurnResult:
-        """One turn under the engine's deadline (H6), which ends where the write begins.
+        """Decide a pending approval; the step continues from that tool call (K3).
 
-        The store write itself is never cut short: a turn stopped at its deadline was not
-        saved at all, and one that reached its write is saved whole.
+        `decision` is "approve" (run the call as recorded), "edit" (run it with `args`,
+        validated by the tool's schema) or "reject" (the model reads that it was declined, and
+        `note` as the reason). The reply the model then gives is the result's `message`, and
+        is kept on the approval record. Resolving again returns that recorded outcome and runs
+        nothing; another decision for a decided approval is "ApprovalAlreadyResolved".
         """
-        deadline = asyncio.timeout(self._turn_timeout)
-        try:
-            async with deadline, self._leases.hold(session_id):  # O4: "queue" waits in it
-                return await self._turn_within(
-                    flow_class,
-                    message,
-                    session_id,
-                    config,
-                    emit,
-                    owner=owner,
-                    deadline=deadline,
-                    record=record,
-                )
-        except TimeoutError as exc:
-            if deadline.expired():
-                raise _DeadlinePassed from exc
-            raise
+        return await self._people.resolve_approval(
+            session_id, approval_id, decision, args, by, note
+        )
 
-    async def _turn_within(
+    async def operator_reply(self, session_id: str, text: str, by: str | None = None) -> TurnResult:
+        """Answer the user as the operator of a session that was handed off (K6)."""
+        return await self._people.operator_reply(session_id, text, by)
+
+    async def return_to_flow(
         self,
-        flow_class: type[Flow],
-        message: str,
-        session_id: str | None,
-        config: dict[str, Any] | None,
-        emit: Callable[[str, dict[str, Any]], None] | None,
-        *,
-        owner: str | None,
-        deadline: asyncio.Timeout,
-        record: CallRecord,
+        session_id: str,
+        step: type[Step] | str | None = None,
+        note: str | None = None,
+        by: str | None = None,
     ) -> TurnResult:
-        edit = _EDITING.get()
-        doc, spaces = await self._load_usable(flow_class, session_id, owner, edit)
-        if (replay := replay_if_recorded(doc)) is not None:
-            return replay  # O4: a keyed retry that waited for its session's first request
-        step_before = None if doc is None else doc.get("current_step")
-        flow = flow_class()
-        if doc is not None and _overrides(flow, "migrate_session"):  # V10: upgrade it first
-            doc, spaces = await migrate(flow, doc, spaces)
-        if doc is not None and not message.strip():
-            return _empty_message(session_id)
-        context = self._context_for(flow, owner if doc is None else doc.get("owner"))
-        context.emit = emit
-        context.ends = deadline.when()
-        if self._budgets is not None:
-            context.budget = await self._budget_for(doc, owner)
-        fresh = doc is None
-        for problem in await self._connect_tools(flow):
-            flow.add_warning(problem)
-        doc = await self._open(flow, doc, spaces, message, config, owner)
-        self._fresh_scripts.check(flow, doc["id"], context.default_model)
-        record.set("picoflow.step_before", flow._session.current)
-        try:
-            if is_batch_turn(flow):  # U8: config._concurrent runs spawn_steps instead
-                reply = await run_batch(flow)
-            else:  # K2, K6: a person may hold the turn
-                reply = await run_or_hold(flow, message, context, doc)
-            doc = keep_reply(doc, flow, reply)  # O4: the key's record goes in the turn's save
-            note = turn_note(message, step_before, flow._session.current, reply, edit)
-            saved = await self._save(flow, doc, context, fresh, deadline, note)
-        finally:
-            if context.budget is not None and context.budget.owner is not None:
-                await self._count_owner(context.budget.owner, context.usage)
-        record.set("picoflow.session_id", saved["id"])
-        record.set("picoflow.revision", saved["revision"])
-        return TurnResult(
-            session_id=saved["id"],
-            message=reply,
-            success=True,
-            completed=saved["run_status"] == "completed",
-            step=saved["current_step"],
-            content_type=flow._session.content_type,
-            warnings=list(flow._session.warnings),
-            usage=context.usage,
-            pending_approvals=pending_approvals(flow),
-        )
+        """Give a handed-off conversation back to the flow, at `step` or where it was (K6).
 
-    async def _open(
-        self,
-        flow: Flow,
-        doc: JSONDict | None,
-        spaces: dict[str, Namespace] | None,
-        message: str,
-        config: dict[str, Any] | None,
-        owner: str | None,
-    ) -> JSONDict:
-        """Load the session into the flow (or start a new one) and run the opening hooks."""
-        if doc is None:
-            doc = new_document(session_id_for_new(), flow.name, config)
-            if owner is not None:
-                doc["owner"] = owner  # H4: a top-level key, so no flow code can change it
-            load_flow(flow, doc)
-            if _overrides(flow, "init"):  # V10: after the session is loaded, before any hook
-                await flow.init()
-            await self._start(flow, message)
-            return doc
-        load_flow(flow, doc, spaces)
-        warn_if_config_changed(flow, doc, config)
-        if _overrides(flow, "init"):
-            await flow.init()
-        await flow._call_hook(flow.current_step.on_restore)
-        return doc
-
-    def _context_for(self, flow: Flow, owner: str | None) -> TurnContext:
-        default = flow.config_model()
-        context = TurnContext(
-            registry=self._registry,
-            default_model=parse_model(default, flow.name) if default is not None else None,
-            usage=empty_usage(),
-            extra_tools=self._extra_tools,
-            store=self._store,
-            sleep=self._sleep,
-            telemetry=self._telemetry,
-        )
-        flow._services = TurnServices(
-            owner=owner,  # L1: whose memory bank
-            store=self._store,  # L5: flow.memory_bank()
-            embeddings=self._embeddings,
-            nested=NestedRuns(context),  # steps may run other steps in this turn (V2, V3)
-            batch=BatchRuns(self, TurnResult),  # and start sessions of the same flow (U8)
-        )
-        return context
-
-    async def _connect_tools(self, flow: Flow) -> list[str]:
-        """Connect MCP servers not yet connected and check the names of their tools."""
-        if not self._mcp:
-            return []
-        problems = await self._mcp.connect()
-        for step in flow.steps.values():
-            servers = [s for s in step._tool_sources if isinstance(s, MCPServer)]
-            names = [t.name for s in servers for t in self._mcp.tools(s.name)]
-            check_tool_names(step, names)
-            if servers and all(self._mcp.tools(s.name) for s in servers):
-                # V6: a group may take over MCP tools; their names are known now
-                collect_groups(type(step), also=foreign_tool_names(step) + names)
-        return problems
-
-    async def _start(self, flow: Flow, message: str) -> None:
-        """A new session: the cursor enters the initial step and `on_start` runs (T3).
-
-        Without a first message, the step's `on_crossing` decides how the model is opened.
+        The model of that step reads the operator's messages (and `note`) on the next turn.
         """
-        initial = flow.initial_step()
-        step = flow.get_step(initial) if initial is not None else next(iter(flow.steps.values()))
-        flow._session.current = step.name
-        flow._session.sequence.append(step.name)
-        await flow._call_hook(step.on_start)
-        if not message:
-            opener = await crossing_message(flow, step, None, None)
-            if opener is not None:
-                append_message(step, opener)
+        return await self._people.return_to_flow(session_id, step, note, by)
 
-    async def _save(
-        self,
-        flow: Flow,
-        doc: JSONDict,
-        context: TurnContext,
-        fresh: bool,
-        deadline: asyncio.Timeout | None = None,
-        note: JSONDict | None = None,
-    ) -> JSONDict:
-        """Write the turn once (P3).
+    async def history(
+        self, session_id: str, *, limit: int | None = None, owner: str | None = None
+    ) -> list[JSONDict]:
+        """The session's kept revisions, newest first (W1); [] for an unknown session.
 
-        Reads top to bottom: the housekeeping due before the save, the commit, then the
-        housekeeping that runs after it (background mode).
+        Each is `{"revision", "saved_at", "message", "step_before", "step_after", "reply",
+        "action", "restored"}`: `action` is "turn", "edit", "rewind", "fork" or "compaction",
+        `restored` the revision a rewind copied (or an edit ran on), `reply` an excerpt.
         """
-        # M4: compaction is the first part of saving (unless it runs in the background).
-        ends = deadline.when() if deadline is not None else None  # H6: compaction fits inside
-        await self._housekeeping.before_save(flow, doc["memory"], context.usage, context.emit, ends)
-        with self._telemetry.operation("store.save", session_id=doc["id"]):
-            saved = await self._sessions.commit(
-                flow, doc, context.usage, fresh=fresh, deadline=deadline, note=note
-            )
-        self._housekeeping.after_save(flow, saved)
-        self._revisions.purge_soon()
-        return saved
+        return await self._history.history(session_id, limit=limit, owner=owner)
 
+    async def rewind(
+        self,
+        session_id: str,
+        to_revision: int,
+        *,
+        owner: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> int:
+        """Make the session what it was after `to_revision`, as a new revision; return it (W2).
 
-def _extra_tools(store: Store, mcp: MCPConnections) -> ExtraTools:
-    """The tools every turn may add to a step: recall, the memory bank, LangChain and MCP."""
-    return step_tools(bank_tools(store, recall_tools(store)), mcp)
+        The rewound turns stay in the history until retention removes them; token usage is
+        not rewound (it was spent). Takes the session's lock and revision check like a turn:
+        a turn of another process saved meanwhile makes this a `SessionConflictError`. With
+        `idempotency_key` (H5, O4) the same request sent again, to any engine on the store,
+        returns the first one's revision instead of rewinding again.
 
+        Raises:
+            SessionNotFoundError: no such session (or `owner` does not own it).
+            RevisionNotFoundError: the session keeps no revision `to_revision`.
+            SessionConflictError: another process saved the session meanwhile.
+            IdempotencyKeyReusedError: the key was first sent with another request.
+        """
+        return await self._history.rewind(
+            session_id, to_revision, owner=owner, idempotency_key=idempotency_key
+        )
 
-def _overrides(flow: Flow, hook: str) -> bool:
-    """Whether the flow defines its own `hook` (V10 hooks are skipped for the many that don't)."""
-    return getattr(type(flow), hook) is not getattr(Flow, hook)
+    async def undo(
+        self, session_id: str, *, owner: str | None = None, idempotency_key: str | None = None
+    ) -> int:
+        """Rewind to before the last turn (W2); undoing again undoes the turn before it.
 
+        So a retried undo would undo two turns: send it with an `idempotency_key` and the
+        retry returns the first undo's revision instead (H5, O4).
 
-def _empty_message(session_id: str | None) -> TurnResult:
-    return _failure(
-        session_id,
-        "The message is empty. Send the user's text; an empty message only starts a new "
-        "session.",
-        INVALID_REQUEST,
-    )
+        Raises:
+            SessionNotFoundError, SessionConflictError, IdempotencyKeyReusedError: as `rewind`.
+            RevisionNotFoundError: there is no earlier turn kept to go back to.
+        """
+        return await self._history.undo(session_id, owner=owner, idempotency_key=idempotency_key)
 
+    async def fork(
+        self,
+        session_id: str,
+        at_revision: int | None = None,
+        *,
+        owner: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> str:
+        """A new session copied from `at_revision` (default: the current one); its id (W3).
 
-def _failure(session_id: str | None, message: str, error: str) -> TurnResult:
-    return TurnResult(
-        session_id=session_id if is_session_id(session_id) else None,
-        message=message,
-        success=False,
-        completed=False,
-        step=None,
-        error=error,
-    )
+        Same owner and flow; the copy records `forked_from: {"session_id", "revision"}` and
+        its history starts at the fork. Later turns of either never touch the other. With
+        `idempotency_key`, a retry returns the first fork's id instead of a second copy.
+
+        Raises:
+            SessionNotFoundError, RevisionNotFoundError, IdempotencyKeyReusedError: as `rewind`.
+        """
+        return await self._history.fork(
+            session_id, at_revision, owner=owner, idempotency_key=idempotency_key
+        )
+
+    async def edit_message(
+        self,
+        session_id: str,
+        revision: int,
+        text: str,
+        *,
+        owner: str | None = None,
+        config: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> TurnResult:
+        """Run turn `revision` again with `text` instead of its message, as one new revision (W4).
+
+        The turn runs on the session as it was before that turn, and is saved against the
+        current revision: if it fails (or another process saved meanwhile) the session is
+        left exactly as it was, and the result says why. With `idempotency_key`, the same
+        edit sent again gets the first one's result (`replayed=True`), as `run` does.
+        """
+        return await self._history.edit_message(
+            session_id, revision, text, owner=owner, config=config, idempotency_key=idempotency_key
+        )
+
+    async def purge(self) -> int:
+        """Delete every expired session now, with its history and archive; how many (W5).
+
+        SQLite and memory stores also purge in the background after saves (at most every
+        ten minutes); MongoDB's TTL indexes do it on the server.
+        """
+        return await self._history.purge()
+
+    async def forget_principal(self, principal: str) -> int:
+        """Delete every session, revision, archived message and memory entry of `principal` (W5).
+
+        `principal` is the `owner` the sessions were run with (H4); its long-term memory bank
+        (L5) goes too, where the store keeps one. Returns how many sessions went.
+        """
+        return await self._history.forget_principal(principal)
+
+    def memory_bank(self, owner: str) -> MemoryBank:
+        """One owner's long-term memory (L5): list, search, add, edit, delete, forget.
+
+        Raises:
+            ValueError: `owner` is empty, or the store keeps no memory banks.
+        """
+        return self._memory.memory_bank(owner)
+
+    async def extract_memory(self, session_id: str, *, owner: str | None = None) -> dict[str, Any]:
+        """Extract the session into its owner's long-term memory now (L3).
+
+        Every step with `use_long_term_memory(extract=...)` is extracted from where the last
+        extraction ended: for a scheduler, before an idle session expires. Returns
+        `{"entries": [...written...], "warnings": [...]}`; the extracted ranges are saved
+        with the session, so a second call extracts nothing new.
+
+        Raises:
+            SessionNotFoundError: no such session (or another owner's, H4).
+            SessionConflictError: another writer saved the session meanwhile; the entries
+                written stay, and the next extraction does not write them again.
+        """
+        return await self._memory.extract_memory(session_id, owner=owner)
+
+    async def compact(
+        self, session_id: str, namespace: str | None = None, *, owner: str | None = None
+    ) -> dict[str, Any]:
+        """Compact a session's memory now, to what each policy keeps (M13).
+
+        Without `namespace`, every namespace with a policy. Returns the hosted memory API's
+        shapes: `{"compacted": True, "summary_message_id", "compacted_count", "to_sequence"}`
+        (`summary_message_id` is None when only windows evicted), or
+        `{"ok": True, "compacted": False, "message": "Nothing to compact"}`. It takes the
+        session's lock and saves with the revision check, like a turn (P3, P4).
+
+        Raises:
+            SessionNotFoundError: no such session (or another owner's, H4).
+            ValueError: `namespace` has no memory policy.
+            SessionConflictError: another writer saved the session meanwhile; nothing changed.
+        """
+        return await self._memory.compact(session_id, namespace, owner=owner)
+
+    async def compact_idle(
+        self, older_than: timedelta | float, *, page_size: int = DEFAULT_PAGE
+    ) -> dict[str, Any]:
+        """Compact every running session idle for at least `older_than` (M14), for a scheduler.
+
+        `older_than` is a `timedelta` or seconds. Sessions are read from the store page by
+        page (`page_size` per call), oldest first; each is compacted like `compact()`: under
+        its lock, saved with the revision check, so a turn racing it either waits for it or
+        wins (the compaction is then dropped, never merged). The save keeps the session's
+        `updated_at` and `expires_at`: compaction is not activity. One session failing never
+        stops the others. Returns `{"looked_at", "compacted", "compacted_ids",
+        "compacted_count", "nothing_to_compact", "skipped", "failed"}`: `skipped` counts
+        sessions a turn would not continue (expired, or of a flow this engine does not serve)
+        and those a turn saved meanwhile; `failed` lists `{"session_id", "error"}`.
+
+        Raises:
+            TypeError: `older_than` is neither a timedelta nor a number.
+            ValueError: `older_than` is not positive, or `page_size` is not 1 to 1000.
+            StoreError: the store cannot list its idle sessions (or failed to).
+        """
+        return await self._memory.compact_idle(older_than, page_size=page_size)
+
+    async def preview(self, session_id: str, *, message: str | None = None) -> Preview | None:
+        """Exactly the messages the session's next model call would receive, or None.
+
+        Nothing is written. The current step's `on_restore` and `get_prompt()` run as in a
+        turn; the namespace's summary is the memory block (M7); `message`, if given, is the
+        user message of that next turn. None if a turn would not continue this id (P5).
+        The list also carries `message_count`, `truncated`, `compacted` and `warnings` (M15).
+        """
+        return await self._memory.preview(session_id, message=message)

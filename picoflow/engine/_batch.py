@@ -18,12 +18,12 @@ import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from picoflow._internal.results import TurnResult
 from picoflow.errors import FlowDefinitionError
 
 if TYPE_CHECKING:
-    from picoflow.engine import FlowEngine, TurnResult
     from picoflow.flow import Flow
 
 __all__ = ["BatchRuns", "is_batch_turn", "run_batch", "SELF_URL"]
@@ -51,12 +51,20 @@ async def run_batch(flow: Flow) -> str:
     return reply
 
 
+class StartsSessions(Protocol):
+    """`FlowEngine.run` as a batch uses it: one turn of a new session of the flow."""
+
+    async def run(
+        self, flow_name: str, message: str, session_id: str | None, config: dict[str, Any] | None
+    ) -> TurnResult: ...
+
+
 class BatchRuns:
     """What `Flow.concurrent_steps` calls: the engine gives each turn's flow one of these."""
 
-    def __init__(self, engine: FlowEngine, result: type[TurnResult]) -> None:
+    def __init__(self, engine: StartsSessions, result: type[TurnResult] = TurnResult) -> None:
         self._engine = engine
-        self._result = result  # TurnResult, handed over: the engine imports this module
+        self._result = result
 
     async def run(
         self,

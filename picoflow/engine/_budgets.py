@@ -1,4 +1,4 @@
-"""The engine's spending limits (O3), mixed into `FlowEngine`: the turn's view of the budgets."""
+"""The engine's spending limits (O3): what a turn may spend, and the owner's shared ledger."""
 
 from __future__ import annotations
 
@@ -9,46 +9,55 @@ from picoflow._ops._budgets import Budgets, BudgetUsage, today, tokens_of
 from picoflow.errors import StoreError
 
 if TYPE_CHECKING:
-    from picoflow.stores import Store
-    from picoflow.stores.base import JSONDict
+    from picoflow.stores.base import CountsOwnerTokens, JSONDict, StoreAbilities
 
-__all__ = ["SpendingLimits", "check_ledger"]
+__all__ = ["Spending", "check_ledger"]
 
 logger = logging.getLogger(__name__)
 
 
-class SpendingLimits:
-    """What a turn may spend (docs/budgets.md)."""
+class Spending:
+    """What a turn may spend (docs/budgets.md), for an engine given `budgets`.
 
-    if TYPE_CHECKING:
-        _store: Store
-        _budgets: Budgets | None
+    The ledger is the store's `owner_tokens` ability, or None when no limit counts owners;
+    `check_ledger` has refused an owner limit without one when the engine was built.
+    """
 
-    async def _budget_for(self, doc: JSONDict | None, owner: str | None) -> BudgetUsage:
+    def __init__(self, budgets: Budgets, ledger: CountsOwnerTokens | None) -> None:
+        self._budgets = budgets
+        self._ledger = ledger
+
+    async def budget_for(self, doc: JSONDict | None, owner: str | None) -> BudgetUsage:
         """What the session and its owner had used when this turn began (O3)."""
-        assert self._budgets is not None
         usage = BudgetUsage(self._budgets, tokens_of(doc["usage"]) if doc is not None else 0)
-        if self._budgets.counts_owners and owner is not None:
+        if self._budgets.counts_owners and owner is not None and self._ledger is not None:
             usage.owner = owner
-            usage.owner_before = await self._store.owner_tokens(owner, today())  # type: ignore[attr-defined]
+            usage.owner_before = await self._ledger.owner_tokens(owner, today())
         return usage
 
-    async def _count_owner(self, owner: str, usage: dict[str, dict[str, int]]) -> None:
+    async def count_owner(self, owner: str, usage: dict[str, dict[str, int]]) -> None:
         """Add a turn's tokens to its owner's day, saved or not: they were spent (O3)."""
         tokens = tokens_of(usage)
-        if not tokens:
+        if not tokens or self._ledger is None:
             return
         try:
-            await self._store.add_owner_tokens(owner, today(), tokens)  # type: ignore[attr-defined]
+            await self._ledger.add_owner_tokens(owner, today(), tokens)
         except StoreError as exc:  # the turn's own outcome stands; the ledger misses one turn
             logger.warning("could not count the tokens of owner %r: %s", owner, exc)
 
 
-def check_ledger(store: Store) -> None:
-    """O3: an owner's daily limit needs a store that counts tokens per owner and day."""
-    if not (hasattr(store, "add_owner_tokens") and hasattr(store, "owner_tokens")):
+def check_ledger(abilities: StoreAbilities, budgets: Budgets | None) -> Spending | None:
+    """The engine's `Spending`, or None without budgets (O3).
+
+    Raises:
+        ValueError: an owner's daily limit, and a store that counts no tokens per owner.
+    """
+    if budgets is None:
+        return None
+    if budgets.counts_owners and abilities.owner_tokens is None:
         raise ValueError(
             f"budgets={{'owner_tokens_per_day': ...}} needs a store that counts tokens per owner; "
-            f"{type(store).__name__} has no add_owner_tokens()/owner_tokens(). Use MemoryStore, "
+            f"{abilities.store_name} has no add_owner_tokens()/owner_tokens(). Use MemoryStore, "
             "SQLiteStore or MongoStore, or add those two methods to your store."
         )
+    return Spending(budgets, abilities.owner_tokens if budgets.counts_owners else None)

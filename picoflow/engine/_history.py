@@ -1,7 +1,8 @@
-"""The history methods of `FlowEngine` (W1-W5), kept apart from the turn machinery.
+"""The history part of an engine (W1-W5), kept apart from the turn machinery.
 
-`FlowEngine` inherits them; they delegate to `picoflow.engine._revisions.Revisions`
-(history, rewind, undo, fork, purge, forget) and, for `edit_message`, to the engine's own turn.
+`FlowEngine` holds one and delegates to it; it delegates in turn to
+`picoflow.engine._revisions.Revisions` (history, rewind, undo, fork, purge, forget), adds the
+idempotency keys (O4) and, for `edit_message`, runs a turn through the engine's turn runner.
 """
 
 from __future__ import annotations
@@ -18,35 +19,46 @@ from picoflow.engine._idempotent import (
     replayed_turn,
     run_keyed,
 )
+from picoflow.engine._request import ReadsSessions, RunsTurns, TurnRequest
 from picoflow.engine._revisions import Revisions
 from picoflow.session import is_session_id
 from picoflow.session._sessions import Sessions
-from picoflow.stores.base import JSONDict
+from picoflow.stores.base import JSONDict, KeepsMemoryBank
 
-__all__ = ["HistoryMethods"]
+__all__ = ["HistoryActions"]
 
 _T = TypeVar("_T")
 
 
-class HistoryMethods:
-    """History, rewind, undo, fork, edit, purge and forget_principal of an engine."""
+class HistoryActions:
+    """History, rewind, undo, fork, edit, purge and forget_principal of an engine.
 
-    _revisions: Revisions
-    _sessions: Sessions
-    _store: Any
-    _run: Callable[..., Any]
-    get_session: Callable[..., Any]
-    flow_names: Callable[[], list[str]]
+    Its dependencies are explicit: the `Revisions` and `Sessions`, the store's memory-bank
+    ability (or None: `forget_principal` then has no bank to empty), the engine's turn
+    runner (an edit is a turn), `get_session` (the owner check) and the first flow's name.
+    """
+
+    def __init__(
+        self,
+        revisions: Revisions,
+        sessions: Sessions,
+        bank: KeepsMemoryBank | None,
+        *,
+        run_turn: RunsTurns,
+        get_session: ReadsSessions,
+        first_flow: str,
+    ) -> None:
+        self._revisions = revisions
+        self._sessions = sessions
+        self._bank = bank
+        self._run_turn = run_turn
+        self.get_session = get_session
+        self._first_flow = first_flow
 
     async def history(
         self, session_id: str, *, limit: int | None = None, owner: str | None = None
     ) -> list[JSONDict]:
-        """The session's kept revisions, newest first (W1); [] for an unknown session.
-
-        Each is `{"revision", "saved_at", "message", "step_before", "step_after", "reply",
-        "action", "restored"}`: `action` is "turn", "edit", "rewind", "fork" or "compaction",
-        `restored` the revision a rewind copied (or an edit ran on), `reply` an excerpt.
-        """
+        """The session's kept revisions, newest first (W1); [] for an unknown session."""
         return await self._revisions.list(session_id, limit, owner)
 
     async def rewind(
@@ -57,20 +69,7 @@ class HistoryMethods:
         owner: str | None = None,
         idempotency_key: str | None = None,
     ) -> int:
-        """Make the session what it was after `to_revision`, as a new revision; return it (W2).
-
-        The rewound turns stay in the history until retention removes them; token usage is
-        not rewound (it was spent). Takes the session's lock and revision check like a turn:
-        a turn of another process saved meanwhile makes this a `SessionConflictError`. With
-        `idempotency_key` (H5, O4) the same request sent again, to any engine on the store,
-        returns the first one's revision instead of rewinding again.
-
-        Raises:
-            SessionNotFoundError: no such session (or `owner` does not own it).
-            RevisionNotFoundError: the session keeps no revision `to_revision`.
-            SessionConflictError: another process saved the session meanwhile.
-            IdempotencyKeyReusedError: the key was first sent with another request.
-        """
+        """Make the session what it was after `to_revision`, as a new revision; return it (W2)."""
         return await self._change(
             idempotency_key,
             owner,
@@ -82,15 +81,7 @@ class HistoryMethods:
     async def undo(
         self, session_id: str, *, owner: str | None = None, idempotency_key: str | None = None
     ) -> int:
-        """Rewind to before the last turn (W2); undoing again undoes the turn before it.
-
-        So a retried undo would undo two turns: send it with an `idempotency_key` and the
-        retry returns the first undo's revision instead (H5, O4).
-
-        Raises:
-            SessionNotFoundError, SessionConflictError, IdempotencyKeyReusedError: as `rewind`.
-            RevisionNotFoundError: there is no earlier turn kept to go back to.
-        """
+        """Rewind to before the last turn (W2); undoing again undoes the turn before it."""
         return await self._change(
             idempotency_key,
             owner,
@@ -107,15 +98,7 @@ class HistoryMethods:
         owner: str | None = None,
         idempotency_key: str | None = None,
     ) -> str:
-        """A new session copied from `at_revision` (default: the current one); its id (W3).
-
-        Same owner and flow; the copy records `forked_from: {"session_id", "revision"}` and
-        its history starts at the fork. Later turns of either never touch the other. With
-        `idempotency_key`, a retry returns the first fork's id instead of a second copy.
-
-        Raises:
-            SessionNotFoundError, RevisionNotFoundError, IdempotencyKeyReusedError: as `rewind`.
-        """
+        """A new session copied from `at_revision` (default: the current one); its id (W3)."""
         return await self._change(
             idempotency_key,
             owner,
@@ -135,22 +118,14 @@ class HistoryMethods:
         config: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
     ) -> TurnResult:
-        """Run turn `revision` again with `text` instead of its message, as one new revision (W4).
-
-        The turn runs on the session as it was before that turn, and is saved against the
-        current revision: if it fails (or another process saved meanwhile) the session is
-        left exactly as it was, and the result says why. With `idempotency_key`, the same
-        edit sent again gets the first one's result (`replayed=True`), as `run` does.
-        """
+        """Run turn `revision` again with `text` instead of its message (W4)."""
         doc = await self.get_session(session_id, owner=owner) if is_session_id(session_id) else None
         # An unknown session fails inside the turn (SessionNotFoundError) with any flow name.
-        flow_name = doc["flow"] if doc is not None else self.flow_names()[0]
+        flow_name = doc["flow"] if doc is not None else self._first_flow
+        request = TurnRequest(flow_name, text, session_id, config, owner=owner, edit=revision)
 
         async def edit() -> TurnResult:
-            result: TurnResult = await self._run(
-                flow_name, text, session_id, config, None, owner=owner, edit=revision
-            )
-            return result
+            return await self._run_turn(request)
 
         if idempotency_key is None:
             return await edit()
@@ -192,21 +167,12 @@ class HistoryMethods:
         return await change_once(self._sessions, turn, (holder, owner), change, replay)
 
     async def purge(self) -> int:
-        """Delete every expired session now, with its history and archive; how many (W5).
-
-        SQLite and memory stores also purge in the background after saves (at most every
-        ten minutes); MongoDB's TTL indexes do it on the server.
-        """
+        """Delete every expired session now, with its history and archive; how many (W5)."""
         return await self._revisions.purge()
 
     async def forget_principal(self, principal: str) -> int:
-        """Delete every session, revision, archived message and memory entry of `principal` (W5).
-
-        `principal` is the `owner` the sessions were run with (H4); its long-term memory bank
-        (L5) goes too, where the store keeps one. Returns how many sessions went.
-        """
+        """Delete every session, revision, archived message and memory entry of `principal` (W5)."""
         gone = await self._revisions.forget_principal(principal)
-        forget = getattr(self._store, "bank_forget", None)
-        if forget is not None and principal:
-            await forget(principal)
+        if self._bank is not None and principal:  # L5: where the store keeps a bank
+            await self._bank.bank_forget(principal)
         return int(gone)

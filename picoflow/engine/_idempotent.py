@@ -33,10 +33,11 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from picoflow._internal.results import TurnResult
 from picoflow._internal.state import now_iso
+from picoflow.engine._request import RunsTurns, TurnRequest
 from picoflow.errors import (
     IdempotencyKeyReusedError,
     PicoflowError,
@@ -51,7 +52,7 @@ from picoflow.stores.base import JSONDict
 __all__ = [
     "IdempotentTurn",
     "KEY_REUSED",
-    "KeyedRuns",
+    "KeyedTurns",
     "RECORDS",
     "change_once",
     "current_turn",
@@ -311,34 +312,21 @@ async def change_once(
         current_turn.reset(token)
 
 
-class KeyedRuns:
-    """`FlowEngine`'s keyed turns (O4): run once with the record, or replay the first result."""
+class KeyedTurns:
+    """The engine's keyed turns (O4): run once with the record, or replay the first result.
 
-    if TYPE_CHECKING:
-        _sessions: Sessions
+    Given the `Sessions` (where a retry looks for the first result) and the engine's turn
+    runner, not the engine: this part runs a turn only through `run_turn`.
+    """
 
-        async def _run(
-            self,
-            flow_name: str,
-            message: str,
-            session_id: str | None,
-            config: dict[str, Any] | None,
-            emit: Callable[[str, dict[str, Any]], None] | None,
-            *,
-            owner: str | None,
-        ) -> TurnResult: ...
+    def __init__(self, sessions: Sessions, run_turn: RunsTurns) -> None:
+        self._sessions = sessions
+        self._run_turn = run_turn
 
-    async def _run_keyed(
-        self,
-        key: str,
-        request: tuple[str, str, str | None, dict[str, Any] | None],
-        emit: Callable[[str, dict[str, Any]], None] | None,
-        *,
-        owner: str | None,
-    ) -> TurnResult:
+    async def run(self, key: str, request: TurnRequest) -> TurnResult:
         """A turn whose result is saved with it; a retry of it gets that result instead."""
-        turn = IdempotentTurn.of(owner, key, *request)
-        session_id = request[2] if is_session_id(request[2]) else None
+        turn = IdempotentTurn.of(request.owner, key, *request.fingerprint_parts())
+        session_id = request.session_id if is_session_id(request.session_id) else None
 
         def refused(text: str) -> TurnResult:
             return TurnResult(session_id, text, False, False, None, error=KEY_REUSED)
@@ -346,8 +334,8 @@ class KeyedRuns:
         return await run_keyed(
             self._sessions,
             turn,
-            (request[2], owner),
-            lambda: self._run(*request, emit, owner=owner),
+            (request.session_id, request.owner),
+            lambda: self._run_turn(request),
             replayed=replayed_turn,
             refused=refused,
         )

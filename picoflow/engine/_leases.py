@@ -28,8 +28,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcon
 from typing import Literal
 
 from picoflow.session import is_session_id
-from picoflow.stores import Store
-from picoflow.stores._leases import LeaseStore, supports_leases
+from picoflow.stores.base import KeepsLeases, StoreAbilities
 
 __all__ = [
     "CONCURRENT_TURNS",
@@ -53,7 +52,7 @@ MAX_POLL = 0.1
 
 
 def check_concurrent_turns(
-    mode: object, turn_timeout: float | None, store: Store
+    mode: object, turn_timeout: float | None, abilities: StoreAbilities
 ) -> ConcurrentTurns:
     """`concurrent_turns` as given, after refusing what cannot work (ValueError)."""
     if mode not in CONCURRENT_TURNS:
@@ -67,25 +66,27 @@ def check_concurrent_turns(
             "worker, and the turn's deadline bounds that wait: give the engine a turn_timeout, "
             "e.g. FlowEngine(..., concurrent_turns='queue', turn_timeout=60)."
         )
-    if mode == "queue" and not supports_leases(store):
+    if mode == "queue" and abilities.leases is None:
         raise ValueError(
             f"concurrent_turns='queue' needs a store that keeps session leases; "
-            f"{type(store).__name__} has no acquire_lease()/release_lease(). Use MemoryStore, "
+            f"{abilities.store_name} has no acquire_lease()/release_lease(). Use MemoryStore, "
             "SQLiteStore or MongoStore, or add those two methods to your store."
         )
     return "queue" if mode == "queue" else "reject"
 
 
-def turn_leases(mode: object, turn_timeout: float | None, store: Store) -> TurnLeases:
+def turn_leases(mode: object, turn_timeout: float | None, abilities: StoreAbilities) -> TurnLeases:
     """The engine's `TurnLeases` for `concurrent_turns=mode`, checked (ValueError)."""
-    return TurnLeases(store, check_concurrent_turns(mode, turn_timeout, store))
+    checked = check_concurrent_turns(mode, turn_timeout, abilities)
+    return TurnLeases(abilities.leases if checked == "queue" else None)
 
 
 class TurnLeases:
     """The engine's side of `concurrent_turns`: take, renew and release a session's lease."""
 
-    def __init__(self, store: Store, mode: ConcurrentTurns, seconds: float | None = None) -> None:
-        self._store: LeaseStore | None = store if mode == "queue" else None  # type: ignore[assignment]
+    def __init__(self, store: KeepsLeases | None, seconds: float | None = None) -> None:
+        """`store` is the store's lease ability for "queue", None for "reject" (no leases)."""
+        self._store = store
         self._seconds = LEASE_SECONDS if seconds is None else seconds
         # A readable prefix (which worker) and a random part (which turn) per lease.
         self._worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
@@ -103,7 +104,7 @@ class TurnLeases:
         return self._held(store, str(session_id))
 
     @asynccontextmanager
-    async def _held(self, store: LeaseStore, session_id: str) -> AsyncIterator[None]:
+    async def _held(self, store: KeepsLeases, session_id: str) -> AsyncIterator[None]:
         holder = f"{self._worker}:{secrets.token_hex(6)}"
         await self._acquire(store, session_id, holder)
         done = asyncio.Event()
@@ -119,7 +120,7 @@ class TurnLeases:
             finally:
                 await _release(store, session_id, holder)
 
-    async def _acquire(self, store: LeaseStore, session_id: str, holder: str) -> None:
+    async def _acquire(self, store: KeepsLeases, session_id: str, holder: str) -> None:
         """Take the lease, waiting with a backoff while another worker holds it.
 
         The caller's deadline cancels the wait; a lease granted just as it came is removed.
@@ -135,7 +136,7 @@ class TurnLeases:
             raise
 
     async def _renew(
-        self, store: LeaseStore, session_id: str, holder: str, done: asyncio.Event
+        self, store: KeepsLeases, session_id: str, holder: str, done: asyncio.Event
     ) -> None:
         """Renew the lease every third of its length until `done` (the turn ended)."""
         while True:
@@ -159,7 +160,7 @@ class TurnLeases:
                 return
 
 
-async def _release(store: LeaseStore, session_id: str, holder: str) -> None:
+async def _release(store: KeepsLeases, session_id: str, holder: str) -> None:
     """Remove the lease; if the store cannot be reached, it expires by itself."""
     try:
         await asyncio.shield(store.release_lease(session_id, holder))

@@ -1,8 +1,9 @@
-"""How the engine finds the session a turn continues (P5, H4, W4), mixed into `FlowEngine`."""
+"""How the engine finds the session a turn continues (P5, H4, W4): the `SessionLoader` part."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -14,13 +15,12 @@ from picoflow.session import continuation
 from picoflow.stores.base import JSONDict
 
 if TYPE_CHECKING:
-    from picoflow._housekeeping.scheduler import Housekeeping
     from picoflow._ops import Telemetry
     from picoflow.engine._revisions import Revisions
     from picoflow.session._sessions import Sessions
     from picoflow.stores import Store
 
-__all__ = ["SessionLoading", "InvalidRequestError", "is_owner"]
+__all__ = ["SessionLoader", "InvalidRequestError", "is_owner"]
 
 logger = logging.getLogger("picoflow.engine")
 
@@ -34,17 +34,30 @@ def is_owner(doc: JSONDict, owner: str | None) -> bool:
     return owner is None or doc.get("owner") == owner
 
 
-class SessionLoading:
-    """Load the session a turn continues, or decide that a new one starts."""
+class SessionLoader:
+    """Load the session a turn continues, or decide that a new one starts.
 
-    if TYPE_CHECKING:
-        _sessions: Sessions
-        _housekeeping: Housekeeping
-        _revisions: Revisions
-        _store: Store
-        _telemetry: Telemetry
+    `cancel` stops a session's background housekeeping (`Housekeeping.cancel`): an expired
+    session a turn finds is deleted, and nothing may still write to it.
+    """
 
-    async def _load_usable(
+    def __init__(
+        self,
+        sessions: Sessions,
+        revisions: Revisions,
+        telemetry: Telemetry,
+        cancel: Callable[[str], None],
+    ) -> None:
+        self._sessions = sessions
+        self._revisions = revisions
+        self._telemetry = telemetry
+        self._cancel = cancel
+
+    @property
+    def _store(self) -> Store:
+        return self._sessions.store
+
+    async def load_usable(
         self,
         flow_class: type[Flow],
         session_id: str | None,
@@ -54,8 +67,9 @@ class SessionLoading:
         """The stored session to continue (and its cached namespaces), or None (P5, H4)."""
         if session_id is None and edit is not None:
             raise SessionNotFoundError(
-                "None", "edit_message needs the id of the session whose message it edits; "
-                "got None. Pass the session id that engine.history() was read from."
+                "None",
+                "edit_message needs the id of the session whose message it edits; "
+                "got None. Pass the session id that engine.history() was read from.",
             )
         if session_id is None:
             return None, None
@@ -90,7 +104,7 @@ class SessionLoading:
         """
         session_id = doc["id"]
         self._sessions.forget(session_id)
-        self._housekeeping.cancel(session_id)
+        self._cancel(session_id)
         closed = {**doc, "run_status": "aborted", "updated_at": now_iso()}
         try:
             await self._store.save(closed, doc["revision"])

@@ -1,4 +1,4 @@
-"""The engine's memory methods (L5, M13-M15), mixed into `FlowEngine`: bank, compact, preview."""
+"""The engine's memory part (L5, M13-M15): the memory bank, compaction on demand, preview."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ from picoflow.session._migration import migrate
 
 if TYPE_CHECKING:
     from picoflow._housekeeping.scheduler import Housekeeping
+    from picoflow.engine._request import ReadsSessions
     from picoflow.flow import Flow
     from picoflow.memory import Namespace
     from picoflow.session._sessions import Sessions
-    from picoflow.stores import Store
-    from picoflow.stores.base import JSONDict
+    from picoflow.stores.base import JSONDict, ListsIdle, StoreAbilities
 
 logger = logging.getLogger(__name__)
 
@@ -33,40 +33,40 @@ __all__ = ["MemoryOperations"]
 
 
 class MemoryOperations:
-    """Long-term memory and compaction on demand on `FlowEngine` (docs/long-term-memory.md)."""
+    """Long-term memory and compaction on demand of an engine (docs/long-term-memory.md).
 
-    if TYPE_CHECKING:
-        _store: Store
-        _sessions: Sessions
-        _flows: dict[str, type[Flow]]
-        _housekeeping: Housekeeping
-        _embeddings: Any
+    Given what it works with, not the engine: the `Sessions` (locks, loads, commits), the
+    registered flows, the housekeeping (summary models, extraction), the store's abilities,
+    the engine's embeddings and `get_session` (the owner check every public read makes).
+    """
 
-        async def get_session(
-            self, session_id: str, *, owner: str | None = None
-        ) -> JSONDict | None: ...
+    def __init__(
+        self,
+        sessions: Sessions,
+        flows: dict[str, type[Flow]],
+        housekeeping: Housekeeping,
+        abilities: StoreAbilities,
+        *,
+        embeddings: Any,
+        get_session: ReadsSessions,
+    ) -> None:
+        self._sessions = sessions
+        self._flows = flows
+        self._housekeeping = housekeeping
+        self._abilities = abilities
+        self._embeddings = embeddings
+        self.get_session = get_session
+
+    @property
+    def _store(self) -> Any:
+        return self._sessions.store
 
     def memory_bank(self, owner: str) -> MemoryBank:
-        """One owner's long-term memory (L5): list, search, add, edit, delete, forget.
-
-        Raises:
-            ValueError: `owner` is empty, or the store keeps no memory banks.
-        """
+        """One owner's long-term memory (L5): list, search, add, edit, delete, forget."""
         return MemoryBank(self._store, owner, self._embeddings)
 
     async def extract_memory(self, session_id: str, *, owner: str | None = None) -> dict[str, Any]:
-        """Extract the session into its owner's long-term memory now (L3).
-
-        Every step with `use_long_term_memory(extract=...)` is extracted from where the last
-        extraction ended: for a scheduler, before an idle session expires. Returns
-        `{"entries": [...written...], "warnings": [...]}`; the extracted ranges are saved
-        with the session, so a second call extracts nothing new.
-
-        Raises:
-            SessionNotFoundError: no such session (or another owner's, H4).
-            SessionConflictError: another writer saved the session meanwhile; the entries
-                written stay, and the next extraction does not write them again.
-        """
+        """Extract the session into its owner's long-term memory now (L3)."""
         async with self._locked(session_id, owner) as (flow_class, doc, spaces):
             flow = flow_class()
             load_flow(flow, doc, spaces)
@@ -82,19 +82,7 @@ class MemoryOperations:
     async def compact(
         self, session_id: str, namespace: str | None = None, *, owner: str | None = None
     ) -> dict[str, Any]:
-        """Compact a session's memory now, to what each policy keeps (M13).
-
-        Without `namespace`, every namespace with a policy. Returns the hosted memory API's
-        shapes: `{"compacted": True, "summary_message_id", "compacted_count", "to_sequence"}`
-        (`summary_message_id` is None when only windows evicted), or
-        `{"ok": True, "compacted": False, "message": "Nothing to compact"}`. It takes the
-        session's lock and saves with the revision check, like a turn (P3, P4).
-
-        Raises:
-            SessionNotFoundError: no such session (or another owner's, H4).
-            ValueError: `namespace` has no memory policy.
-            SessionConflictError: another writer saved the session meanwhile; nothing changed.
-        """
+        """Compact a session's memory now, to what each policy keeps (M13)."""
         async with self._locked(session_id, owner) as (flow_class, doc, spaces):
             result, _ = await self._compact_loaded(flow_class, doc, spaces, namespace)
             return result
@@ -120,36 +108,20 @@ class MemoryOperations:
     async def compact_idle(
         self, older_than: timedelta | float, *, page_size: int = DEFAULT_PAGE
     ) -> dict[str, Any]:
-        """Compact every running session idle for at least `older_than` (M14), for a scheduler.
-
-        `older_than` is a `timedelta` or seconds. Sessions are read from the store page by
-        page (`page_size` per call), oldest first; each is compacted like `compact()`: under
-        its lock, saved with the revision check, so a turn racing it either waits for it or
-        wins (the compaction is then dropped, never merged). The save keeps the session's
-        `updated_at` and `expires_at`: compaction is not activity. One session failing never
-        stops the others. Returns `{"looked_at", "compacted", "compacted_ids",
-        "compacted_count", "nothing_to_compact", "skipped", "failed"}`: `skipped` counts
-        sessions a turn would not continue (expired, or of a flow this engine does not serve)
-        and those a turn saved meanwhile; `failed` lists `{"session_id", "error"}`.
-
-        Raises:
-            TypeError: `older_than` is neither a timedelta nor a number.
-            ValueError: `older_than` is not positive, or `page_size` is not 1 to 1000.
-            StoreError: the store cannot list its idle sessions (or failed to).
-        """
+        """Compact every running session idle for at least `older_than` (M14), for a scheduler."""
         now = datetime.now(UTC)
         cutoff = idle_cutoff(older_than, now)
         page_size = check_page_size(page_size)
-        listing = getattr(self._store, "idle_sessions", None)
-        if listing is None:
+        lister: ListsIdle | None = self._abilities.idle_sessions
+        if lister is None:  # a StoreError, as M14's tests have always read it
             raise StoreError(
-                f"{type(self._store).__name__} cannot list idle sessions, so compact_idle has "
+                f"{self._abilities.store_name} cannot list idle sessions, so compact_idle has "
                 "nothing to walk. Use MemoryStore, SQLiteStore or MongoStore, or give the "
                 "store an idle_sessions(before, after=..., limit=...) method."
             )
         run = IdleRun()
         after: tuple[str, str] | None = None
-        while page := await listing(cutoff, after=after, limit=page_size):
+        while page := await lister.idle_sessions(cutoff, after=after, limit=page_size):
             for listed in page:
                 run.looked_at += 1
                 await self._compact_idle_one(listed, cutoff, now, run)
@@ -219,13 +191,7 @@ class MemoryOperations:
         return result, (problems[0] if problems else None)
 
     async def preview(self, session_id: str, *, message: str | None = None) -> Preview | None:
-        """Exactly the messages the session's next model call would receive, or None.
-
-        Nothing is written. The current step's `on_restore` and `get_prompt()` run as in a
-        turn; the namespace's summary is the memory block (M7); `message`, if given, is the
-        user message of that next turn. None if a turn would not continue this id (P5).
-        The list also carries `message_count`, `truncated`, `compacted` and `warnings` (M15).
-        """
+        """Exactly the messages the session's next model call would receive, or None."""
         doc = await self.get_session(session_id)
         flow_class = self._flows.get(doc["flow"]) if doc is not None else None
         if doc is None or flow_class is None or continuation(doc, datetime.now(UTC)) != "continue":

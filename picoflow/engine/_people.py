@@ -1,4 +1,4 @@
-"""The engine's methods for people in the loop (K3, K4, K6), mixed into `FlowEngine`.
+"""The engine's part for people in the loop (K3, K4, K6, K7): the `People` part.
 
 Each method works on the stored session under the session's lock (P4) and saves with the
 revision check, so it behaves the same from any engine or process on the same store. Failures
@@ -10,10 +10,12 @@ come back as `TurnResult(success=False, error=...)`, as turns do: "InvalidReques
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from picoflow._internal.call_keys import TURN
 from picoflow._internal.people_records import find_approval, operator_of, pending_of
+from picoflow._internal.results import TurnResult
 from picoflow._runner.people.handoff import add_operator_reply, give_back
 from picoflow._runner.people.hold import turn_label
 from picoflow._runner.people.resume import (
@@ -37,20 +39,31 @@ from picoflow.step import Step
 from picoflow.stores.base import JSONDict
 
 if TYPE_CHECKING:
-    import asyncio
-    from collections.abc import Awaitable
+    from picoflow.stores.base import ListsWaiting
 
-    from picoflow.engine import TurnResult
-
-__all__ = ["PeopleInTheLoop"]
+__all__ = ["People", "SavesTurns"]
 
 logger = logging.getLogger(__name__)
 
 _INVALID = "InvalidRequest"
 
 
-class PeopleInTheLoop:
-    """Approvals and handoff on `FlowEngine` (docs/people-in-the-loop.md).
+class SavesTurns(Protocol):
+    """What a resolve needs of the engine's turn machinery: a turn's context and its save."""
+
+    def context_for(self, flow: Flow, owner: str | None) -> TurnContext: ...
+
+    async def save(
+        self, flow: Flow, doc: JSONDict, context: TurnContext, fresh: bool
+    ) -> JSONDict: ...
+
+
+class People:
+    """Approvals and handoff of an engine (docs/people-in-the-loop.md).
+
+    Given the `Sessions`, the registered flows, the store's `waiting` ability (or None) and
+    the turn machinery (`SavesTurns`): an approved call continues the step exactly as a
+    turn would, with the turn's context and the turn's save.
 
     Attributes:
         approval_lease: seconds after which an approved call that never reported its result
@@ -60,21 +73,17 @@ class PeopleInTheLoop:
 
     approval_lease: float = 300.0
 
-    if TYPE_CHECKING:
-        _result_type: type[TurnResult]  # FlowEngine sets it: the engine module imports this one
-        _sessions: Sessions
-        _flows: dict[str, type[Flow]]
-
-        def _context_for(self, flow: Flow, owner: str | None) -> TurnContext: ...
-
-        async def _save(
-            self,
-            flow: Flow,
-            doc: JSONDict,
-            context: TurnContext,
-            fresh: bool,
-            deadline: asyncio.Timeout | None = None,
-        ) -> JSONDict: ...
+    def __init__(
+        self,
+        sessions: Sessions,
+        flows: dict[str, type[Flow]],
+        waiting: ListsWaiting | None,
+        turns: SavesTurns,
+    ) -> None:
+        self._sessions = sessions
+        self._flows = flows
+        self._waiting = waiting
+        self._turns = turns
 
     async def pending_approvals(self, session_id: str) -> list[dict[str, Any]]:
         """The approvals that wait in this session, oldest first (K4); [] for an unknown id."""
@@ -90,23 +99,14 @@ class PeopleInTheLoop:
         ]
 
     async def waiting(self, limit: int = 100) -> list[dict[str, Any]]:
-        """Sessions where a person is expected, newest first (K7): for an operator's queue.
-
-        Each entry has the session's `id`, `flow`, `owner`, `current_step`, `updated_at`, its
-        pending `approvals` and its `operator` record (None unless handed off).
-
-        Raises:
-            TypeError: the store cannot list sessions (it has no `waiting(limit)` method).
-            ValueError: `limit` is not a whole number from 1 to 1000.
-        """
-        store = self._sessions.store
-        finder = getattr(store, "waiting", None)
-        if finder is None:
+        """Sessions where a person is expected, newest first (K7): for an operator's queue."""
+        if self._waiting is None:  # a TypeError, as K7's tests have always read it
             raise TypeError(
-                f"{type(store).__name__} cannot list the sessions that wait for a person; give "
-                "it a waiting(limit) method (MemoryStore, SQLiteStore and MongoStore have one)."
+                f"{type(self._sessions.store).__name__} cannot list the sessions that wait for "
+                "a person; give it a waiting(limit) method (MemoryStore, SQLiteStore and "
+                "MongoStore have one)."
             )
-        found: list[dict[str, Any]] = await finder(limit)
+        found: list[dict[str, Any]] = await self._waiting.waiting(limit)
         return found
 
     async def resolve_approval(
@@ -118,14 +118,7 @@ class PeopleInTheLoop:
         by: str | None = None,
         note: str | None = None,
     ) -> TurnResult:
-        """Decide a pending approval; the step continues from that tool call (K3).
-
-        `decision` is "approve" (run the call as recorded), "edit" (run it with `args`,
-        validated by the tool's schema) or "reject" (the model reads that it was declined, and
-        `note` as the reason). The reply the model then gives is the result's `message`, and
-        is kept on the approval record. Resolving again returns that recorded outcome and runs
-        nothing; another decision for a decided approval is "ApprovalAlreadyResolved".
-        """
+        """Decide a pending approval; the step continues from that tool call (K3)."""
         problem = _decision_problem(decision, args)
         if problem is not None:
             return self._failed(session_id, problem, "InvalidRequest")
@@ -150,20 +143,17 @@ class PeopleInTheLoop:
         note: str | None = None,
         by: str | None = None,
     ) -> TurnResult:
-        """Give a handed-off conversation back to the flow, at `step` or where it was (K6).
-
-        The model of that step reads the operator's messages (and `note`) on the next turn.
-        """
+        """Give a handed-off conversation back to the flow, at `step` or where it was (K6)."""
         async with self._sessions.lock(session_id):
             return await self._guarded(session_id, self._return(session_id, step, note, by))
 
     def _result(
         self, flow: Flow, saved: JSONDict, text: str, ctx: TurnContext | None
     ) -> TurnResult:
-        return _result(self._result_type, flow, saved, text, ctx)
+        return _result(TurnResult, flow, saved, text, ctx)
 
     def _failed(self, session_id: str | None, message: str, error: str) -> TurnResult:
-        return _failed(self._result_type, session_id, message, error)
+        return _failed(TurnResult, session_id, message, error)
 
     # -- the work ----------------------------------------------------------------------------
 
@@ -184,7 +174,7 @@ class PeopleInTheLoop:
                 "pending_approvals(session_id) (GET /ai/approvals).",
                 "ApprovalNotFound",
             )
-        ctx = self._context_for(flow, doc.get("owner"))  # L1: the owner's bank, as in a turn
+        ctx = self._turns.context_for(flow, doc.get("owner"))  # L1: the owner's bank, as in a turn
         step = flow.get_step(approval["step"])
         status = approval["status"]
         if status == "pending":
@@ -230,7 +220,7 @@ class PeopleInTheLoop:
             finally:
                 TURN.reset(token)
         approval["reply"] = text
-        saved = await self._save(flow, doc, ctx, False)
+        saved = await self._turns.save(flow, doc, ctx, False)
         logger.info(
             "approval %s resolved: %s",
             approval["id"],

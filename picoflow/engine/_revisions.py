@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -21,13 +22,19 @@ from picoflow.errors import RevisionNotFoundError, SessionNotFoundError
 from picoflow.session import expiry, is_session_id, new_session_id
 from picoflow.session._sessions import Sessions
 from picoflow.stores import _history
-from picoflow.stores.base import JSONDict, Store
+from picoflow.stores.base import (
+    DeletesOwners,
+    JSONDict,
+    KeepsHistory,
+    Store,
+    StoreAbilities,
+    abilities_of,
+)
 
 __all__ = ["Revisions", "limit_archive", "retention", "supports_history", "turn_note"]
 
 # How often, at most, a background purge of expired sessions starts after a save (W5).
 PURGE_EVERY_SECONDS = 600.0
-_HISTORY_METHODS = ("history", "load_revision")
 # W4: the revision the edited turn being run started from, set by `edit_base` for `turn_note`
 # (the turn's own task): N - 1 for a turn N, but what an edit N ran on for an edit N.
 _EDIT_BASE: ContextVar[int | None] = ContextVar("picoflow_edit_base", default=None)
@@ -35,7 +42,7 @@ _EDIT_BASE: ContextVar[int | None] = ContextVar("picoflow_edit_base", default=No
 
 def supports_history(store: Store) -> bool:
     """Whether the store keeps revisions (picoflow's stores do; one of your own may not)."""
-    return all(callable(getattr(store, name, None)) for name in _HISTORY_METHODS)
+    return abilities_of(store).history is not None
 
 
 def retention(
@@ -63,15 +70,15 @@ def retention(
     return history_limit, seconds
 
 
-def limit_archive(store: Store, limit: int | None) -> None:
+def limit_archive(abilities: StoreAbilities, limit: int | None) -> None:
     """Tell the store how many evicted messages to keep per namespace (W5), if it can trim."""
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise ValueError(
             f"archive_limit must be an int >= 1 (evicted messages kept per namespace) or None "
             f"(keep all), got {limit!r}."
         )
-    if hasattr(store, "archive_limit"):
-        store.archive_limit = limit
+    if abilities.trims_archive is not None:
+        abilities.trims_archive.archive_limit = limit
 
 
 def turn_note(
@@ -93,8 +100,15 @@ def turn_note(
 class Revisions:
     """The history side of one engine."""
 
-    def __init__(self, sessions: Sessions, ttl: timedelta | None, cancel: Any) -> None:
+    def __init__(
+        self,
+        sessions: Sessions,
+        ttl: timedelta | None,
+        cancel: Callable[[str], None],
+        abilities: StoreAbilities,
+    ) -> None:
         self._sessions = sessions
+        self._abilities = abilities
         self._ttl = ttl
         self._cancel = cancel  # stops a session's background housekeeping
         self._purging: asyncio.Task[int] | None = None
@@ -104,14 +118,10 @@ class Revisions:
     def store(self) -> Store:
         return self._sessions.store
 
-    def _require(self) -> Any:
-        store = self.store
-        if not supports_history(store):
-            raise TypeError(
-                f"{type(store).__name__} keeps no history: it has no history() and "
-                "load_revision(). Use MemoryStore, SQLiteStore or MongoStore, or add them."
-            )
-        return store
+    def _require(self, feature: str = "engine.history()") -> KeepsHistory:
+        """The store's history ability, or `MissingAbilityError` naming `feature` (P2, W1)."""
+        history: KeepsHistory = self._abilities.need("history", feature)
+        return history
 
     async def current(self, session_id: str, owner: str | None) -> JSONDict:
         """The stored document, or SessionNotFoundError (also for another owner's session)."""
@@ -126,7 +136,7 @@ class Revisions:
             not isinstance(limit, int) or isinstance(limit, bool) or limit < 1
         ):
             raise ValueError(f"limit must be an int >= 1 or None (all), got {limit!r}.")
-        store = self._require()
+        store = self._require("engine.history()")
         if not is_session_id(session_id):
             return []
         if owner is not None and await self._owned(session_id, owner) is None:
@@ -137,7 +147,7 @@ class Revisions:
     async def revision(self, session_id: str, revision: int, owner: str | None) -> JSONDict | None:
         """W1: the document as `revision` saved it, or None."""
         _history.check_revision(revision)
-        store = self._require()
+        store = self._require("engine.get_session(revision=...)")
         if not is_session_id(session_id):
             return None
         doc: JSONDict | None = await store.load_revision(session_id, revision)
@@ -148,6 +158,7 @@ class Revisions:
     async def rewind(self, session_id: str, to_revision: int, owner: str | None) -> int:
         """W2: the session as it was after `to_revision`, saved as a new revision."""
         _history.check_revision(to_revision)
+        self._require("engine.rewind()")
         async with self._sessions.lock(session_id):
             current = await self.current(session_id, owner)
             if (first := _answered(current)) is not None:  # saved while this one waited
@@ -180,7 +191,7 @@ class Revisions:
         Rewinds are followed back to the revision they copied, and compactions skipped, so
         undoing twice undoes two turns (not the first undo).
         """
-        store = self._require()
+        store = self._require("engine.undo()")
         current = await self.current(session_id, owner)
         if (first := _answered(current)) is not None:  # its first request undid the turn
             return first
@@ -215,6 +226,7 @@ class Revisions:
             source = await self.current(session_id, owner)
         else:
             _history.check_revision(at_revision)
+            self._require("engine.fork(at_revision=...)")
             await self.current(session_id, owner)
             source = await self._old(session_id, at_revision)
         keyed = current_turn.get()  # O4: a keyed fork gets the id its retries look in
@@ -247,6 +259,7 @@ class Revisions:
         revision, so a turn of another process saved meanwhile makes it a conflict.
         """
         _history.check_revision(revision)
+        self._require("engine.edit_message()")
         current = await self.current(session_id, owner)
         entry = await self._entry(session_id, revision)
         if entry.get("action") not in ("turn", "edit") or entry.get("message") is None:
@@ -277,19 +290,18 @@ class Revisions:
 
     async def purge(self) -> int:
         """W5: delete every expired session with everything it left; how many went."""
-        purge = getattr(self.store, "purge", None)
-        if purge is None:
+        purger = self._abilities.purge
+        if purger is None:
             return 0
         self._last_purge = time.monotonic()
-        gone: int = await purge(now_iso())
-        return gone
+        return await purger.purge(now_iso())
 
     def purge_soon(self) -> None:
         """Start a background purge if none ran for `PURGE_EVERY_SECONDS` (W5, SQLite).
 
         Only with a session TTL: without one, no session ever expires.
         """
-        if self._ttl is None or getattr(self.store, "purge", None) is None:
+        if self._ttl is None or self._abilities.purge is None:
             return
         if self._purging is not None and not self._purging.done():
             return
@@ -311,15 +323,9 @@ class Revisions:
                 f"forget_principal needs the owner's non-empty string (as passed to "
                 f"engine.run(owner=...)), got {principal!r}."
             )
-        delete_owner = getattr(self.store, "delete_owner", None)
-        if delete_owner is None:
-            raise TypeError(
-                f"{type(self.store).__name__} cannot find sessions by owner: it has no "
-                "delete_owner(). Use MemoryStore, SQLiteStore or MongoStore, or add it."
-            )
+        deleter: DeletesOwners = self._abilities.need("delete_owner", "forget_principal()")
         self._sessions.forget_all()
-        gone: int = await delete_owner(principal)
-        return gone
+        return await deleter.delete_owner(principal)
 
     async def _owned(self, session_id: str, owner: str) -> JSONDict | None:
         doc = await self.store.load(session_id)

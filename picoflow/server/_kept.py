@@ -189,7 +189,7 @@ class StreamKeeper:
                 "default)."
             )
         kept = abilities_of(store).streams  # asked once, here: the store keeps streams or not
-        self.store: KeptStreams = kept if kept is not None else MemoryStreams()  # type: ignore[assignment]
+        self.store: KeptStreams = kept if kept is not None else MemoryStreams()
         self.ttl = float(ttl)
         self.flush_every = flush_every
         self.poll_every = poll_every
