@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pydash
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from picoflow._internal.runtime import SessionRuntime
+from picoflow._internal.live_session import LiveSession
 from picoflow._internal.services import TurnServices
 from picoflow._internal.state import get_path, to_json
 from picoflow.errors import FlowDefinitionError
@@ -61,7 +61,7 @@ class Flow:
     def __init__(self) -> None:
         self._memory = Memory()
         self._steps: dict[str, Step] | None = None
-        self._session = SessionRuntime()  # what the turn changes; `session.py` loads and dumps it
+        self._session = LiveSession()  # what a turn changes, loaded and dumped by picoflow.session
         self._services = TurnServices()  # the engine lends its own for a turn
 
     # -- what subclasses define ---------------------------------------------------------------

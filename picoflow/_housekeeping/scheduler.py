@@ -29,7 +29,7 @@ that ends while its task runs queues its work (`_SessionWork.queued`), which sta
 task is done. While a summary is pending, turns use the raw history, so nothing is ever missing
 from a request.
 
-Steps to distil are taken from the live flow (`SessionRuntime.exits`) and handed to the task; a
+Steps to distil are taken from the live flow (`LiveSession.exits`) and handed to the task; a
 dropped distillation is logged, and the step is distilled when it is next left.
 """
 
@@ -58,7 +58,7 @@ from picoflow.memory import count_call
 from picoflow.models import ProviderRegistry
 from picoflow.models._retries import model_name, retries_of
 from picoflow.session import load_flow
-from picoflow.session._sessions import Sessions
+from picoflow.session._keeper import SessionKeeper
 from picoflow.stores._bank import BankEntry
 from picoflow.stores.base import JSONDict
 
@@ -67,7 +67,7 @@ __all__ = ["Housekeeping"]
 logger = logging.getLogger(__name__)
 
 Emit = Callable[[str, dict[str, Any]], None] | None
-Exits = list[tuple[str, list[BaseMessage]]]  # steps to distil, as in `SessionRuntime.exits`
+Exits = list[tuple[str, list[BaseMessage]]]  # steps to distil, as in `LiveSession.exits`
 
 
 @dataclass(slots=True)
@@ -109,7 +109,7 @@ class Housekeeping:
 
     def __init__(
         self,
-        sessions: Sessions,
+        sessions: SessionKeeper,
         registry: ProviderRegistry,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:

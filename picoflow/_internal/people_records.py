@@ -26,7 +26,7 @@ import copy
 import secrets
 from typing import Any
 
-from picoflow._internal.runtime import SessionRuntime
+from picoflow._internal.live_session import LiveSession
 from picoflow._internal.state import now_iso
 
 __all__ = [
@@ -49,7 +49,7 @@ PEOPLE_KEYS = frozenset({"approvals", "operator"})  # top-level, only when used
 MAX_SETTLED = 50  # settled approvals kept per session; pending and running ones always stay
 
 
-def load_people(session: SessionRuntime, doc: dict[str, Any]) -> None:
+def load_people(session: LiveSession, doc: dict[str, Any]) -> None:
     """Copy the document's records into the turn's runtime (the loaded document never changes)."""
     session.people = {
         "approvals": copy.deepcopy(doc.get("approvals") or []),
@@ -58,7 +58,7 @@ def load_people(session: SessionRuntime, doc: dict[str, Any]) -> None:
     }
 
 
-def dump_people(session: SessionRuntime, out: dict[str, Any]) -> None:
+def dump_people(session: LiveSession, out: dict[str, Any]) -> None:
     """Write the records into the document being saved; absent keys stay absent."""
     people = session.people
     approvals = people.get("approvals") or []
@@ -76,13 +76,13 @@ def _trimmed(approvals: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [a for a in approvals if id(a) not in dropped]
 
 
-def approvals_of(session: SessionRuntime) -> list[dict[str, Any]]:
+def approvals_of(session: LiveSession) -> list[dict[str, Any]]:
     """The session's approval records, oldest first (the live list)."""
     approvals: list[dict[str, Any]] = session.people.setdefault("approvals", [])
     return approvals
 
 
-def pending_of(session: SessionRuntime) -> list[dict[str, Any]]:
+def pending_of(session: LiveSession) -> list[dict[str, Any]]:
     """Copies of the approvals that wait for a person (K4)."""
     return [_public(a) for a in approvals_of(session) if a["status"] == PENDING]
 
@@ -91,13 +91,13 @@ def _public(approval: dict[str, Any]) -> dict[str, Any]:
     return {k: copy.deepcopy(v) for k, v in approval.items() if k != "held"}
 
 
-def find_approval(session: SessionRuntime, approval_id: str) -> dict[str, Any] | None:
+def find_approval(session: LiveSession, approval_id: str) -> dict[str, Any] | None:
     """The live record with this id, or None."""
     return next((a for a in approvals_of(session) if a["id"] == approval_id), None)
 
 
 def new_approval(
-    session: SessionRuntime, step: str, call: dict[str, Any], args: dict[str, Any], key: str
+    session: LiveSession, step: str, call: dict[str, Any], args: dict[str, Any], key: str
 ) -> dict[str, Any]:
     """A pending approval of one tool call, added to the session."""
     approval: dict[str, Any] = {
@@ -116,7 +116,7 @@ def new_approval(
     return approval
 
 
-def operator_of(session: SessionRuntime) -> dict[str, Any] | None:
+def operator_of(session: LiveSession) -> dict[str, Any] | None:
     """The handoff in progress (K6), or None."""
     operator: dict[str, Any] | None = session.people.get("operator")
     return operator

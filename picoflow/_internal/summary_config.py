@@ -30,6 +30,7 @@ CONDENSE_PROMPT = (
     "with the shortened summary text only."
 )
 
+
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 

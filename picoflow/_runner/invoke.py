@@ -19,7 +19,7 @@ On these machines that is about 0.4 ms of CPU less per model call (issue 24).
 The shortcut relies on what those LangChain methods do, so it is taken only while their code is
 the code it was checked against (`VERIFIED_LANGCHAIN`, hashes of their source). A LangChain
 release that changes any of them turns the shortcut off by itself: turns then take `ainvoke`,
-slower but exactly LangChain's own call, and `tests/test_invoke.py` fails until someone checks
+slower but exactly LangChain's own call, and `tests/runner/test_invoke.py` fails until one checks
 the new code and records its hash.
 """
 
@@ -41,7 +41,7 @@ from langchain_core.runnables import RunnableBinding, RunnableConfig, ensure_con
 __all__ = ["invoke", "langchain_fingerprint", "is_shortcut_verified", "VERIFIED_LANGCHAIN"]
 
 # `langchain_fingerprint()` of each LangChain release where the shortcut was checked to make the
-# same call as `ainvoke` (tests/test_invoke.py), with the release it was taken from.
+# same call as `ainvoke` (tests/runner/test_invoke.py), with the release it was taken from.
 VERIFIED_LANGCHAIN = {
     "1cc4b2e22c3d3b6d44e1528161f3da1844b2a1d32f6f77a7221fee2cf3845b68": "langchain-core 1.8.3",
 }

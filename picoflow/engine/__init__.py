@@ -43,7 +43,7 @@ from picoflow.models import ProviderFactory, ProviderRegistry
 from picoflow.models._flow_providers import merged_providers
 from picoflow.session import is_session_id
 from picoflow.session._expiration import ttl_from_environment
-from picoflow.session._sessions import Sessions
+from picoflow.session._keeper import SessionKeeper
 from picoflow.step import Step
 from picoflow.step._sources import mcp_servers_of
 from picoflow.stores import Store
@@ -100,7 +100,7 @@ class FlowEngine:
         self._store, self._abilities = checked_store(store, built, embeddings, archive_limit)
         self._embeddings = embeddings
         ttl = as_ttl(session_ttl) or ttl_from_environment()  # U6: SESSION_EXPIRATION
-        self._sessions = Sessions(self._store, ttl, retention(history_limit, history_max_age))
+        self._sessions = SessionKeeper(self._store, ttl, retention(history_limit, history_max_age))
         self._leases = turn_leases(concurrent_turns, self._turn_timeout, self._abilities)  # O4
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
         self._housekeeping.telemetry, self._housekeeping.embeddings = self._telemetry, embeddings

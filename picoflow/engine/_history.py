@@ -22,7 +22,7 @@ from picoflow.engine._idempotent import (
 from picoflow.engine._request import ReadsSessions, RunsTurns, TurnRequest
 from picoflow.engine._revisions import Revisions
 from picoflow.session import is_session_id
-from picoflow.session._sessions import Sessions
+from picoflow.session._keeper import SessionKeeper
 from picoflow.stores.base import JSONDict, KeepsMemoryBank
 
 __all__ = ["HistoryActions"]
@@ -33,7 +33,7 @@ _T = TypeVar("_T")
 class HistoryActions:
     """History, rewind, undo, fork, edit, purge and forget_principal of an engine.
 
-    Its dependencies are explicit: the `Revisions` and `Sessions`, the store's memory-bank
+    Its dependencies are explicit: the `Revisions` and `SessionKeeper`, the store's memory-bank
     ability (or None: `forget_principal` then has no bank to empty), the engine's turn
     runner (an edit is a turn), `get_session` (the owner check) and the first flow's name.
     """
@@ -41,7 +41,7 @@ class HistoryActions:
     def __init__(
         self,
         revisions: Revisions,
-        sessions: Sessions,
+        sessions: SessionKeeper,
         bank: KeepsMemoryBank | None,
         *,
         run_turn: RunsTurns,

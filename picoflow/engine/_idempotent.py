@@ -46,7 +46,7 @@ from picoflow.errors import (
 )
 from picoflow.flow import Flow
 from picoflow.session import is_session_id, new_session_id
-from picoflow.session._sessions import Sessions
+from picoflow.session._keeper import SessionKeeper
 from picoflow.stores.base import JSONDict
 
 __all__ = [
@@ -193,7 +193,7 @@ def _expired(record: JSONDict, now: datetime) -> bool:
 
 
 async def first_reply(
-    sessions: Sessions, turn: IdempotentTurn, session_id: str | None, owner: str | None
+    sessions: SessionKeeper, turn: IdempotentTurn, session_id: str | None, owner: str | None
 ) -> tuple[str, JSONDict] | None:
     """(session id, reply) of the key's first result, wherever a retry must look, or None.
 
@@ -236,7 +236,7 @@ _T = TypeVar("_T")
 
 
 async def run_keyed(
-    sessions: Sessions,
+    sessions: SessionKeeper,
     turn: IdempotentTurn,
     where: tuple[str | None, str | None],
     run: Callable[[], Awaitable[_R]],
@@ -269,7 +269,7 @@ async def run_keyed(
 
 
 async def change_once(
-    sessions: Sessions,
+    sessions: SessionKeeper,
     turn: IdempotentTurn,
     where: tuple[str, str | None],
     run: Callable[[], Awaitable[_T]],
@@ -315,11 +315,11 @@ async def change_once(
 class KeyedTurns:
     """The engine's keyed turns (O4): run once with the record, or replay the first result.
 
-    Given the `Sessions` (where a retry looks for the first result) and the engine's turn
+    Given the `SessionKeeper` (where a retry looks for the first result) and the engine's turn
     runner, not the engine: this part runs a turn only through `run_turn`.
     """
 
-    def __init__(self, sessions: Sessions, run_turn: RunsTurns) -> None:
+    def __init__(self, sessions: SessionKeeper, run_turn: RunsTurns) -> None:
         self._sessions = sessions
         self._run_turn = run_turn
 

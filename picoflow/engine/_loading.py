@@ -17,7 +17,7 @@ from picoflow.stores.base import JSONDict
 if TYPE_CHECKING:
     from picoflow._ops import Telemetry
     from picoflow.engine._revisions import Revisions
-    from picoflow.session._sessions import Sessions
+    from picoflow.session._keeper import SessionKeeper
     from picoflow.stores import Store
 
 __all__ = ["SessionLoader", "InvalidRequestError", "is_owner"]
@@ -43,7 +43,7 @@ class SessionLoader:
 
     def __init__(
         self,
-        sessions: Sessions,
+        sessions: SessionKeeper,
         revisions: Revisions,
         telemetry: Telemetry,
         cancel: Callable[[str], None],

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from picoflow.engine._request import ReadsSessions
     from picoflow.flow import Flow
     from picoflow.memory import Namespace
-    from picoflow.session._sessions import Sessions
+    from picoflow.session._keeper import SessionKeeper
     from picoflow.stores.base import JSONDict, ListsIdle, StoreAbilities
 
 logger = logging.getLogger(__name__)
@@ -35,14 +35,14 @@ __all__ = ["MemoryOperations"]
 class MemoryOperations:
     """Long-term memory and compaction on demand of an engine (docs/long-term-memory.md).
 
-    Given what it works with, not the engine: the `Sessions` (locks, loads, commits), the
+    Given what it works with, not the engine: the `SessionKeeper` (locks, loads, commits), the
     registered flows, the housekeeping (summary models, extraction), the store's abilities,
     the engine's embeddings and `get_session` (the owner check every public read makes).
     """
 
     def __init__(
         self,
-        sessions: Sessions,
+        sessions: SessionKeeper,
         flows: dict[str, type[Flow]],
         housekeeping: Housekeeping,
         abilities: StoreAbilities,

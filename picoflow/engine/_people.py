@@ -33,8 +33,8 @@ from picoflow._runner.turn import TurnContext
 from picoflow.errors import PicoflowError, StoreError
 from picoflow.flow import Flow
 from picoflow.session import empty_usage, is_session_id, load_flow
+from picoflow.session._keeper import SessionKeeper
 from picoflow.session._migration import migrate
-from picoflow.session._sessions import Sessions
 from picoflow.step import Step
 from picoflow.stores.base import JSONDict
 
@@ -61,7 +61,7 @@ class SavesTurns(Protocol):
 class People:
     """Approvals and handoff of an engine (docs/people-in-the-loop.md).
 
-    Given the `Sessions`, the registered flows, the store's `waiting` ability (or None) and
+    Given the `SessionKeeper`, the registered flows, the store's `waiting` ability (or None) and
     the turn machinery (`SavesTurns`): an approved call continues the step exactly as a
     turn would, with the turn's context and the turn's save.
 
@@ -75,7 +75,7 @@ class People:
 
     def __init__(
         self,
-        sessions: Sessions,
+        sessions: SessionKeeper,
         flows: dict[str, type[Flow]],
         waiting: ListsWaiting | None,
         turns: SavesTurns,

@@ -20,7 +20,7 @@ from picoflow._internal.state import now_iso
 from picoflow.engine._idempotent import RECORDS, current_turn, recorded_reply, records_with
 from picoflow.errors import RevisionNotFoundError, SessionNotFoundError
 from picoflow.session import expiry, is_session_id, new_session_id
-from picoflow.session._sessions import Sessions
+from picoflow.session._keeper import SessionKeeper
 from picoflow.stores import _history
 from picoflow.stores.base import (
     DeletesOwners,
@@ -102,7 +102,7 @@ class Revisions:
 
     def __init__(
         self,
-        sessions: Sessions,
+        sessions: SessionKeeper,
         ttl: timedelta | None,
         cancel: Callable[[str], None],
         abilities: StoreAbilities,

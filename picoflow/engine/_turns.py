@@ -37,7 +37,7 @@ from picoflow.errors import PicoflowError, StoreError
 from picoflow.flow import Flow
 from picoflow.models import ProviderRegistry, parse_model
 from picoflow.session import empty_usage, is_session_id
-from picoflow.session._sessions import Sessions
+from picoflow.session._keeper import SessionKeeper
 from picoflow.stores.base import JSONDict
 
 __all__ = ["INVALID_REQUEST", "STORE_REFUSED", "TURN_TIMEOUT", "EngineServices", "Turns"]
@@ -76,7 +76,7 @@ class EngineServices:
     """
 
     registry: ProviderRegistry
-    sessions: Sessions
+    sessions: SessionKeeper
     telemetry: Telemetry
     housekeeping: Housekeeping
     revisions: Revisions

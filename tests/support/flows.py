@@ -101,3 +101,29 @@ class Agent(Step):
         """Forget the conversation so far."""
         self.erase_memory()
         return "forgotten"
+
+
+def make_flow(steps: Any, **attrs: Any) -> type[Flow]:
+    """A flow of `steps(flow)` with a scripted model; `attrs` set its name, initial step, ..."""
+    model = attrs.pop("model", ScriptedChatModel(script=["hi"] * 5))
+
+    class F(Flow):
+        name = attrs.pop("name", "F")
+
+        def config_model(self) -> Any:
+            return attrs.get("config_model", model)
+
+        def define_steps(self) -> list[Step]:
+            return steps(self)
+
+        def initial_step(self) -> Any:
+            return attrs.get("initial")
+
+    for key in ("max_tool_rounds",):
+        if key in attrs:
+            setattr(F, key, attrs[key])
+    return F
+
+
+class Plain(Step):
+    """A step with no prompt and no tools."""

@@ -5,32 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.flows import ExploreStep, PresentStep, engine_for
+from support.flows import ExploreStep, PresentStep, engine_for, make_flow
 
 from picoflow import EndStep, Flow, FlowDefinitionError, FlowEngine, ModelSpec, Step, tool
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call
-
-
-def make_flow(steps: Any, **attrs: Any) -> type[Flow]:
-    model = attrs.pop("model", ScriptedChatModel(script=["hi"] * 5))
-
-    class F(Flow):
-        name = attrs.pop("name", "F")
-
-        def config_model(self) -> Any:
-            return attrs.get("config_model", model)
-
-        def define_steps(self) -> list[Step]:
-            return steps(self)
-
-        def initial_step(self) -> Any:
-            return attrs.get("initial")
-
-    for key in ("max_tool_rounds",):
-        if key in attrs:
-            setattr(F, key, attrs[key])
-    return F
 
 
 def definition_error(flow: type[Flow], **engine: Any) -> str:

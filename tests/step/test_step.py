@@ -13,8 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from support.flows import engine_for
-from test_flow import make_flow
+from support.flows import Plain, engine_for, make_flow
 
 from picoflow import Step, go, tool
 from picoflow._internal.state import now_iso
@@ -46,10 +45,6 @@ async def test_t2_prompt_is_rebuilt_before_every_model_call() -> None:
     model = ScriptedChatModel(script=[tool_call("think"), "done"])
     await engine_for(make_flow(lambda f: [Prompted(f)], model=model)).run("F", "hi")
     assert [r.messages[0].content for r in model.requests] == ["prompt #1", "prompt #2"]
-
-
-class Plain(Step):
-    pass
 
 
 class Prompter(Step):

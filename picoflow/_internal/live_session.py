@@ -1,6 +1,6 @@
 """The session a flow object runs: everything a turn changes besides memory, in one record.
 
-A `Flow` is built fresh for every turn (F1). `session.load_flow` fills its `SessionRuntime`
+A `Flow` is built fresh for every turn (F1). `session.load_flow` fills its `LiveSession`
 from the stored document, the turn changes it through the public API (cursor, state, context,
 warnings), and `session.dump_flow` writes it back. Nothing else keeps session data on the flow,
 so this record and the flow's `Memory` are the whole of what a save writes.
@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-__all__ = ["SessionRuntime"]
+__all__ = ["LiveSession"]
 
 
 def _blank_context() -> dict[str, Any]:
@@ -21,7 +21,7 @@ def _blank_context() -> dict[str, Any]:
 
 
 @dataclass(slots=True)
-class SessionRuntime:
+class LiveSession:
     """One session's data for one turn, as the flow object holds it.
 
     Attributes:

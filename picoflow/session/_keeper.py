@@ -1,7 +1,7 @@
-"""The sessions of one engine: the store behind a per-process cache, a lock per session, one commit.
+"""The sessions of one engine, kept: the store behind a per-process cache, a lock each, one commit.
 
 The engine's turns and the background housekeeping reach stored sessions only through here, so
-a turn's save reads top to bottom: the engine runs the turn, `Sessions.commit` writes it, and
+a turn's save reads top to bottom: the engine runs the turn, `SessionKeeper.commit` writes it, and
 the housekeeping scheduler (which commits its own work with the same `commit`) takes over.
 """
 
@@ -20,10 +20,10 @@ from picoflow.session._cache import HotSessions
 from picoflow.stores._limits import DocumentChecker
 from picoflow.stores.base import JSONDict, Store, abilities_of
 
-__all__ = ["Sessions"]
+__all__ = ["SessionKeeper"]
 
 
-class Sessions:
+class SessionKeeper:
     """Load, lock and commit the sessions of one engine (P3, P4)."""
 
     def __init__(

@@ -29,7 +29,7 @@ from picoflow.mcp import MCPServer
 from picoflow.stores import MemoryStore
 from picoflow.testing import ScriptedChatModel, tool_call, tool_calls
 
-SERVER = Path(__file__).with_name("mcp") / "weather_server.py"
+SERVER = Path(__file__).with_name("weather_server.py")
 STDIO = MCPServer.stdio("weather", sys.executable, [str(SERVER)], timeout=60)
 
 

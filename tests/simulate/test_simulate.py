@@ -53,7 +53,7 @@ from picoflow.simulate import (
 from picoflow.stores import MemoryStore, SQLiteStore
 from picoflow.testing import ScriptedChatModel, tool_call, tool_calls
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HUMAN, ANSWER, SYSTEM = 7, 12, 7  # tokens of one message of each kind (see the module doc)
 # "Conversation memory for this step:\n" (35) + 400 characters of summary + "system" (6):
 # ceil(441 / 4) + 3 = 114 tokens for the memory block of a 100-token summary.

@@ -329,7 +329,7 @@ def test_f5_missing_integration_names_the_package_and_the_install_command(
 
 def test_every_install_hint_names_an_extra_that_pyproject_defines() -> None:
     """The extras the error messages recommend exist and install the named package."""
-    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
     extras = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
     extras = extras["optional-dependencies"]
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-from support.flows import engine_for
-from test_flow import make_flow
-from test_step import Plain
+from support.flows import Plain, engine_for, make_flow
 
 from picoflow import Step, SummaryConfig
 from picoflow.memory import Memory, Namespace, request_messages, validate_namespace

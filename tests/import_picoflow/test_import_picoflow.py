@@ -27,7 +27,7 @@ from demo.hotel.flow import HotelFlow
 from picoflow.import_picoflow import ImportReport, convert, read_json
 from picoflow.import_picoflow._messages import NO_RESULT
 
-DOCS = Path(__file__).parent / "picoflow_docs"
+DOCS = Path(__file__).parent.parent / "picoflow_docs"
 
 
 def g3() -> dict[str, Any]:

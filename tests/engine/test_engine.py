@@ -8,9 +8,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from support.flows import ExploreStep, PresentStep, RecordingStore, engine_for, two_step_flow
-from test_flow import make_flow
-from test_step import Plain
+from support.flows import (
+    ExploreStep,
+    Plain,
+    PresentStep,
+    RecordingStore,
+    engine_for,
+    make_flow,
+    two_step_flow,
+)
 
 from picoflow import FlowEngine, Step, tool
 from picoflow.session import SCHEMA_VERSION
