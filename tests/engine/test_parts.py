@@ -10,10 +10,9 @@ fails with a `MissingAbilityError` naming what is missing.
 from __future__ import annotations
 
 import inspect
-from typing import Any
 
 import pytest
-from support.flows import engine_for, two_step_flow
+from support.flows import CoreOnly, engine_for, two_step_flow
 
 from picoflow import FlowEngine, MissingAbilityError
 from picoflow.engine._history import HistoryActions
@@ -44,37 +43,6 @@ DELEGATED: dict[type, list[str]] = {
     ],
 }
 CASES = [(part, name) for part, names in DELEGATED.items() for name in names]
-
-
-class CoreOnly:
-    """A store of one's own with the core methods only (P2), forwarding to a MemoryStore."""
-
-    def __init__(self) -> None:
-        self._inner = MemoryStore()
-
-    async def create(self, doc: dict[str, Any]) -> None:
-        await self._inner.create(doc)
-
-    async def load(self, session_id: str) -> dict[str, Any] | None:
-        return await self._inner.load(session_id)
-
-    async def revision(self, session_id: str) -> int | None:
-        return await self._inner.revision(session_id)
-
-    async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
-        return await self._inner.save(doc, expected_revision)
-
-    async def delete(self, session_id: str) -> bool:
-        return await self._inner.delete(session_id)
-
-    async def archive(self, session_id: str, namespace: str, entries: list[Any]) -> None:
-        await self._inner.archive(session_id, namespace, entries)
-
-    async def search_archive(self, session_id: str, namespace: str, query: str, **kw: Any) -> Any:
-        return await self._inner.search_archive(session_id, namespace, query, **kw)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 def hotel_model() -> ScriptedChatModel:

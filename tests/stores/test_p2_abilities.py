@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.flows import CoreOnly
 
 from picoflow import MissingAbilityError
 from picoflow.stores.base import (
@@ -35,37 +36,6 @@ EVERY_ABILITY = [
     "oldest_archived",
     "trims_archive",
 ]
-
-
-class CoreOnly:
-    """A store of one's own that does the core and nothing else (it forwards to a MemoryStore)."""
-
-    def __init__(self) -> None:
-        self._inner = MemoryStore()
-
-    async def create(self, doc: dict[str, Any]) -> None:
-        await self._inner.create(doc)
-
-    async def load(self, session_id: str) -> dict[str, Any] | None:
-        return await self._inner.load(session_id)
-
-    async def revision(self, session_id: str) -> int | None:
-        return await self._inner.revision(session_id)
-
-    async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
-        return await self._inner.save(doc, expected_revision)
-
-    async def delete(self, session_id: str) -> bool:
-        return await self._inner.delete(session_id)
-
-    async def archive(self, session_id: str, namespace: str, entries: list[Any]) -> None:
-        await self._inner.archive(session_id, namespace, entries)
-
-    async def search_archive(self, session_id: str, namespace: str, query: str, **kw: Any) -> Any:
-        return await self._inner.search_archive(session_id, namespace, query, **kw)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 async def test_p2_picoflows_stores_have_every_ability(tmp_path: Any) -> None:

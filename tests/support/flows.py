@@ -127,3 +127,34 @@ def make_flow(steps: Any, **attrs: Any) -> type[Flow]:
 
 class Plain(Step):
     """A step with no prompt and no tools."""
+
+
+class CoreOnly:
+    """A store of one's own with the core methods only (P2), forwarding to a MemoryStore."""
+
+    def __init__(self) -> None:
+        self._inner = MemoryStore()
+
+    async def create(self, doc: dict[str, Any]) -> None:
+        await self._inner.create(doc)
+
+    async def load(self, session_id: str) -> dict[str, Any] | None:
+        return await self._inner.load(session_id)
+
+    async def revision(self, session_id: str) -> int | None:
+        return await self._inner.revision(session_id)
+
+    async def save(self, doc: dict[str, Any], expected_revision: int) -> int:
+        return await self._inner.save(doc, expected_revision)
+
+    async def delete(self, session_id: str) -> bool:
+        return await self._inner.delete(session_id)
+
+    async def archive(self, session_id: str, namespace: str, entries: list[Any]) -> None:
+        await self._inner.archive(session_id, namespace, entries)
+
+    async def search_archive(self, session_id: str, namespace: str, query: str, **kw: Any) -> Any:
+        return await self._inner.search_archive(session_id, namespace, query, **kw)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
