@@ -138,8 +138,8 @@ class MissingAbilityError(PicoflowError, ValueError):
         self.methods = methods
         self.feature = feature
         super().__init__(
-            f"{store} keeps no {what} (it has no {', '.join(methods)}), and {feature} needs "
-            f"it. Use MemoryStore, SQLiteStore or MongoStore, or add "
+            f"{store} {what} (it has no {', '.join(methods)}), which {feature} needs. "
+            f"Use MemoryStore, SQLiteStore or MongoStore, or add "
             f"{'that method' if len(methods) == 1 else 'those methods'} to your store."
         )
 

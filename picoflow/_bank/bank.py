@@ -18,7 +18,7 @@ __all__ = ["MemoryBank", "owner_of", "require_bank"]
 
 def require_bank(store: Store) -> KeepsMemoryBank:
     """The store, if it keeps memory banks; else a `MissingAbilityError` that says what to do."""
-    bank: KeepsMemoryBank = abilities_of(store).need("memory_bank", "use_long_term_memory")
+    bank: KeepsMemoryBank = abilities_of(store).need("memory_bank", "the owner's memory bank")
     return bank
 
 

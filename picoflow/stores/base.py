@@ -312,24 +312,36 @@ class TrimsArchive(Protocol):
     archive_limit: int | None
 
 
-# Each ability: its protocol, the members it needs, and what errors call it.
+# Each ability: its protocol, its members, and what an error says of a store without it.
 _ABILITIES: dict[str, tuple[type, tuple[str, ...], str]] = {
-    "history": (KeepsHistory, ("history", "load_revision"), "history"),
-    "leases": (KeepsLeases, ("acquire_lease", "release_lease"), "session leases"),
+    "history": (KeepsHistory, ("history", "load_revision"), "keeps no history"),
+    "leases": (KeepsLeases, ("acquire_lease", "release_lease"), "keeps no session leases"),
     "memory_bank": (
         KeepsMemoryBank,
         ("bank_add", "bank_list", "bank_search", "bank_update", "bank_delete", "bank_forget"),
-        "long-term memory",
+        "keeps no long-term memory",
     ),
-    "vectors": (KeepsVectors, ("bank_set_vector", "bank_nearest"), "embeddings"),
-    "streams": (KeepsStreams, ("stream_open", "stream_append", "stream_read"), "turn streams"),
-    "waiting": (ListsWaiting, ("waiting",), "list of sessions waiting for a person"),
-    "idle_sessions": (ListsIdle, ("idle_sessions",), "list of idle sessions"),
-    "purge": (Purges, ("purge",), "purge of expired sessions"),
-    "delete_owner": (DeletesOwners, ("delete_owner",), "deletion by owner"),
-    "owner_tokens": (CountsOwnerTokens, ("add_owner_tokens", "owner_tokens"), "token ledger"),
-    "oldest_archived": (FindsOldestArchived, ("oldest_archived",), "archive positions"),
-    "trims_archive": (TrimsArchive, ("archive_limit",), "archive limit"),
+    "vectors": (KeepsVectors, ("bank_set_vector", "bank_nearest"), "keeps no embeddings"),
+    "streams": (
+        KeepsStreams,
+        ("stream_open", "stream_append", "stream_read"),
+        "keeps no turn streams",
+    ),
+    "waiting": (ListsWaiting, ("waiting",), "cannot list the sessions waiting for a person"),
+    "idle_sessions": (ListsIdle, ("idle_sessions",), "cannot list idle sessions"),
+    "purge": (Purges, ("purge",), "cannot purge expired sessions"),
+    "delete_owner": (DeletesOwners, ("delete_owner",), "cannot delete an owner's sessions"),
+    "owner_tokens": (
+        CountsOwnerTokens,
+        ("add_owner_tokens", "owner_tokens"),
+        "keeps no token ledger",
+    ),
+    "oldest_archived": (
+        FindsOldestArchived,
+        ("oldest_archived",),
+        "cannot find its oldest archived messages",
+    ),
+    "trims_archive": (TrimsArchive, ("archive_limit",), "cannot limit its archive"),
 }
 
 

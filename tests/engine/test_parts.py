@@ -91,8 +91,8 @@ async def test_p2_history_on_a_core_only_store_names_the_missing_ability() -> No
     error = raised.value
     assert (error.ability, error.methods) == ("history", ("history", "load_revision"))
     assert str(error) == (
-        "CoreOnly keeps no history (it has no history, load_revision), and engine.history() "
-        "needs it. Use MemoryStore, SQLiteStore or MongoStore, or add those methods to your "
+        "CoreOnly keeps no history (it has no history, load_revision), which engine.history() "
+        "needs. Use MemoryStore, SQLiteStore or MongoStore, or add those methods to your "
         "store."
     )
     assert isinstance(error, ValueError)

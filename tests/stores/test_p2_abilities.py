@@ -64,8 +64,8 @@ def test_p2_a_core_only_store_has_no_ability_and_the_error_names_what_is_missing
         ("history", "load_revision"),
     )
     assert str(error) == (
-        "CoreOnly keeps no history (it has no history, load_revision), and engine.history() "
-        "needs it. Use MemoryStore, SQLiteStore or MongoStore, or add those methods to your "
+        "CoreOnly keeps no history (it has no history, load_revision), which engine.history() "
+        "needs. Use MemoryStore, SQLiteStore or MongoStore, or add those methods to your "
         "store."
     )
     assert isinstance(error, ValueError)  # what these checks raised before abilities had names
