@@ -58,7 +58,14 @@ class FlowEngine:
     Every public method is defined here and delegates to the part that does the work:
     approvals and handoff (K3-K7) to `People`, history (W1-W5) to `HistoryActions`, memory
     (L5, M13-M15) to `MemoryOperations`, turns to `Turns` (keyed ones through `KeyedTurns`).
+
+    Attributes:
+        approval_lease: seconds after which an approved call that never reported its result
+            (its process died) is taken as interrupted by the next resolve; it is never run
+            again (K3).
     """
+
+    approval_lease: float = 300.0
 
     def __init__(
         self,
@@ -94,18 +101,19 @@ class FlowEngine:
         flows = list(flows)
         self._registry = ProviderRegistry(merged_providers(flows, providers))
         self._turn_timeout = as_turn_timeout(turn_timeout)
+        budgets_parsed = Budgets.parse(budgets)  # arguments checked before the store is touched
+        ttl = as_ttl(session_ttl) or ttl_from_environment()  # U6: SESSION_EXPIRATION
         self._telemetry = Telemetry()  # O1/O2: traces and metrics, a no-op until wanted
         self._flows, built = registered_flows(flows, self._registry)
         self._mcp = MCPConnections(mcp_servers_of(built))
         self._store, self._abilities = checked_store(store, built, embeddings, archive_limit)
         self._embeddings = embeddings
-        ttl = as_ttl(session_ttl) or ttl_from_environment()  # U6: SESSION_EXPIRATION
         self._sessions = SessionKeeper(self._store, ttl, retention(history_limit, history_max_age))
         self._leases = turn_leases(concurrent_turns, self._turn_timeout, self._abilities)  # O4
         self._housekeeping = Housekeeping(self._sessions, self._registry, sleep)
         self._housekeeping.telemetry, self._housekeeping.embeddings = self._telemetry, embeddings
         self._revisions = Revisions(self._sessions, ttl, self._housekeeping.cancel, self._abilities)
-        spending = check_ledger(self._abilities, Budgets.parse(budgets))  # O3
+        spending = check_ledger(self._abilities, budgets_parsed)  # O3
         self._build_parts(sleep, spending)
 
     def _build_parts(
@@ -126,7 +134,9 @@ class FlowEngine:
             sleep=sleep,
             turn_timeout=self._turn_timeout,
         )
-        parts = build_parts(self._flows, services, self._abilities, self.get_session)
+        parts = build_parts(
+            self._flows, services, self._abilities, self.get_session, lambda: self.approval_lease
+        )
         self._turns, self._keyed, self._people = parts.turns, parts.keyed, parts.people
         self._memory, self._history = parts.memory, parts.history
 
@@ -143,15 +153,6 @@ class FlowEngine:
     def telemetry(self) -> Telemetry:
         """Where this engine's turns report (O1, O2); `create_app(metrics=True)` attaches to it."""
         return self._telemetry
-
-    @property
-    def approval_lease(self) -> float:
-        """Seconds until an approved call that never reported back counts as interrupted (K3)."""
-        return self._people.approval_lease
-
-    @approval_lease.setter
-    def approval_lease(self, seconds: float) -> None:
-        self._people.approval_lease = seconds
 
     async def run(
         self,

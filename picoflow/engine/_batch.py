@@ -62,9 +62,8 @@ class StartsSessions(Protocol):
 class BatchRuns:
     """What `Flow.concurrent_steps` calls: the engine gives each turn's flow one of these."""
 
-    def __init__(self, engine: StartsSessions, result: type[TurnResult] = TurnResult) -> None:
+    def __init__(self, engine: StartsSessions) -> None:
         self._engine = engine
-        self._result = result
 
     async def run(
         self,
@@ -112,7 +111,7 @@ class BatchRuns:
             config = {k: v for k, v in config.items() if k != CONCURRENT}  # never fan out again
             if url is None:
                 return await self._engine.run(flow.name, "", None, config)
-            return await _post(url, flow.name, config, transport, self._result)
+            return await _post(url, flow.name, config, transport)
         except Exception as exc:  # one item's failure is reported, never fatal (U8)
             logger.warning(
                 "batch item %r of %s failed: %s",
@@ -122,12 +121,10 @@ class BatchRuns:
                 extra={"session_id": flow.get_session_id()},
             )
             message = f"Batch item {item!r} failed: {type(exc).__name__}: {exc}"
-            return self._result(None, message, False, False, None, error=type(exc).__name__)
+            return TurnResult(None, message, False, False, None, error=type(exc).__name__)
 
 
-async def _post(
-    url: str, flow_name: str, config: dict[str, Any], transport: Any, result: type[TurnResult]
-) -> TurnResult:
+async def _post(url: str, flow_name: str, config: dict[str, Any], transport: Any) -> TurnResult:
     """One item as a request to a picoflow server's run endpoint: a new session each."""
     try:
         import httpx
@@ -146,7 +143,7 @@ async def _post(
     if not isinstance(data, dict):
         data = {}
     ok = response.status_code < 400 and data.get("success") is True
-    return result(
+    return TurnResult(
         session_id=data.get("session") or response.headers.get("CHAT_SESSION_ID") or None,
         message=str(data.get("message", "")) if data else response.text[:500],
         success=ok,

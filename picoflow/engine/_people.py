@@ -10,7 +10,7 @@ come back as `TurnResult(success=False, error=...)`, as turns do: "InvalidReques
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from picoflow._internal.call_keys import TURN
@@ -30,6 +30,7 @@ from picoflow._runner.people.resume import (
     run_approved,
 )
 from picoflow._runner.turn import TurnContext
+from picoflow.engine._turns import failure
 from picoflow.errors import PicoflowError, StoreError
 from picoflow.flow import Flow
 from picoflow.session import empty_usage, is_session_id, load_flow
@@ -65,13 +66,9 @@ class People:
     the turn machinery (`SavesTurns`): an approved call continues the step exactly as a
     turn would, with the turn's context and the turn's save.
 
-    Attributes:
-        approval_lease: seconds after which an approved call that never reported its result
-            (its process died) is taken as interrupted by the next resolve; it is never run
-            again (K3).
+    `approval_lease()` reads the engine's `approval_lease` at each resolve, so setting it on
+    the engine (or on a subclass) takes effect at once.
     """
-
-    approval_lease: float = 300.0
 
     def __init__(
         self,
@@ -79,11 +76,13 @@ class People:
         flows: dict[str, type[Flow]],
         waiting: ListsWaiting | None,
         turns: SavesTurns,
+        approval_lease: Callable[[], float],
     ) -> None:
         self._sessions = sessions
         self._flows = flows
         self._waiting = waiting
         self._turns = turns
+        self._approval_lease = approval_lease
 
     async def pending_approvals(self, session_id: str) -> list[dict[str, Any]]:
         """The approvals that wait in this session, oldest first (K4); [] for an unknown id."""
@@ -121,7 +120,7 @@ class People:
         """Decide a pending approval; the step continues from that tool call (K3)."""
         problem = _decision_problem(decision, args)
         if problem is not None:
-            return self._failed(session_id, problem, "InvalidRequest")
+            return failure(session_id, problem, "InvalidRequest")
         async with self._sessions.lock(session_id):
             return await self._guarded(
                 session_id, self._resolve(session_id, approval_id, decision, args, by, note)
@@ -130,9 +129,7 @@ class People:
     async def operator_reply(self, session_id: str, text: str, by: str | None = None) -> TurnResult:
         """Answer the user as the operator of a session that was handed off (K6)."""
         if not isinstance(text, str) or not text.strip():
-            return self._failed(
-                session_id, "The operator's reply is empty; send the text.", _INVALID
-            )
+            return failure(session_id, "The operator's reply is empty; send the text.", _INVALID)
         async with self._sessions.lock(session_id):
             return await self._guarded(session_id, self._operator_reply(session_id, text, by))
 
@@ -146,14 +143,6 @@ class People:
         """Give a handed-off conversation back to the flow, at `step` or where it was (K6)."""
         async with self._sessions.lock(session_id):
             return await self._guarded(session_id, self._return(session_id, step, note, by))
-
-    def _result(
-        self, flow: Flow, saved: JSONDict, text: str, ctx: TurnContext | None
-    ) -> TurnResult:
-        return _result(TurnResult, flow, saved, text, ctx)
-
-    def _failed(self, session_id: str | None, message: str, error: str) -> TurnResult:
-        return _failed(TurnResult, session_id, message, error)
 
     # -- the work ----------------------------------------------------------------------------
 
@@ -188,7 +177,7 @@ class People:
             if decision != "reject":
                 doc = await self._commit_part(flow, doc)  # 2: the result, recorded once
         elif status == "running":
-            if not lease_over(approval, self.approval_lease):
+            if not lease_over(approval, self._approval_lease()):
                 raise ResolveProblem(_in_progress(approval), "ApprovalInProgress")
             destination, text = await record_result(
                 flow, step, approval, interrupted_outcome(approval)
@@ -199,7 +188,7 @@ class People:
             if approval.get("decision") != decision:
                 raise ResolveProblem(_already(approval, decision), "ApprovalAlreadyResolved")
             if approval.get("reply") is not None:
-                return self._result(flow, doc, approval["reply"], ctx)  # K3: the recorded outcome
+                return _result(flow, doc, approval["reply"], ctx)  # K3: the recorded outcome
             destination, text = flow.current_step, None  # the model failed last time: ask again
         return await self._finish(flow, doc, ctx, approval, destination, text)
 
@@ -227,14 +216,14 @@ class People:
             approval.get("decision"),
             extra={"session_id": saved["id"], "step": approval["step"]},
         )
-        return self._result(flow, saved, text, ctx)
+        return _result(flow, saved, text, ctx)
 
     async def _operator_reply(self, session_id: str, text: str, by: str | None) -> TurnResult:
         flow, doc = await self._load_running(session_id)
         _require_handoff(flow, session_id)
         add_operator_reply(flow, text, by)
         saved = await self._sessions.commit(flow, doc, empty_usage())
-        return self._result(flow, saved, text, None)
+        return _result(flow, saved, text, None)
 
     async def _return(
         self, session_id: str, step: type[Step] | str | None, note: str | None, by: str | None
@@ -243,9 +232,7 @@ class People:
         _require_handoff(flow, session_id)
         name = await give_back(flow, step, note, by)
         saved = await self._sessions.commit(flow, doc, empty_usage())
-        return self._result(
-            flow, saved, f"The conversation is back with the flow, at {name}.", None
-        )
+        return _result(flow, saved, f"The conversation is back with the flow, at {name}.", None)
 
     async def _commit_part(self, flow: Flow, doc: JSONDict) -> JSONDict:
         """Save a part of a resolve; the flow object goes on, so the cache must not share it."""
@@ -283,16 +270,14 @@ class People:
         try:
             return await work
         except ResolveProblem as problem:
-            return self._failed(session_id, str(problem), problem.error)
+            return failure(session_id, str(problem), problem.error)
         except PicoflowError as exc:
             logger.warning("resolve failed: %s", exc, extra={"session_id": session_id})
             refused = isinstance(exc, StoreError) and not exc.retryable
-            return self._failed(
-                session_id, str(exc), "StoreRefused" if refused else type(exc).__name__
-            )
+            return failure(session_id, str(exc), "StoreRefused" if refused else type(exc).__name__)
         except Exception as exc:  # P3: the turn boundary of a resolve or operator action
             logger.exception("people-in-the-loop action failed", extra={"session_id": session_id})
-            return self._failed(
+            return failure(
                 session_id,
                 f"The action failed and the session was left as last saved: "
                 f"{type(exc).__name__}: {exc}",
@@ -333,12 +318,10 @@ def _already(approval: dict[str, Any], decision: str) -> str:
     )
 
 
-def _result(
-    kind: type[TurnResult], flow: Flow, saved: JSONDict, text: str, ctx: TurnContext | None
-) -> TurnResult:
+def _result(flow: Flow, saved: JSONDict, text: str, ctx: TurnContext | None) -> TurnResult:
     session = flow._session
     warnings = list(session.people.get("turn_warnings") or []) + list(session.warnings)
-    return kind(
+    return TurnResult(
         session_id=saved["id"],
         message=text,
         success=True,
@@ -348,15 +331,4 @@ def _result(
         warnings=warnings,
         usage=ctx.usage if ctx is not None else empty_usage(),
         pending_approvals=pending_of(session),
-    )
-
-
-def _failed(kind: type[TurnResult], session_id: str | None, message: str, error: str) -> TurnResult:
-    return kind(
-        session_id=session_id if is_session_id(session_id) else None,
-        message=message,
-        success=False,
-        completed=False,
-        step=None,
-        error=error,
     )

@@ -6,7 +6,7 @@ so every part is built in one place, each given exactly what it uses.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from picoflow.engine._bank_checks import check_long_term
@@ -86,6 +86,7 @@ def build_parts(
     services: EngineServices,
     abilities: StoreAbilities,
     get_session: ReadsSessions,
+    approval_lease: Callable[[], float],
 ) -> EngineParts:
     """Every part of an engine, each given what it uses (never the engine itself)."""
     sessions = services.sessions
@@ -111,7 +112,7 @@ def build_parts(
     return EngineParts(
         turns=turns,
         keyed=KeyedTurns(sessions, turns.run),
-        people=People(sessions, flows, abilities.waiting, turns),
+        people=People(sessions, flows, abilities.waiting, turns, approval_lease),
         memory=memory,
         history=history,
     )

@@ -30,18 +30,8 @@ import math
 import time
 
 from picoflow.stores._checks import check_open
-from picoflow.stores.base import KeepsLeases, abilities_of
 
-__all__ = ["LeaseStore", "MemoryLeases", "check_lease", "check_release", "supports_leases"]
-
-
-# The ability is declared once, in `stores.base`; this name stays for code that imported it here.
-LeaseStore = KeepsLeases
-
-
-def supports_leases(store: object) -> bool:
-    """Whether `store` has both lease calls (a store of one's own may not)."""
-    return abilities_of(store).leases is not None
+__all__ = ["MemoryLeases", "check_lease", "check_release"]
 
 
 def check_release(session_id: object, holder: object) -> None:

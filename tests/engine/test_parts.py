@@ -74,7 +74,7 @@ def test_engine_approval_lease_stays_settable_on_the_engine() -> None:
     engine = engine_for(two_step_flow(hotel_model()))
     assert engine.approval_lease == 300.0
     engine.approval_lease = 0
-    assert engine._people.approval_lease == 0
+    assert engine._people._approval_lease() == 0
 
 
 def test_p2_the_engine_asks_the_store_abilities_once() -> None:
@@ -108,3 +108,29 @@ async def test_p2_a_core_only_store_runs_a_normal_turn() -> None:
     assert doc is not None and doc["revision"] == 0
     assert doc["steps"]["ExploreStep"]["state"]["criteria"] == {"city": "Portland", "nights": 2}
     await engine.aclose()
+
+
+def test_k3_approval_lease_set_on_a_subclass_or_an_engine_reaches_the_people_part() -> None:
+    """K3: `approval_lease` is read at each resolve, from wherever the user set it."""
+
+    class QuickLease(FlowEngine):
+        approval_lease = 0.0
+
+    engine = QuickLease([two_step_flow(hotel_model())])
+    assert engine._people._approval_lease() == 0.0
+    engine.approval_lease = 5.0
+    assert engine._people._approval_lease() == 5.0
+    assert FlowEngine([two_step_flow(hotel_model())])._people._approval_lease() == 300.0
+
+
+def test_f5_bad_budgets_and_ttl_fail_before_the_store_is_touched() -> None:
+    """F5: a wrong argument leaves the store as it was (its archive limit unchanged)."""
+    store = MemoryStore()
+    before = store.archive_limit
+    with pytest.raises(ValueError):
+        FlowEngine([two_step_flow(hotel_model())], store=store, archive_limit=7, session_ttl=-1)
+    with pytest.raises((ValueError, TypeError)):
+        FlowEngine(
+            [two_step_flow(hotel_model())], store=store, archive_limit=7, budgets={"nope": 1}
+        )
+    assert store.archive_limit == before
