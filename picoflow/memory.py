@@ -238,6 +238,7 @@ class Memory:
         del record.messages[1:]
         record.messages[0] = SystemMessage("")
         record.summary = None
+        record.summary_range = None  # M16: no summary, so no range it covers
 
 
 def count_call(counters: dict[str, int], reply: BaseMessage) -> None:

@@ -59,8 +59,9 @@ class Summarise(MemoryPolicy):
 
     `overlap` messages after the cut are shown to the summariser as context (they stay in the
     history), so a summary written in pieces joins up with what follows it. `rebuild_after`
-    (M12) rebuilds the summary from the archived originals after that many re-summaries: a
-    summary of summaries drifts (n8n warns of it), the originals do not.
+    (M12) rebuilds every `rebuild_after`-th summary from the archived originals: a summary of
+    summaries drifts (n8n warns of it), the originals do not. Originals the archive no longer
+    holds are carried by the previous summary, never forgotten (see `_housekeeping.rebuild`).
     """
 
     config: SummaryConfig | None = None
@@ -122,8 +123,9 @@ def summarise(
     `set_summary_config` (so `set_policy(ns, summarise())` is `enable_summary(ns)`).
 
     Raises:
-        ValueError: a threshold is out of range (see `SummaryConfig`), or `overlap` is not
-            below `recent_messages` (the overlap is taken from the messages that stay).
+        ValueError: a threshold is out of range (see `SummaryConfig`), `overlap` is not
+            below `recent_messages` (the overlap is taken from the messages that stay), or
+            `rebuild_after` is not a whole number of at least 2 (or None).
     """
     config = None
     if min_messages is not None or recent_messages is not None:
@@ -144,8 +146,19 @@ def summarise(
             "from the messages that stay."
         )
     if rebuild_after is not None:
-        _whole(rebuild_after, "rebuild_after", 2)
+        _check_rebuild_after(rebuild_after)
     return Summarise(config, overlap, rebuild_after)
+
+
+def _check_rebuild_after(value: Any) -> None:
+    """M12: 1 would rebuild every summary, re-reading up to 400 originals at each compaction."""
+    try:
+        _whole(value, "rebuild_after", 2)
+    except ValueError as exc:
+        raise ValueError(
+            f"{exc} It counts summaries: every rebuild_after-th one is rebuilt from the archived "
+            "originals (2 rebuilds every other one); None turns rebuilding off."
+        ) from None
 
 
 def sliding_window(max_messages: int, keep: int | None = None) -> SlidingWindow:

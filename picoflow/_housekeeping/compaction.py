@@ -30,13 +30,13 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
-    messages_from_dict,
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
 from picoflow._housekeeping.condense import Condensed, condense, summary_tokens
 from picoflow._housekeeping.facts import MAX_LISTED, dropped_facts
 from picoflow._housekeeping.history import evict, find_cut_point, stored_length
+from picoflow._housekeeping.rebuild import Rebuild, plan_rebuild, rebuilt_range
 from picoflow._housekeeping.summariser import (
     SummaryModel,
     ask_summary_model,
@@ -46,8 +46,8 @@ from picoflow._housekeeping.summariser import (
 )
 from picoflow.errors import StoreError
 from picoflow.flow import Flow
-from picoflow.memory import SummaryConfig, count_call
-from picoflow.stores.base import ArchiveEntry, Store
+from picoflow.memory import Namespace, SummaryConfig, count_call
+from picoflow.stores.base import Store
 
 __all__ = [
     "SummaryDraft",
@@ -88,7 +88,7 @@ class SummaryDraft:
     reply: AIMessage | None = None
     problem: str | None = None
     condensed: Condensed | None = None  # set when the summary went over its token budget
-    rebuilt: int | None = None  # M12: archived originals the summary was rebuilt from
+    rebuild: Rebuild | None = None  # M12: what the summary was rebuilt from
 
     @property
     def replies(self) -> list[AIMessage]:
@@ -137,6 +137,8 @@ def summary_request(
     previous: str | None,
     evicted: list[BaseMessage],
     context: list[BaseMessage] | None = None,
+    *,
+    reread: list[BaseMessage] | None = None,
 ) -> list[Any]:
     """The summariser's input (M6): its instruction, then the old summary and the messages.
 
@@ -144,13 +146,19 @@ def summary_request(
     that ends with real turns invites the model to answer them instead of summarising, and
     some providers refuse tool calls in a request that binds no tools. `context` (a policy's
     `overlap`, M11) are the messages right after the cut: shown so the summary leads into
-    them, marked as staying in the conversation.
+    them, marked as staying in the conversation. `reread` (a rebuild that keeps the previous
+    summary, M12) are originals the previous summary was written from, shown so the summary
+    is corrected from them where it drifted.
     """
-    body = (
-        "Previous summary:\n"
-        + (previous or "(none yet)")
-        + "\n\nMessages to merge into it, oldest first:\n"
-        + "\n".join(transcript_line(message) for message in evicted)
+    body = "Previous summary:\n" + (previous or "(none yet)")
+    if reread:
+        body += (
+            "\n\nOriginal messages the previous summary was written from, oldest first (where "
+            "they and the summary disagree, they are right):\n"
+            + "\n".join(transcript_line(message) for message in reread)
+        )
+    body += "\n\nMessages to merge into it, oldest first:\n" + "\n".join(
+        transcript_line(message) for message in evicted
     )
     if context:
         body += (
@@ -165,24 +173,17 @@ async def draft_summary(
 ) -> SummaryDraft:
     """Ask the summariser for the namespace's new summary; change nothing (M6, M8).
 
-    With a policy's `rebuild_after` (M12) due and the `store` at hand, the summary is written
-    afresh from the archived originals instead of from the previous summary.
+    With a policy's `rebuild_after` (M12) due and the `store` at hand, the summary is rebuilt
+    from the archived originals (see `rebuild`).
     """
     memory = flow.get_memory()
     config = memory.summary_config_for(namespace)
     record = memory.space(namespace)
-    policy = memory.policy(namespace)
-    overlap = getattr(policy, "overlap", 0)
+    overlap = getattr(memory.policy(namespace), "overlap", 0)
     context = record.messages[cut : cut + overlap] if overlap else []
     result = SummaryDraft(namespace, cut)
-    previous, evicted = record.summary, record.messages[1:cut]
-    every = getattr(policy, "rebuild_after", None)
-    if every and store is not None and previous and (record.summary_generation + 1) % every == 0:
-        originals = await _archived(store, flow.get_session_id() or "", namespace)
-        if originals is not None:
-            previous, evicted = None, [*originals, *evicted]
-            result.rebuilt = len(originals)
-    request = summary_request(config.prompt, previous, evicted, context)
+    result.rebuild = await _rebuild_due(flow, namespace, store)
+    request = _request(config.prompt, record, cut, result.rebuild, context)
     run = summary_run_config(flow, namespace)
     result.reply, result.problem = await ask_summary_model(
         model, request, run, config.timeout, _extra(flow, namespace)
@@ -199,27 +200,32 @@ async def draft_summary(
     return result
 
 
-# M12: a rebuild reads at most this many archived originals (the newest), so its request stays
-# within what a summary model takes; older ones are covered by nothing but the archive then.
-REBUILD_LIMIT = 400
-
-
-async def _archived(store: Store, session_id: str, namespace: str) -> list[BaseMessage] | None:
-    """The namespace's archived originals, oldest first, or None if the archive cannot be read."""
-    entries: list[ArchiveEntry] = []
-    try:
-        page = 1
-        while len(entries) < REBUILD_LIMIT:
-            found = await store.search_archive(session_id, namespace, "", page=page, page_size=100)
-            entries += found
-            if len(found) < 100:
-                break
-            page += 1
-    except StoreError as exc:
-        logger.warning("summary rebuild skipped: the archive could not be read (%s)", exc)
+async def _rebuild_due(flow: Flow, namespace: str, store: Store | None) -> Rebuild | None:
+    """M12: what this summary is rebuilt from, if it is every `rebuild_after`-th one."""
+    memory = flow.get_memory()
+    record = memory.space(namespace)
+    every = getattr(memory.policy(namespace), "rebuild_after", None)
+    if not every or store is None or not record.summary:
         return None
-    entries = sorted(entries[:REBUILD_LIMIT], key=lambda entry: entry["position"])
-    return messages_from_dict([entry["message"] for entry in entries])
+    if (record.summary_generation + 1) % every:
+        return None
+    return await plan_rebuild(store, flow.get_session_id() or "", namespace, record)
+
+
+def _request(
+    prompt: str,
+    record: Namespace,
+    cut: int,
+    rebuild: Rebuild | None,
+    context: list[BaseMessage],
+) -> list[Any]:
+    """The summary request: ordinary, or rebuilt from originals with or without the old summary."""
+    evicted = record.messages[1:cut]
+    if rebuild is None:
+        return summary_request(prompt, record.summary, evicted, context)
+    if rebuild.carried:  # the archive lost the range's start: the old summary is its record
+        return summary_request(prompt, record.summary, evicted, context, reread=rebuild.originals)
+    return summary_request(prompt, None, [*rebuild.originals, *evicted], context)
 
 
 def _unusable(text: str) -> str | None:
@@ -248,7 +254,7 @@ async def apply_summary(flow: Flow, result: SummaryDraft, store: Store) -> dict[
         await evict(store, flow.get_session_id() or "", namespace, record, result.cut)
     except StoreError as exc:
         return _skip(flow, namespace, f"the archive could not be written ({exc})")
-    record.summary_range = _widened(record.summary_range, first, last, result.rebuilt)
+    record.summary_range = _widened(record, first, last, result.rebuild)
     _check_facts(flow, namespace, _checked(evicted, result.condensed), result.summary)
     _warn_if_cut(flow, namespace, result.condensed)
     record.summary = result.summary
@@ -264,22 +270,18 @@ async def apply_summary(flow: Flow, result: SummaryDraft, store: Store) -> dict[
     }
 
 
-def _widened(
-    known: dict[str, int] | None, first: int, last: int, rebuilt: int | None
-) -> dict[str, int]:
+def _widened(record: Namespace, first: int, last: int, rebuild: Rebuild | None) -> dict[str, int]:
     """M16: the summary's range after it took positions `first..last` in.
 
-    A rebuilt summary (M12) covers every archived original it was written from.
+    A namespace whose summary was forgotten (erased, T4) starts a new range: the old one
+    described a summary that is gone. An extra key of the old range (`rebuilt_from_seq`) stays.
     """
-    if rebuilt is not None:
-        return {"from_seq": 1, "to_seq": last, "count": rebuilt + last - first + 1}
+    if rebuild is not None:
+        return rebuilt_range(rebuild, first, last)
+    known = record.summary_range if record.summary else None
     if known is None:
         return {"from_seq": first, "to_seq": last, "count": last - first + 1}
-    return {
-        "from_seq": known["from_seq"],
-        "to_seq": last,
-        "count": known["count"] + last - first + 1,
-    }
+    return {**known, "to_seq": last, "count": known["count"] + last - first + 1}
 
 
 def _checked(evicted: list[BaseMessage], condensed: Condensed | None) -> list[BaseMessage]:

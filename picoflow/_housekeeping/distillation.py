@@ -359,7 +359,7 @@ async def erase_distilled(flow: Flow, cuts: dict[str, int], store: Store) -> Non
             )
             continue
         if len(record.messages) == 1:
-            record.summary = None
+            record.summary, record.summary_range = None, None  # M16: a range with its summary
         logger.info(
             "erased %d distilled messages of %s",
             cut - 1,

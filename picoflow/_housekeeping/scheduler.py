@@ -381,7 +381,7 @@ class Housekeeping:
         for reply in replies:
             count_call(usage["summary"], reply)  # M10
         try:
-            out = await self._sessions.commit(flow, doc, usage)
+            out = await self._sessions.commit(flow, doc, usage, note={"action": "compaction"})
         except PicoflowError as exc:  # a conflict, a deleted session, a store outage
             _log_dropped(doc["id"], replies, str(exc))
             return
