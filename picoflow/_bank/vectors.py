@@ -4,10 +4,14 @@ With `FlowEngine(embeddings=...)` (any LangChain `Embeddings`) every entry writt
 picoflow (the `remember` tool, extraction, `MemoryBank.add`/`update`) gets a vector, kept by the
 store beside the entry (a BLOB column on SQLite, an array field on MongoDB). A search then fuses
 two rankings with reciprocal rank fusion: the store's text index (bm25 on SQLite, the text
-score on MongoDB) and the store's `bank_nearest`, cosine similarity over the owner's vectors
-(computed in Python by `stores._bank.nearest`: no store here has a vector index; a store with
-one, Atlas Vector Search say, would answer `bank_nearest` from it). A bank holds one owner's
-entries, so the scan is cheap at the sizes docs/long-term-memory.md measures.
+score on MongoDB) and the store's `bank_nearest`, the owner's entries nearest the query (on
+SQLite with `picoflow[vectors]` a k-nearest-neighbour query on sqlite-vec's index, partitioned
+by owner; elsewhere cosine over the owner's vectors in Python, `stores._bank.nearest`). The two
+rankings are asked for at once (on SQLite they run on two reader threads).
+
+Vectors of two models cannot be compared, so every vector and query names its model
+(`model_name`): a store refuses one of another model or dimension than its bank's
+(`EmbeddingsMismatchError`, which is never swallowed).
 
 Embeddings are an aid, never a point of failure: an embedding call that fails leaves the entry
 without a vector (text search still finds it) and a search whose query cannot be embedded is
@@ -16,15 +20,18 @@ ranked by text alone; both are logged.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from picoflow.errors import EmbeddingsMismatchError
 from picoflow.stores._bank import BankEntry, check_page
 from picoflow.stores.base import abilities_of
 
-__all__ = ["add_entry", "update_entry", "search", "fuse", "check_embeddings"]
+__all__ = ["add_entry", "update_entry", "search", "fuse", "check_embeddings", "model_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +52,21 @@ def check_embeddings(embeddings: Any, store: Any) -> None:
     abilities_of(store).need("vectors", "FlowEngine(embeddings=...)")
 
 
+def model_name(embeddings: Any) -> str:
+    """How the bank records a model: its class, and the model it calls where it says.
+
+    >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+    >>> model_name(DeterministicFakeEmbedding(size=4))
+    'DeterministicFakeEmbedding'
+    """
+    name = type(embeddings).__name__
+    for field in ("model", "model_name", "model_id", "deployment"):
+        value = getattr(embeddings, field, None)
+        if isinstance(value, str) and value:
+            return f"{name}(model={value!r})"
+    return name
+
+
 async def _embed(embeddings: Any, text: str, *, query: bool) -> list[float] | None:
     try:
         if query:
@@ -62,17 +84,26 @@ async def _embed(embeddings: Any, text: str, *, query: bool) -> list[float] | No
 async def _store_vector(store: Any, embeddings: Any, entry: BankEntry) -> None:
     vector = await _embed(embeddings, entry["text"], query=False)
     if vector is not None:
+        named = _named(store.bank_set_vector, embeddings)
         try:
-            await store.bank_set_vector(entry["owner"], entry["id"], vector)
+            await store.bank_set_vector(entry["owner"], entry["id"], vector, **named)
         except ValueError:  # not a list of finite numbers: the entry stays text-only
             logger.warning("the embeddings model returned an unusable vector", exc_info=True)
 
 
 async def add_entry(store: Any, embeddings: Any, entry: BankEntry) -> BankEntry:
-    """`store.bank_add(entry)`, then its vector when embeddings are configured."""
+    """`store.bank_add(entry)`, then its vector when embeddings are configured.
+
+    A bank of another embedding model refuses the vector: the entry is taken back, so a refused
+    add leaves nothing behind, and the error is raised.
+    """
     added: BankEntry = await store.bank_add(entry)
     if embeddings is not None:
-        await _store_vector(store, embeddings, added)
+        try:
+            await _store_vector(store, embeddings, added)
+        except EmbeddingsMismatchError:
+            await store.bank_delete(added["owner"], added["id"])
+            raise
     return added
 
 
@@ -97,14 +128,39 @@ async def search(
     if embeddings is None:
         return await store.bank_search(owner, query, page=page, page_size=page_size)  # type: ignore[no-any-return]
     check_page(page, page_size)
-    text_ranked: list[BankEntry] = await store.bank_search(owner, query, page_size=_CANDIDATES)
-    wanted = await _embed(embeddings, query, query=True) if query.strip() else None
-    vector_ranked: list[BankEntry] = []
-    if wanted is not None:
-        nearest = await store.bank_nearest(owner, wanted, limit=_CANDIDATES)
-        vector_ranked = [entry for entry, _ in nearest]
+    both = await asyncio.gather(
+        store.bank_search(owner, query, page_size=_CANDIDATES),
+        _nearest(store, embeddings, owner, query),
+        return_exceptions=True,  # both run to their end: no failure is left unretrieved
+    )
+    for outcome in both:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    text_ranked, vector_ranked = both
     fused = fuse([text_ranked, vector_ranked])
     return fused[(page - 1) * page_size : page * page_size]
+
+
+async def _nearest(store: Any, embeddings: Any, owner: str, query: str) -> list[BankEntry]:
+    """The vector ranking: the query embedded, then the store's nearest entries."""
+    wanted = await _embed(embeddings, query, query=True) if query.strip() else None
+    if wanted is None:
+        return []
+    named = _named(store.bank_nearest, embeddings)
+    nearest = await store.bank_nearest(owner, wanted, limit=_CANDIDATES, **named)
+    return [entry for entry, _ in nearest]
+
+
+def _named(method: Any, embeddings: Any) -> dict[str, str]:
+    """`{"model": ...}` for a store method that takes it, else nothing.
+
+    A store of one's own written before `model` existed keeps working, unchecked.
+    """
+    try:
+        takes = "model" in inspect.signature(method).parameters
+    except (TypeError, ValueError):  # no signature to read: do not guess
+        takes = False
+    return {"model": model_name(embeddings)} if takes else {}
 
 
 def fuse(rankings: list[list[BankEntry]]) -> list[BankEntry]:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypedDict
 
+from picoflow.errors import EmbeddingsMismatchError
+
 __all__ = [
     "BankEntry",
     "MAX_TEXT",
@@ -30,6 +32,7 @@ __all__ = [
     "check_kind",
     "check_page",
     "check_vector",
+    "check_model",
     "nearest",
     "unit",
     "query_words",
@@ -110,6 +113,30 @@ def check_vector(vector: Any) -> list[float]:
             f"Embeddings model returns), got {shown}."
         )
     return floats
+
+
+def check_model(
+    recorded: dict[str, Any] | None, model: str | None, dimensions: int
+) -> dict[str, Any]:
+    """The store's record of its embedding model, after a vector of `model` (L4).
+
+    A store keeps one `{"model", "dimensions"}` record for its whole bank: the first vector
+    sets it, a vector of another dimension or another named model is refused
+    (`EmbeddingsMismatchError`, naming both), never mixed in. A model that was not named
+    (None: a vector stored without one) is named by the first caller that names it.
+
+    >>> check_model(None, "m", 3)
+    {'model': 'm', 'dimensions': 3}
+    >>> check_model({"model": None, "dimensions": 3}, "m", 3)
+    {'model': 'm', 'dimensions': 3}
+    """
+    given: dict[str, Any] = {"model": model, "dimensions": dimensions}
+    if recorded is None:
+        return given
+    other_model = model is not None and recorded.get("model") not in (None, model)
+    if recorded.get("dimensions") != dimensions or other_model:
+        raise EmbeddingsMismatchError(dict(recorded), given)
+    return {"model": recorded.get("model") or model, "dimensions": dimensions}
 
 
 def stamp() -> str:

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from pymongo import ReturnDocument
 from pymongo.errors import OperationFailure
 
-from picoflow.stores import _bank, _checks
+from picoflow.stores import _bank, _bank_mongo, _checks
 from picoflow.stores._bank import BankEntry
+from picoflow.stores._bank_mongo import VectorSearch
 from picoflow.stores._idle import check_idle_query, idle_summary
 from picoflow.stores._mongo_docs import session_from_stored
 from picoflow.stores._waiting import check_limit, summary
@@ -230,11 +231,26 @@ class MongoExtras:
             gone = await bank.delete_many({"owner": owner})
         return int(gone.deleted_count)
 
-    async def bank_set_vector(self, owner: str, entry_id: str, vector: list[float]) -> bool:
+    async def _admit_model(self, bank: _Collection, model: str | None, dimensions: int) -> None:
+        """Check a vector's model against the bank's record (one document, `_EMBEDDINGS`).
+
+        Refuses another model or dimension (`EmbeddingsMismatchError`); records the first.
+        """
+        stored = await bank.find_one({"_id": _EMBEDDINGS})
+        recorded = None
+        if stored is not None:
+            recorded = {"model": stored["model"], "dimensions": stored["dimensions"]}
+        after = _bank.check_model(recorded, model, dimensions)
+        if after != recorded:
+            await bank.update_one({"_id": _EMBEDDINGS}, {"$set": after}, upsert=True)
+
+    async def bank_set_vector(
+        self, owner: str, entry_id: str, vector: list[float], *, model: str | None = None
+    ) -> bool:
         """Keep an entry's embedding in its document (L4); False if the owner has no such entry.
 
-        A plain array field: cosine is computed by the caller over the owner's entries (Atlas
-        vector search is where a large deployment would go; see docs/long-term-memory.md).
+        An array field; a vector of another model or dimension than the bank's is refused
+        (`EmbeddingsMismatchError`).
         """
         _checks.check_open(self, self._closed)
         _bank.check_owner(owner)
@@ -242,18 +258,30 @@ class MongoExtras:
         action = f"store an embedding for owner '{owner}'"
         async with self._collections(action) as (sessions, _, _):
             bank = await self._bank_collection(sessions)
+            if not await bank.find_one({"_id": entry_id, "owner": owner}, {"_id": 1}):
+                return False
+            await self._admit_model(bank, model, len(checked))
             done = await bank.update_one(
                 {"_id": entry_id, "owner": owner}, {"$set": {"vector": checked}}
             )
+            await self._vector_search().ensure(bank, len(checked))
         return bool(done.matched_count)
 
+    def _vector_search(self) -> VectorSearch:
+        """This store's knowledge of the bank's `$vectorSearch` index (`_bank_mongo`)."""
+        known: VectorSearch | None = getattr(self, "_bank_vectors", None)
+        if known is None:
+            known = self._bank_vectors = VectorSearch()
+        return known
+
     async def bank_nearest(
-        self, owner: str, vector: list[float], *, limit: int = 100
+        self, owner: str, vector: list[float], *, limit: int = 100, model: str | None = None
     ) -> list[tuple[BankEntry, float]]:
         """The owner's `limit` entries most similar to `vector` (cosine above 0), best first.
 
-        Scored here over the owner's vectors (ids and vectors only are read); whole entries
-        are read for the ones returned.
+        By `$vectorSearch`, filtered by owner, where the server has the index ready; else
+        scored here over the owner's vectors (ids and vectors only are read). Whole entries are
+        read for the ones returned. A query of another model or dimension is refused.
         """
         _checks.check_open(self, self._closed)
         _bank.check_owner(owner)
@@ -261,11 +289,19 @@ class MongoExtras:
         action = f"search the embeddings of owner '{owner}'"
         async with self._collections(action) as (sessions, _, _):
             bank = await self._bank_collection(sessions)
-            cursor = bank.find(
-                {"owner": owner, "vector": {"$exists": True}}, {"_id": 1, "vector": 1}
-            ).sort([("updated_at", -1), ("_id", -1)])
-            pairs = [(stored["_id"], stored["vector"]) async for stored in cursor]
-            ranked = _bank.nearest(query, pairs, limit)
+            stored = await bank.find_one({"_id": _EMBEDDINGS})
+            if stored is None:
+                return []  # no vector kept yet
+            recorded = {"model": stored["model"], "dimensions": stored["dimensions"]}
+            _bank.check_model(recorded, model, len(query))
+            if await self._vector_search().usable(bank):
+                ranked = await _bank_mongo.knn(bank, owner, query, limit)
+            else:
+                cursor = bank.find(
+                    {"owner": owner, "vector": {"$exists": True}}, {"_id": 1, "vector": 1}
+                ).sort([("updated_at", -1), ("_id", -1)])
+                pairs = [(stored["_id"], stored["vector"]) async for stored in cursor]
+                ranked = _bank.nearest(query, pairs, limit)
             keys = [key for key, _ in ranked]
             found = bank.find({"owner": owner, "_id": {"$in": keys}}, _BANK_FIELDS)
             entries = {stored["id"]: _bank_entry(stored) async for stored in found}
@@ -273,6 +309,7 @@ class MongoExtras:
 
 
 _BANK_FIELDS = {"_id": 0, "search": 0, "vector": 0}
+_EMBEDDINGS = "picoflow:embeddings"  # the bank's model record: no owner, so no search finds it
 _IDLE_FIELDS = {"flow": 1, "updated_at": 1, "expires_at": 1}
 _IDLE_KEY = [("run_status", 1), ("updated_at", 1), ("_id", 1)]
 _BANK_SCAN = 500  # without a text index: at most this many matching entries are ranked

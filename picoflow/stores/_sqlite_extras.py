@@ -195,28 +195,36 @@ class SQLiteExtras(SQLiteParts):
         action = f"forget the memory of owner '{owner}'"
         return await self._write(action, self._in_transaction(forget))
 
-    async def bank_set_vector(self, owner: str, entry_id: str, vector: list[float]) -> bool:
-        """Keep an entry's embedding (L4); False if the owner has no entry with that id."""
+    async def bank_set_vector(
+        self, owner: str, entry_id: str, vector: list[float], *, model: str | None = None
+    ) -> bool:
+        """Keep an entry's embedding (L4); False if the owner has no entry with that id.
+
+        `model` names the embedding model: a bank refuses vectors of another model or
+        dimension (`EmbeddingsMismatchError`) instead of mixing them.
+        """
         _bank.check_owner(owner)
         checked = _bank.unit(_bank.check_vector(vector))
 
         def set_vector(db: sqlite3.Connection) -> bool:
-            return _bank_sqlite.set_vector(db, owner, entry_id, checked)
+            return _bank_sqlite.set_vector(db, owner, entry_id, checked, model)
 
         action = f"store an embedding for owner '{owner}'"
         return await self._write(action, self._in_transaction(set_vector))
 
     async def bank_nearest(
-        self, owner: str, vector: list[float], *, limit: int = 100
+        self, owner: str, vector: list[float], *, limit: int = 100, model: str | None = None
     ) -> list[tuple[BankEntry, float]]:
         """The owner's `limit` entries most similar to `vector` (cosine above 0), best first.
 
-        A BLOB column and no vector index: cosine is computed over the owner's vectors, on the
-        reader thread (docs/long-term-memory.md).
+        With `picoflow[vectors]` a k-nearest-neighbour query on the owner's partition of the
+        vec0 index; without it, cosine over the owner's vectors in Python, on the reader thread
+        (docs/long-term-memory.md). A query of another model or dimension than the bank's is
+        refused (`EmbeddingsMismatchError`).
         """
         _bank.check_owner(owner)
         query = _bank.check_vector(vector)
         return await self._read(
             f"search the embeddings of owner '{owner}'",
-            lambda db: _bank_sqlite.nearest(db, owner, query, limit),
+            lambda db: _bank_sqlite.nearest(db, owner, query, limit, model),
         )

@@ -16,9 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from picoflow.errors import StoreError
+from picoflow.stores import _bank_vec
 from picoflow.stores._archive_index import ARCHIVE_INDEX_SCHEMA, ensure_archive_index
 from picoflow.stores._bank_sqlite import BANK_SCHEMA
 from picoflow.stores._checks import check_open
+from picoflow.stores._sqlite_driver import connect
 from picoflow.stores._sqlite_extras import EXTRAS_SCHEMA
 from picoflow.stores._sqlite_history import HISTORY_SCHEMA
 from picoflow.stores._sqlite_loop import LoopConnection
@@ -59,13 +61,18 @@ CREATE TABLE IF NOT EXISTS archive (
 
 
 def prepare_file(path: str) -> tuple[int, int]:
-    """Create the file's directory and tables, switch it to WAL; return (device, inode)."""
+    """Create the file's directory and tables, switch it to WAL; return (device, inode).
+
+    With `picoflow[vectors]` it also makes the bank's vector index for vectors kept without it
+    (a file written before the extra was installed, `_bank_vec.prepare`).
+    """
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS)
+    db = connect(path, timeout=BUSY_TIMEOUT_SECONDS)
     try:
         db.execute("PRAGMA journal_mode=WAL")  # persists in the file for every later connection
         db.executescript(SCHEMA)
         ensure_archive_index(db)
+        _bank_vec.prepare(db)
     finally:
         db.close()
     stat = os.stat(path)
@@ -103,7 +110,8 @@ class SQLiteFile:
         try:
             # isolation_level=None: no implicit transactions; writes open theirs explicitly.
             # check_same_thread=False: `interrupt()` comes from the event loop's thread.
-            db = sqlite3.connect(
+            # `_sqlite_driver`: with vec0 loaded where picoflow[vectors] is installed.
+            db = connect(
                 self._path,
                 isolation_level=None,
                 timeout=BUSY_TIMEOUT_SECONDS,

@@ -21,6 +21,7 @@ import os
 import sqlite3
 from typing import Any
 
+from picoflow.stores._sqlite_driver import connect
 from picoflow.stores._sqlite_worker import Worker
 
 __all__ = ["LoopConnection"]
@@ -52,9 +53,7 @@ class LoopConnection:
     def get(self) -> sqlite3.Connection:
         """The connection; sqlite3 errors of opening it are the caller's to report."""
         if self._db is None:
-            db = sqlite3.connect(
-                self._path, isolation_level=None, timeout=0, check_same_thread=False
-            )
+            db = connect(self._path, isolation_level=None, timeout=0, check_same_thread=False)
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA wal_autocheckpoint=0")
             self._db = db

@@ -213,14 +213,20 @@ class KeepsMemoryBank(Protocol):
 
 @runtime_checkable
 class KeepsVectors(Protocol):
-    """Embeddings beside memory-bank entries (L4)."""
+    """Embeddings beside memory-bank entries (L4).
 
-    async def bank_set_vector(self, owner: str, entry_id: str, vector: list[float]) -> bool:
+    `model` names the embedding model (None: unnamed). A store keeps one model and dimension
+    for its bank and refuses a vector or a query of another (`EmbeddingsMismatchError`).
+    """
+
+    async def bank_set_vector(
+        self, owner: str, entry_id: str, vector: list[float], *, model: str | None = None
+    ) -> bool:
         """Keep an entry's embedding."""
         ...
 
     async def bank_nearest(
-        self, owner: str, vector: list[float], *, limit: int = 100
+        self, owner: str, vector: list[float], *, limit: int = 100, model: str | None = None
     ) -> list[tuple[Any, float]]:
         """The entries most similar to `vector`, best first."""
         ...

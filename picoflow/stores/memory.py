@@ -7,6 +7,7 @@ Nothing survives a restart, and two processes never see each other's sessions. U
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from picoflow.errors import SessionConflictError, SessionNotFoundError
 from picoflow.stores import _bank, _checks, _history
@@ -51,6 +52,7 @@ class MemoryStore(MemoryLeases, MemoryStreams):
         self._bank: dict[str, dict[str, str]] = {}  # owner -> entry id -> entry JSON (L1)
         self._leases: dict[str, tuple[str, float]] = {}  # O4: session id -> (holder, expiry)
         self._vectors: dict[str, dict[str, list[float]]] = {}  # owner -> entry id -> vector (L4)
+        self._embedding_model: dict[str, Any] | None = None  # the bank's {"model", "dimensions"}
 
     def __repr__(self) -> str:
         """Show how many sessions are held, for logs and debuggers."""
@@ -313,21 +315,31 @@ class MemoryStore(MemoryLeases, MemoryStreams):
             self._vectors.get(owner, {}).pop(entry_id, None)
         return entry
 
-    async def bank_set_vector(self, owner: str, entry_id: str, vector: list[float]) -> bool:
-        """Keep an entry's embedding (L4); False if the owner has no entry with that id."""
+    async def bank_set_vector(
+        self, owner: str, entry_id: str, vector: list[float], *, model: str | None = None
+    ) -> bool:
+        """Keep an entry's embedding (L4); False if the owner has no entry with that id.
+
+        A vector of another model or dimension than the bank's is refused
+        (`EmbeddingsMismatchError`).
+        """
         _checks.check_open(self, self._closed)
         _bank.check_owner(owner)
         checked = _bank.unit(_bank.check_vector(vector))
         if entry_id not in self._bank.get(owner, {}):
             return False
+        self._embedding_model = _bank.check_model(self._embedding_model, model, len(checked))
         self._vectors.setdefault(owner, {})[entry_id] = checked
         return True
 
     async def bank_nearest(
-        self, owner: str, vector: list[float], *, limit: int = 100
+        self, owner: str, vector: list[float], *, limit: int = 100, model: str | None = None
     ) -> list[tuple[BankEntry, float]]:
         """The owner's `limit` entries most similar to `vector` (cosine above 0), best first."""
         query = _bank.check_vector(vector)
+        if self._embedding_model is None:
+            return []  # no vector kept yet
+        _bank.check_model(self._embedding_model, model, len(query))
         entries = {entry["id"]: entry for entry in self._entries(owner)}  # newest first
         vectors = self._vectors.get(owner, {})
         pairs = ((key, vectors[key]) for key in entries if key in vectors)

@@ -74,8 +74,11 @@ async def test_l2_inject_puts_the_relevant_entries_after_the_system_prompt(store
     assert "- Prefers a double room" in block.text and "- Allergic to feathers" in block.text
     stored = await engine.get_session(result.session_id or "")
     assert stored is not None
-    assert all(BLOCK_PREFIX not in str(m["data"]["content"]) for ns in stored["memory"].values()
-               for m in ns["messages"])  # the request only (M7); never the stored history
+    assert all(
+        BLOCK_PREFIX not in str(m["data"]["content"])
+        for ns in stored["memory"].values()
+        for m in ns["messages"]
+    )  # the request only (M7); never the stored history
     await engine.run("MemoryFlow", "hello", owner="bob")
     assert not any(BLOCK_PREFIX in m.text for m in model.requests[1].messages)
 

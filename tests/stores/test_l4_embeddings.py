@@ -7,14 +7,17 @@ index finds nothing, without a network or a model.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from bank_stores import BANK_FACTORIES
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from picoflow import Flow, FlowDefinitionError, FlowEngine, Step
 from picoflow._bank import MemoryBank
 from picoflow._bank.vectors import fuse
+from picoflow.errors import EmbeddingsMismatchError
 from picoflow.stores._bank import new_entry
 from picoflow.stores.base import Store
 from picoflow.testing import KeywordEmbeddings, ScriptedChatModel, tool_call
@@ -24,6 +27,13 @@ CONCEPTS = {
     "car": ["car", "van", "parking", "garage"],
     "food": ["breakfast", "dinner", "vegan", "meal"],
 }
+
+
+@pytest.fixture(params=list(BANK_FACTORIES))
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    """Every store, and SQLite both with the vec0 index and without it (Python scoring)."""
+    async with BANK_FACTORIES[request.param](request) as fresh_store:
+        yield fresh_store
 
 
 class Broken(Embeddings):
@@ -81,7 +91,8 @@ async def test_l4_vectors_follow_their_entries_and_stay_with_their_owner(store: 
     assert [e["kind"] for e, _ in await vectors.bank_nearest("ada", car)] == ["preference"]
     assert await vectors.bank_set_vector("bob", entry["id"], pet) is False  # not bob's
     assert await vectors.bank_nearest("bob", car) == []
-    assert await vectors.bank_nearest("ada", [1.0, 1.0]) == []  # another length: no match
+    with pytest.raises(EmbeddingsMismatchError, match="3 dimensions.*2 dimensions"):
+        await vectors.bank_nearest("ada", [1.0, 1.0])  # another length: refused, never mixed
     assert await bank.delete(entry["id"]) is True
     assert await vectors.bank_nearest("ada", car) == []
     await bank.add("Has a cat")
