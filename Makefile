@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo lint test serve bench clean scenarios
+.PHONY: demo lint test serve bench clean scenarios node-clients
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,17 +27,27 @@ lint: $(STAMP)
 	$(BIN)/python -m mypy
 	$(BIN)/lint-imports
 
+# G3: the real front-end clients (@ag-ui/client, ai) the protocol tests drive, and Vite, React
+# and @ai-sdk/react for their useChat page (tests/server/protocols/ui), pinned in
+# tests/package.json and its lock; `npm ci` installs exactly the locked versions, once per lock.
+NODE_CLIENTS := tests/node_modules/.package-lock.json
+$(NODE_CLIENTS): tests/package.json tests/package-lock.json
+	npm ci --prefix tests --no-audit --no-fund --loglevel=error
+	touch $(NODE_CLIENTS)
+
+node-clients: $(NODE_CLIENTS)
+
 # The suite runs on two workers (pytest-xdist): these machines have two cores. PYTEST_ARGS="-n 0"
 # runs it in one process, e.g. to debug a test.
 PYTEST_ARGS ?= -n 2 --durations=15
-test: lint
+test: lint $(NODE_CLIENTS)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/turn_overhead.py
 
 clean:
-	rm -rf $(VENV) .picoflow .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .picoflow .pytest_cache .mypy_cache .ruff_cache tests/node_modules
 
 # X2: every demo flow's scenarios through the runner, not only through pytest, on the offline
 # models (no key). A demo whose scenarios/ folder holds no scenario yet is skipped.
