@@ -19,12 +19,41 @@ __all__ = [
     "session_headers",
     "request_id_for",
     "wants_raw",
+    "escaped",
+    "logged_path",
 ]
 
 SESSION_HEADER = "CHAT_SESSION_ID"
 SESSION_HEADER_ALT = "chat-session-id"
 REQUEST_ID_HEADER = "X-Request-ID"
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# What must not reach a log line raw: C0 and C1 controls and DEL (a NUL, a newline that forges
+# a line, a terminal escape), line separators, bidi overrides, lone surrogates, the backslash.
+_UNSAFE = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\\\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def escaped(text: str) -> str:
+    r"""A client's text (a path, a header), safe to log: each unsafe character as an escape (H11).
+
+    >>> print(escaped("/ai/x\x00y\x1b[31m\\"))
+    /ai/x\x00y\x1b[31m\\
+    """
+    return _UNSAFE.sub(_escape, text)
+
+
+def logged_path(request: Request) -> str:
+    """The path as the client sent it, escaped: `request.url.path` silently drops newlines."""
+    return escaped(request.scope["path"])
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "\\":
+        return "\\\\"
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def session_headers(session_id: str | None) -> dict[str, str]:

@@ -3,7 +3,10 @@
 The body of a turn is read here, not by FastAPI: FastAPI reads the whole body into memory before
 any check can run, so a 100 MB `config` would be buffered (and stored) before anything said no.
 Here the declared `Content-Length` is checked before a byte is read, and the bytes actually
-received are counted while they stream in, so at most `max_body_bytes` are ever held.
+received are counted while they stream in, so at most `max_body_bytes` are ever held. Every
+route reads its body here, so every route refuses the same bodies (H8): a JSON object with a
+duplicate key, for one, is a 400 wherever it is sent. What a request's headers must be is
+checked before any route, by `_input_rules`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pydantic import ValidationError
 from starlette.requests import ClientDisconnect
 
 from picoflow.server._errors import ApiError, ClientGone, validation_problem
+from picoflow.server._input_rules import HINT, header_sizes_problem, media_type_problem
 from picoflow.server._schemas import RunRequest
 from picoflow.session import continuation
 
@@ -28,7 +32,9 @@ __all__ = [
     "Limits",
     "read_json_body",
     "read_json_request",
+    "read_optional_body",
     "check_turn_sizes",
+    "check_text_sizes",
     "check_header_sizes",
     "check_single",
     "read_run_request",
@@ -37,10 +43,6 @@ __all__ = [
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INT64 = range(-(2**63), 2**63)
-HINT = (
-    'Send a JSON object such as {"flowName": "HotelFlow", "message": "Hi"} with '
-    "Content-Type: application/json."
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,21 +71,10 @@ class Limits:
 
 
 def check_header_sizes(request: Request, limits: Limits) -> None:
-    """431 for too many or too large headers, whatever the HTTP server in front allows.
-
-    Servers differ (uvicorn's h11 stops at 16 KB of headers, httptools at none), and every
-    header is held in memory for the whole request, so the limit is the app's own.
-    """
-    headers = request.scope["headers"]
-    size = sum(len(name) + len(value) for name, value in headers)
-    if len(headers) > limits.max_headers or size > limits.max_header_bytes:
-        raise ApiError(
-            431,
-            f"The request has {len(headers)} headers of {size} bytes in all; this server "
-            f"accepts at most {limits.max_headers} headers and {limits.max_header_bytes} "
-            "bytes. Send fewer or smaller headers (large cookies are the usual cause).",
-            code="headers_too_large",
-        )
+    """`header_sizes_problem`, raised; the app's input rules already ran it (H9)."""
+    problem = header_sizes_problem(request.scope["headers"], limits)
+    if problem is not None:
+        raise problem
 
 
 def check_single(request: Request, *names: str) -> None:
@@ -154,28 +145,21 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-# What a browser page of another site can send without a CORS preflight: a "simple" request
-# has one of these types (or none), so a turn must never run from such a body.
-_JSON_TYPES = ("application/json",)
+async def read_optional_body(request: Request, limits: Limits) -> Any:
+    """The body of a route that needs none (`/ai/end`): None when empty, else checked JSON.
+
+    A body that is sent is read like any other (H8: duplicate keys, depth, sizes), so every
+    POST route refuses the same bad bodies, even one it would ignore.
+    """
+    body = await _read_body(request, limits.max_body_bytes)
+    return _parse(body, limits.max_json_depth) if body.strip() else None
 
 
 def _check_media_type(request: Request, hint: str = HINT) -> None:
-    """415 unless the body is declared JSON: text/plain would let any site run turns.
-
-    A page of another origin may POST `text/plain` (or a form) without a CORS preflight; the
-    browser hides the reply from it, but the turn would still run as the visitor (with their
-    cookies). Requiring `application/json` forces the preflight, which CORS then decides.
-    """
-    declared = request.headers.getlist("content-type")
-    media = declared[0].split(";")[0].strip().lower() if len(declared) == 1 else ""
-    if media in _JSON_TYPES or (media.startswith("application/") and media.endswith("+json")):
-        return
-    shown = ", ".join(repr(value[:60]) for value in declared) or "none"
-    raise ApiError(
-        415,
-        f"The request's Content-Type is {shown}, but this server reads only JSON bodies. {hint}",
-        code="unsupported_media_type",
-    )
+    """`media_type_problem`, raised; the app's input rules already ran it (H8)."""
+    problem = media_type_problem(request.scope["headers"], hint)
+    if problem is not None:
+        raise problem
 
 
 def _too_large(what: str, limit: int) -> ApiError:
@@ -204,6 +188,13 @@ def _parse(body: bytes, max_depth: int, hint: str = HINT) -> Any:
         data = _DECODER.decode(text)
     except RecursionError:
         raise _too_deep(max_depth) from None
+    except _DuplicateKey as exc:
+        raise ApiError(
+            400,
+            f"The request is not valid (the key {_shown(exc.key)!r} appears twice in one JSON "
+            f"object, and which one counts would be a guess). {hint}",
+            code="invalid_body",
+        ) from None
     except ValueError as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise ApiError(
@@ -241,9 +232,30 @@ def _parse_float(text: str) -> float | _Unkeepable:
     return number if math.isfinite(number) else _Unkeepable(text)  # 1e400 is infinity
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused when a key comes twice (H8): `json` would keep the last one."""
+    made = dict(pairs)
+    if len(made) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return made
+
+
 # `json.loads` with these hooks builds a decoder per call, a third of the parse of a turn's body.
 _DECODER = json.JSONDecoder(
-    parse_constant=_refuse_constant, parse_int=_parse_int, parse_float=_parse_float
+    object_pairs_hook=_object,
+    parse_constant=_refuse_constant,
+    parse_int=_parse_int,
+    parse_float=_parse_float,
 )
 
 
@@ -357,3 +369,28 @@ def check_turn_sizes(message: str, config: dict[str, Any] | None, limits: Limits
             "the session) and send a reference to it instead.",
             code="config_too_large",
         )
+
+
+def check_text_sizes(fields: dict[str, Any], limits: Limits) -> None:
+    """413 for a text over `max_message_chars` or args over `max_config_bytes` (H11).
+
+    The texts people send (operator replies, notes) are stored and read by the model like a
+    user's message, so they get its limit; edited args are a tool's input, bounded like `config`.
+    """
+    for name, value in fields.items():
+        if isinstance(value, str) and len(value) > limits.max_message_chars:
+            raise ApiError(
+                413,
+                f"The {name} has {len(value)} characters; this server accepts at most "
+                f"{limits.max_message_chars} (max_message_chars). Shorten it.",
+                code=f"{name}_too_long",
+            )
+        if isinstance(value, dict):
+            size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+            if size > limits.max_config_bytes:
+                raise ApiError(
+                    413,
+                    f"The {name} have {size} bytes as JSON; this server accepts at most "
+                    f"{limits.max_config_bytes} (max_config_bytes). Send smaller {name}.",
+                    code=f"{name}_too_large",
+                )

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 
-from fastapi import FastAPI, Response
+from fastapi import FastAPI, Request, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from picoflow._ops._metrics import metrics_for_app
 from picoflow._ops._otel import continued_trace
 from picoflow.engine import FlowEngine
+from picoflow.server._auth import principal_of
 
 __all__ = ["install_observability"]
 
@@ -20,7 +21,9 @@ def install_observability(app: FastAPI, engine: FlowEngine, *, metrics: bool) ->
         recorder = engine.telemetry.metrics or metrics_for_app()
         engine.telemetry.attach_metrics(recorder)
 
-        async def serve_metrics() -> Response:
+        async def serve_metrics(request: Request) -> Response:
+            # H10: the metrics name flows, models and tools, so they need a principal too.
+            await principal_of(request, request.app.state.picoflow.authorize)
             body, content_type = recorder.exposition()
             return Response(body, media_type=content_type)
 

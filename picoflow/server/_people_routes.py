@@ -27,13 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from picoflow.engine import TurnResult
 from picoflow.server._auth import caller_of, principal_of
 from picoflow.server._errors import ApiError, turn_error, validation_problem
-from picoflow.server._headers import (
-    REQUEST_ID_HEADER,
-    SESSION_HEADER,
-    SESSION_HEADER_ALT,
-    request_id_for,
-)
-from picoflow.server._limits import read_json_body
+from picoflow.server._headers import REQUEST_ID_HEADER, SESSION_HEADER, escaped, request_id_for
+from picoflow.server._input_rules import hint_for, session_header
+from picoflow.server._limits import check_text_sizes, read_json_request
 from picoflow.server._schemas import ErrorEnvelope, envelope_of
 from picoflow.server._stream import STREAM_HEADERS, sse_frame
 
@@ -155,8 +151,16 @@ def _require(request: Request, settings: Any, role: str) -> None:
 
 
 def _session(request: Request, session: str | None) -> str:
-    headers = request.headers
-    session_id = session or headers.get(SESSION_HEADER) or headers.get(SESSION_HEADER_ALT) or ""
+    """The session of `?session=` or of the header, read as `/ai/run` reads it (H9)."""
+    from_header = session_header(request)
+    if session and from_header and session != from_header:
+        raise ApiError(
+            400,
+            f"?session= and the {SESSION_HEADER} header name different sessions "
+            f"('{escaped(session[:60])}' and '{from_header}'). Name the session once.",
+            code="invalid_session_header",
+        )
+    session_id = session or from_header or ""
     if not session_id:
         raise ApiError(
             400,
@@ -166,15 +170,19 @@ def _session(request: Request, session: str | None) -> str:
     return session_id
 
 
-async def _body(request: Request, settings: Any, model: type[_Body]) -> Any:
-    data = await read_json_body(request, settings.limits)
+async def _body(request: Request, settings: Any, model: type[_Body], route: str) -> Any:
+    """The body, as every route reads one (H8), its texts within the limits (H11)."""
+    hint = hint_for(route)
+    data = await read_json_request(request, settings.limits, hint)
     try:
-        return model.model_validate(data)
+        body = model.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(validation_problem(error) for error in exc.errors()[:3])
         raise ApiError(
-            400, f"The request is not valid ({problems}).", code="invalid_body"
+            400, f"The request is not valid ({problems}). {hint}", code="invalid_body"
         ) from None
+    check_text_sizes(body.model_dump(exclude_none=True), settings.limits)
+    return body
 
 
 def _answer(result: TurnResult, request: Request) -> JSONResponse:
@@ -222,7 +230,7 @@ async def resolve(
     """Approve, edit or reject; the reply is the model's answer after the decision."""
     _require(request, settings, APPROVER)
     session_id = _session(request, session)
-    body = await _body(request, settings, ResolveRequest)
+    body = await _body(request, settings, ResolveRequest, "/ai/approvals/{approval_id}")
     engine = settings.engine
     waiting = {a["id"]: a for a in await engine.pending_approvals(session_id)}
     asked = waiting.get(approval_id)
@@ -238,7 +246,7 @@ async def resolve(
         session_id, approval_id, body.decision, args=body.args, by=caller, note=body.note
     )
     response = _answer(result, request)
-    if asked is not None:
+    if asked is not None and result.success:  # a refused resolve (429, 409) decided nothing
         settings.people.hub.publish(
             session_id,
             "approval_resolved",
@@ -273,7 +281,7 @@ async def operator_reply(
     """The text goes to the user (`operator_message` on GET /ai/events) and into the history."""
     _require(request, settings, OPERATOR)
     session_id = _session(request, session)
-    body = await _body(request, settings, OperatorReply)
+    body = await _body(request, settings, OperatorReply, "/ai/operator/reply")
     result = await settings.engine.operator_reply(session_id, body.message, by=caller)
     response = _answer(result, request)
     settings.people.hub.publish(
@@ -294,7 +302,7 @@ async def return_to_flow(
     """The flow's model answers the next user message, having read the operator's."""
     _require(request, settings, OPERATOR)
     session_id = _session(request, session)
-    body = await _body(request, settings, ReturnRequest)
+    body = await _body(request, settings, ReturnRequest, "/ai/operator/return")
     result = await settings.engine.return_to_flow(session_id, body.step, body.note, by=caller)
     response = _answer(result, request)
     settings.people.hub.publish(session_id, "operator_returned", {"step": result.step})

@@ -21,7 +21,6 @@ from picoflow.server._auth import principal_of
 from picoflow.server._errors import RETRY_AFTER_SECONDS, ApiError
 from picoflow.server._headers import REQUEST_ID_HEADER, request_id_for
 from picoflow.server._kept import KEEPALIVE, StreamKeeper
-from picoflow.server._limits import check_header_sizes
 from picoflow.server._schemas import ErrorEnvelope
 from picoflow.server._stream import STREAM_HEADERS, error_done, sse_frame
 from picoflow.stores._streams import KeptStream, is_turn_id
@@ -79,7 +78,6 @@ async def resume_stream(
     `create_app(stream_ttl=...)` seconds (600 by default) after their last event.
     """
     settings: Any = request.app.state.picoflow
-    check_header_sizes(request, settings.limits)
     principal = await principal_of(request, settings.authorize)
     after = _after(turn_id, last_event_id)
     keeper: StreamKeeper = settings.streams

@@ -36,12 +36,12 @@ from picoflow.server._idempotency import (
     fingerprint,
     key_of,
 )
+from picoflow.server._input_rules import session_header
 from picoflow.server._kept import StreamKeeper
 from picoflow.server._lifecycle import RunningTurns, store_problem
 from picoflow.server._limits import (
     Limits,
-    check_header_sizes,
-    check_single,
+    read_optional_body,
     read_run_request,
     refuse_empty_message,
 )
@@ -56,7 +56,6 @@ from picoflow.server._schemas import (
     envelope_of,
 )
 from picoflow.server._stream import STREAM_HEADERS, idempotent_events, replayed_events
-from picoflow.session import is_session_id
 
 __all__ = ["router", "run_router", "ServerSettings", "STATIC_DIR"]
 
@@ -134,25 +133,9 @@ async def _session_id(
     """The session id the client sent, or None to start a new session.
 
     An empty header means "no session yet": some clients always send it, empty on turn one.
+    The parameters document the headers; `session_header` reads them, for every route alike.
     """
-    check_single(request, SESSION_HEADER, SESSION_HEADER_ALT)
-    first, second = chat_session_id or None, chat_session_id_alt or None
-    if first and second and first != second:
-        raise ApiError(
-            400,
-            f"The {SESSION_HEADER} and {SESSION_HEADER_ALT} headers name different sessions "
-            f"('{first}' and '{second}'). Send the session id in one of them.",
-            code="invalid_session_header",
-        )
-    session_id = first or second
-    if session_id is not None and not is_session_id(session_id):
-        raise ApiError(
-            400,
-            f"The {SESSION_HEADER} header is not a session id this server issued. Send the "
-            "`session` value of an earlier reply, or omit the header to start a new session.",
-            code="invalid_session_header",
-        )
-    return session_id
+    return session_header(request)
 
 
 async def _idempotency_key(
@@ -166,13 +149,7 @@ async def _idempotency_key(
         ),
     ] = None,
 ) -> str | None:
-    check_single(request, IDEMPOTENCY_HEADER)
-    return check_key(key)
-
-
-async def _headers_within_limits(request: Request) -> None:
-    settings: ServerSettings = request.app.state.picoflow
-    check_header_sizes(request, settings.limits)
+    return check_key(key)  # sent twice, the input rules refused it (H9)
 
 
 async def _turn_inputs(
@@ -186,21 +163,18 @@ async def _turn_inputs(
     (issue 24). The headers stay documented through `_TURN_HEADERS`.
     """
     settings: ServerSettings = request.app.state.picoflow
-    check_header_sizes(request, settings.limits)  # H1: first, as the router's dependency does
-    principal = await principal_of(request, settings.authorize)
-    headers = request.headers
-    session_id = await _session_id(
-        request, headers.get(SESSION_HEADER), headers.get(SESSION_HEADER_ALT)
-    )
-    return settings, principal, session_id, key_of(request)
+    principal = await principal_of(request, settings.authorize)  # headers: see _input_rules
+    return settings, principal, session_header(request), key_of(request)
 
 
 Principal = Annotated[str | None, Depends(_principal)]
 SessionId = Annotated[str | None, Depends(_session_id)]
 IdempotencyKey = Annotated[str | None, Depends(_idempotency_key)]
-router = APIRouter(dependencies=[Depends(_headers_within_limits)])
-# `/ai/run` checks its headers itself (`_turn_inputs`): solving even one router dependency
-# per request cost FastAPI more than the check it runs (issue 24).
+# Header limits and the other input rules of every route are the app's middleware
+# (`_input_rules.InputRules`), not a router dependency: solving even one dependency per
+# request cost FastAPI more than the check it runs (issue 24), and a route cannot forget it.
+router = APIRouter()
+# `/ai/run` reads its headers itself (`_turn_inputs`), sparing FastAPI's solving (issue 24).
 run_router = APIRouter()
 
 
@@ -375,7 +349,11 @@ def _stream_events(
 async def end_session(
     principal: Principal, request: Request, settings: Settings, session_id: SessionId
 ) -> JSONResponse:
-    """Delete the session named by the header. Ending an unknown session also succeeds."""
+    """Delete the session named by the header. Ending an unknown session also succeeds.
+
+    It takes no body; one that is sent must be JSON like any other route's (H8).
+    """
+    await read_optional_body(request, settings.limits)
     if session_id is None:
         raise ApiError(
             400,

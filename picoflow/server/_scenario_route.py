@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 
 from picoflow.server._errors import ApiError
 from picoflow.server._headers import SESSION_HEADER
+from picoflow.server._limits import read_optional_body
 from picoflow.server._routes import Principal, SessionId, Settings
 
 __all__ = ["offer_scenario_export", "scenario_router"]
@@ -37,9 +38,10 @@ def offer_scenario_export(app: FastAPI) -> FastAPI:
 
 @scenario_router.post("/ai/scenario", summary="Export the session as a scenario file")
 async def export_scenario(
-    principal: Principal, settings: Settings, session_id: SessionId
+    principal: Principal, settings: Settings, session_id: SessionId, request: Request
 ) -> Response:
-    """The session named by the header as a `*.scenario.json` (a download)."""
+    """The session named by the header as a `*.scenario.json` (a download); it takes no body."""
+    await read_optional_body(request, settings.limits)  # one that is sent is checked (H8)
     from picoflow.scenarios import (
         export_session,  # the scenarios build on the engine, not the server
     )

@@ -22,6 +22,7 @@ from picoflow.server._heap import settle_heap
 from picoflow.server._history_routes import history_router
 from picoflow.server._idempotency import IDEMPOTENCY_HEADER
 from picoflow.server._idle_task import IdleCompaction
+from picoflow.server._input_rules import InputRules
 from picoflow.server._kept import DEFAULT_TTL_SECONDS, KEEPALIVE_SECONDS, StreamKeeper
 from picoflow.server._limits import Limits
 from picoflow.server._observe import install_observability
@@ -29,6 +30,7 @@ from picoflow.server._people_routes import PeopleSettings, people_router
 from picoflow.server._resume import resume_router
 from picoflow.server._routes import STATIC_DIR, ServerSettings, router, run_router, run_turn
 from picoflow.server._schemas import RunEnvelope, RunRequest
+from picoflow.server.protocols import install_protocols
 
 __all__ = ["create_app"]
 
@@ -92,7 +94,7 @@ def create_app(
     people = PeopleSettings(allow_self_approval)
     settings = ServerSettings(engine, limits, authorize, people=people, streams=streams)
     app = _new_app(settings, expose_docs, shutdown_grace, compact_idle_every)
-    _install(app, engine, list(cors_origins), metrics=metrics)
+    _install(app, settings, list(cors_origins), metrics=metrics)
     _serve_picoflow_extras(app, public_dir, chat_route)
     return app
 
@@ -118,18 +120,24 @@ def _new_app(
     return app
 
 
-def _install(app: FastAPI, engine: FlowEngine, origins: list[str], *, metrics: bool) -> None:
-    """Error handlers, routes, static files, CORS and observability, in the order they need."""
+def _install(app: FastAPI, settings: ServerSettings, origins: list[str], *, metrics: bool) -> None:
+    """Error handlers, routes, static files, input rules, CORS and observability, in order.
+
+    The input rules (H8-H11) wrap every route, those added later too; CORS wraps them, so a
+    page of an allowed origin can read their refusals.
+    """
     install_error_handlers(app)
     app.include_router(run_router)  # first, where `router` had it: route order is unchanged
     app.include_router(router)
     app.include_router(people_router)
     app.include_router(history_router)  # W1-W4 over HTTP
     app.include_router(resume_router)
+    install_protocols(app)  # G1-G3: AG-UI and the AI SDK UI message stream
     _describe_run_body(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.add_middleware(InputRules, limits=settings.limits, authorize=settings.authorize)
     _allow_cross_site(app, origins)
-    install_observability(app, engine, metrics=metrics)
+    install_observability(app, settings.engine, metrics=metrics)
 
 
 def _serve_picoflow_extras(
