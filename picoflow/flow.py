@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pydash
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from picoflow._internal.conversation import Conversation, conversation_in
 from picoflow._internal.live_session import LiveSession
 from picoflow._internal.services import TurnServices
 from picoflow._internal.state import get_path, to_json
+from picoflow.decisions._provider import DecisionErrorContext, DecisionOptions
 from picoflow.errors import FlowDefinitionError
 from picoflow.memory import Memory, Namespace, request_messages
 from picoflow.models import ModelLike, ProviderFactory
@@ -114,6 +116,21 @@ class Flow:
         """Asked when the step's `on_llm_blocked` returned None (U4); same answers.
 
         None (the default) lets the refused reply stand, with a warning.
+        """
+        return None
+
+    def config_decision(self) -> DecisionOptions | Mapping[str, Any] | None:
+        """The decision options of every `DecisionStep` that does not override them (D2).
+
+        Return `DecisionOptions(provider=, model=, timeout=, max_retries=)` (or a dict of
+        those fields); a step's `use_decision(...)` wins field by field.
+        """
+        return None
+
+    def on_decision_error(self, step: Step, context: DecisionErrorContext) -> Any:
+        """A decision of `step` failed and the step's own hook returned None (D2).
+
+        Same answers as `DecisionStep.on_decision`; None (the default) fails the turn.
         """
         return None
 
@@ -216,6 +233,38 @@ class Flow:
     def get_memory(self) -> Memory:
         """The flow's memory: namespaces and compaction policy (M3)."""
         return self._memory
+
+    def get_conversation(self, namespace: str, max_prior_requests: int = 4) -> Conversation:
+        """What the user asked in `namespace`: the newest request and up to N before it (D4).
+
+        The view a `DecisionStep`'s provider gets as `request` and `prior_requests`: human
+        messages only, oldest first, without the openers the framework adds to move along
+        (marked `additional_kwargs={"origin": "navigation"}`); a message forwarded with
+        `.with_message(...)` counts. A namespace not used yet has no requests.
+
+        Raises:
+            TypeError: `namespace` is not a str.
+            ValueError: `max_prior_requests` is not a whole number of 0 or more.
+        """
+        if not isinstance(namespace, str):
+            raise TypeError(f"get_conversation() needs a namespace name, got {namespace!r}.")
+        record = self._memory.namespaces().get(namespace)  # a step's class name is one too
+        return conversation_in(record.messages if record else [], max_prior_requests)
+
+    def get_flow_engine(self) -> Any:
+        """The `FlowEngine` running this flow's turn (D4); from `init()`, hooks and tools.
+
+        Raises:
+            FlowDefinitionError: called outside a turn (a flow built by hand, or before the
+                engine has lent it its services).
+        """
+        engine = self._services.engine
+        if engine is None:
+            raise FlowDefinitionError(
+                f"{self.name}.get_flow_engine() was called outside a turn. Call it from init(), "
+                "a hook or a tool while the engine runs the flow."
+            )
+        return engine
 
     def get_session_doc(self) -> dict[str, Any]:
         """A copy of the session document as this turn loaded it (PicoFlow's `getSessionDoc`).

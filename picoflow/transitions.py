@@ -10,12 +10,26 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
+
+from picoflow.models import ModelLike, ModelSpec, parse_model
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
     from picoflow.step import Step
 
-__all__ = ["ToolResult", "go", "stay", "direct", "finish", "handoff"]
+__all__ = [
+    "ToolResult",
+    "go",
+    "stay",
+    "direct",
+    "direct_to",
+    "finish",
+    "handoff",
+    "RetryWithModel",
+    "retry_with_model",
+]
 
 TransitionKind = Literal["stay", "go", "direct", "finish", "handoff"]
 
@@ -79,6 +93,43 @@ def direct(text: str) -> ToolResult:
     if not isinstance(text, str):
         raise TypeError(f"direct() needs the reply text as a str, got {type(text).__name__}.")
     return ToolResult("direct", text=text)
+
+
+def direct_to(target: type[Step] | str, text: str) -> ToolResult:
+    """Move to `target` and answer the user with `text` verbatim, with no model call (D4).
+
+    The move is an ordinary `go` (`on_exit`, `on_enter` and a sequence entry when the cursor
+    really moves; nothing when `target` is current); `text` is stored in the destination's
+    namespace as a direct reply, and `target` takes the user's next message. PicoFlow's
+    `directTo(Step, text)`; the same as `go(target).with_message(AIMessage(text, direct))`.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"direct_to() needs the reply text as a str, got {type(text).__name__}.")
+    return go(target).with_message(AIMessage(text, additional_kwargs={"direct": True}))
+
+
+@dataclass(frozen=True, slots=True)
+class RetryWithModel:
+    """What `on_llm_error` returns to try the same step once more on another model (D4).
+
+    Build it with `retry_with_model(spec)`.
+    """
+
+    model: ModelSpec | BaseChatModel
+
+
+def retry_with_model(model: ModelLike) -> RetryWithModel:
+    """From `on_llm_error`: carry on the failed step on `model`, for this turn only (D4).
+
+    The step keeps its prompt, memory, tools and output schema; each of its model calls this
+    turn (a tool follow-up too) makes one attempt on `model`, without retries. Later turns use
+    the configured model again. A fallback that fails goes to `on_llm_error` once more, which
+    may answer but not fall back a second time.
+
+    Raises:
+        FlowDefinitionError: `model` is not a model name, a `ModelSpec` or a chat model.
+    """
+    return RetryWithModel(parse_model(model, "retry_with_model"))
 
 
 def finish(text: str | None = None) -> ToolResult:

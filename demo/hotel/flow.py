@@ -42,6 +42,17 @@ def offline_provider(spec: ModelSpec) -> BaseChatModel:
     return provide(spec)
 
 
+_REASONING = ModelSpec("openai", "gpt-5.1", params={"reasoning": {"effort": "low"}})
+STEP_MODELS: dict[str, ModelSpec] = {
+    "ExploreStep": _REASONING,
+    "PresentStep": ModelSpec("openai", OPENAI_MODEL.split(":")[1], params={"temperature": 0.5}),
+    "CompareStep": _REASONING,
+}
+"""PicoFlow's HotelFlow step models (D4), used when the flow runs on ``OPENAI_MODEL``: the
+criteria and the comparison on a reasoning model with low effort, the presentation on the
+flow's own model (its params merge with the flow's) at temperature 0.5; EndStep keeps the flow's.
+"""
+
 PROVIDERS = {"offline": offline_provider}
 """Model providers the demo adds to picoflow's built-in ones: ``FlowEngine(providers=...)``."""
 
@@ -86,10 +97,13 @@ class HotelFlow(Flow):
         return self.chat_model if self.chat_model is not None else default_model()
 
     def define_steps(self) -> list[Step]:
-        """Explore, present, compare and end, in this order."""
-        return [
+        """Explore, present, compare and end, in this order; on OpenAI, each its own model."""
+        steps: list[Step] = [
             ExploreStep(self).use_memory(EXPLORE_MEMORY),
             PresentStep(self),
             CompareStep(self),
-            EndStep(self).use_memory("end"),
         ]
+        if self.config_model() == OPENAI_MODEL:  # D4: PicoFlow's per-step models
+            for step in steps:
+                step.use_model(STEP_MODELS[step.name])
+        return [*steps, EndStep(self).use_memory("end")]

@@ -3,7 +3,8 @@
 A `Flow` is built fresh for every turn (F1) and knows nothing of the engine that runs it. A few
 of its public methods still need the engine's services: `memory_bank()` needs the store, the
 session's owner and the embeddings (L1, L4, L5); `Step.run_step`/`call_tool` need the turn's
-nested runner (V2, V3, V6); `concurrent_steps` needs the batch runner (U8). The engine builds a
+nested runner (V2, V3, V6); `concurrent_steps` needs the batch runner (U8); `get_flow_engine()`
+the engine itself (D4). The engine builds a
 `TurnServices` once per turn and hands it over in one assignment, so the flow never holds loose
 engine attributes and this layer never imports the runner or the engine: they are reached
 through the two protocols below.
@@ -60,6 +61,7 @@ class TurnServices:
         embeddings: the engine's LangChain `Embeddings`, if any (L4).
         nested: runs other steps and tools in this turn (V2, V3, V6).
         batch: runs sessions of the same flow (U8).
+        engine: the `FlowEngine` running the turn, for `Flow.get_flow_engine()` (D4).
     """
 
     owner: str | None = None
@@ -67,3 +69,4 @@ class TurnServices:
     embeddings: Any = None
     nested: NestedRunner | None = None
     batch: BatchRunner | None = None
+    engine: Any = None

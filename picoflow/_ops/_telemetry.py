@@ -154,6 +154,34 @@ class Telemetry:
                     record.output_tokens,
                 )
 
+    def decision_call(
+        self, provider: str, model: str | None, step: str
+    ) -> AbstractContextManager[CallRecord]:
+        """One attempt of a decision step's provider call (D2): a `gen_ai` span, no metrics."""
+        tracer = self._tracing()
+        if tracer is None:
+            return _NULL
+        return self._decision_call(tracer, provider, model, step)
+
+    @contextmanager
+    def _decision_call(
+        self, tracer: OtelTracer, provider: str, model: str | None, step: str
+    ) -> Iterator[CallRecord]:
+        record = CallRecord()
+        record.set("gen_ai.operation.name", "decision")
+        record.set("gen_ai.provider.name", provider)
+        record.set("gen_ai.request.model", model)
+        record.set("picoflow.step", step)
+        with tracer.span(f"decision {provider}", record, client=True):
+            try:
+                yield record
+            except BaseException:
+                record.outcome = "error"
+                raise
+            finally:
+                record.set("gen_ai.usage.input_tokens", record.input_tokens)
+                record.set("gen_ai.usage.output_tokens", record.output_tokens)
+
     def operation(self, name: str, **attributes: Any) -> AbstractContextManager[CallRecord]:
         """A span for a tool call, a compaction, or a store load or save (`picoflow.<name>`)."""
         tracer = self._tracing()

@@ -15,7 +15,12 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
-from picoflow._runner.llm_hooks import blocked_outcome, llm_error_outcome
+from picoflow._runner.llm_hooks import (
+    blocked_context,
+    blocked_outcome,
+    llm_error_outcome,
+    provider_and_model,
+)
 from picoflow._runner.structured import (
     FINAL_TOOL,
     check_output_schema,
@@ -27,9 +32,10 @@ from picoflow._runner.structured import (
 from picoflow._runner.turn import RunFrame, append_message, apply_transition, message_text
 from picoflow.errors import FlowDefinitionError
 from picoflow.flow import Flow
-from picoflow.models._retries import ModelCallError
+from picoflow.models._hook_contexts import LlmErrorContext
+from picoflow.models._retries import ModelCallError, describe_error, model_name, retries_of
 from picoflow.step import Step
-from picoflow.transitions import ToolResult, finish
+from picoflow.transitions import RetryWithModel, ToolResult, finish
 
 __all__ = ["Reply", "respond", "take_final", "recover", "settle_blocked", "is_plain"]
 
@@ -147,9 +153,15 @@ async def recover(
     flow_default = type(flow).on_llm_error is Flow.on_llm_error
     if type(step).on_llm_error is Step.on_llm_error and flow_default:
         raise error
-    outcome = await llm_error_outcome(flow, step, error)  # the step's, else the flow's (U4)
+    context = error_context(step, error, run)
+    outcome = await llm_error_outcome(flow, step, error, context)  # the step's, else the flow's
     if outcome is None:
         raise error
+    if isinstance(outcome, RetryWithModel):  # D4: the same step, once more, on another model
+        if run.fallback is not None:
+            raise _second_fallback(step, run, outcome) from error
+        run.fallback = outcome.model
+        return step, None
     if isinstance(outcome, str):
         message = AIMessage(outcome, id=step.gen_message_id())
         return step, _accept(step, message, outcome, run)
@@ -161,15 +173,46 @@ async def recover(
         return destination, None if text is None else Reply(text, text)
     raise FlowDefinitionError(
         f"{step.name}.on_llm_error() returned {outcome!r}. Return None (the turn fails), a str "
-        "(the reply to send instead), go(Step), direct(text) or finish(text)."
+        "(the reply to send instead), go(Step), direct(text), direct_to(Step, text), "
+        "finish(text) or retry_with_model(model)."
     ) from error
 
 
+def error_context(step: Step, error: ModelCallError, run: RunFrame) -> LlmErrorContext:
+    """What `on_llm_error` learns of the failure besides the error itself (D4)."""
+    fallback = run.fallback
+    selection = fallback if fallback is not None else step.get_model_selection()
+    retries = 0 if fallback is not None or selection is None else retries_of(selection)[0]
+    provider, model = provider_and_model(error.model)
+    return LlmErrorContext(
+        kind="invocation_error",
+        step_id=step.name,
+        provider=provider,
+        model=model,
+        error=error,
+        stopped_because="attempts_exhausted" if error.attempts > retries else "retry_declined",
+        attempts=error.attempts,
+        raw_reason=describe_error(error.__cause__ or error),
+        fallback=fallback is not None,
+    )
+
+
+def _second_fallback(step: Step, run: RunFrame, outcome: RetryWithModel) -> FlowDefinitionError:
+    tried = model_name(run.fallback) if run.fallback is not None else "?"
+    return FlowDefinitionError(
+        f"{step.name}.on_llm_error() returned retry_with_model({model_name(outcome.model)}) "
+        f"after the fallback to {tried} failed too; a step falls back once per turn. Return "
+        "a str, a transition or None when context.fallback is True."
+    )
+
+
 async def settle_blocked(
-    flow: Flow, step: Step, reason: str, run: RunFrame
+    flow: Flow, step: Step, reply: AIMessage, reason: str, run: RunFrame
 ) -> tuple[Step, Reply | None] | None:
     """The provider refused to answer: `on_llm_blocked` decides; None: the reply stands (U4)."""
-    outcome = await blocked_outcome(flow, step, reason)
+    spec = run.fallback if run.fallback is not None else step.get_model_selection()
+    context = blocked_context(step, spec, reply, reason) if spec is not None else None
+    outcome = await blocked_outcome(flow, step, reason, context)
     if outcome is None:
         return None
     if isinstance(outcome, str):

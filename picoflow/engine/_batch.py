@@ -65,6 +65,11 @@ class BatchRuns:
     def __init__(self, engine: StartsSessions) -> None:
         self._engine = engine
 
+    @property
+    def engine(self) -> StartsSessions:
+        """The engine these runs start sessions through; a turn's flow reaches it too (D4)."""
+        return self._engine
+
     async def run(
         self,
         flow: Flow,

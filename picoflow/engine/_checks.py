@@ -14,10 +14,12 @@ from pydantic.errors import PydanticUserError
 
 from picoflow._internal.seconds import is_seconds
 from picoflow._runner.structured import check_structured_step
+from picoflow.engine._decisions import check_decision_step
 from picoflow.errors import FlowDefinitionError
 from picoflow.flow import Flow
 from picoflow.models import ProviderRegistry, parse_model
 from picoflow.session import is_session_id
+from picoflow.step._decision import DecisionStep
 from picoflow.step._logic import LogicStep
 from picoflow.step._sources import foreign_tool_names, uses_mcp
 from picoflow.tools import collect_groups, collect_tools
@@ -41,6 +43,8 @@ def check_flow(flow_class: Any, registry: ProviderRegistry, known: dict[str, typ
         )
     flow = _build(flow_class)
     _check_rounds(flow)
+    for step in flow.steps.values():
+        check_decision_step(flow, step)  # D1: before the model check, which it is exempt from
     _check_models(flow, registry)
     for step in flow.steps.values():
         tools = collect_tools(type(step))
@@ -80,7 +84,7 @@ def _check_models(flow: Flow, registry: ProviderRegistry) -> None:
     for step in flow.steps.values():
         if step._model is not None:
             registry.check(step._model, f"{flow.name}.{step.name}.use_model()")
-        elif default is None and not isinstance(step, LogicStep):  # V1: no model, none needed
+        elif default is None and not isinstance(step, (LogicStep, DecisionStep)):  # V1, D1
             raise FlowDefinitionError(
                 f"{flow.name}.{step.name} has no model: define config_model() on the flow "
                 "(e.g. return 'openai:gpt-4o') or call .use_model(...) on the step."

@@ -7,13 +7,13 @@ or `ShopFlow().graph()` in code. The moves are read from the code (see `picoflow
 the `go(...)` targets of each step's tools and hooks, `finish()`, and the steps `run_step` /
 `run_steps` run nested, plus what a step declares in `moves_to` / `nested_steps`. The initial
 step hangs off a `start` node; `EndStep`s and steps that can finish lead to an `end` node.
-Logic steps are hexagons, steps run nested have a dashed border and are reached by dotted
-arrows. Tools that need a person's approval (K1) and `handoff()` moves (K6) are dotted arrows
-to a `person` node. With a session, the path it took is drawn over the flow: visited steps and
-taken moves in green, numbered in order, a move the code does not show as a red dotted arrow,
-and, when the path comes from the session's revision history (`--session`, or
-`draw(flow, history=...)`), each rewind, undo or edited turn as an orange dashed arrow back
-to the step it restored.
+Logic steps are hexagons, decision steps (D1) rhombuses, steps run nested have a dashed border
+and are reached by dotted arrows. Tools that need a person's approval (K1) and `handoff()` moves
+(K6) are dotted arrows to a `person` node. With a session, the path it took is drawn over the
+flow: visited steps and taken moves in green, numbered in order, a move the code does not show
+as a red dotted arrow, and, when the path comes from the session's revision history
+(`--session`, or `draw(flow, history=...)`), each rewind, undo or edited turn as an orange
+dashed arrow back to the step it restored.
 
 Markdown viewers (GitHub, GitLab, VS Code, MkDocs with a plugin) render a ```mermaid block.
 """
@@ -47,6 +47,7 @@ PERSON = "__person__"
 SOLID, DOTTED = "-->", "-.->"
 TERMINAL = "    classDef terminal fill:#f1f3f5,stroke:#868e96"
 LOGIC = "    classDef logic fill:#fff3bf,stroke:#e67700"
+DECISION = "    classDef decision fill:#f3f0ff,stroke:#6741d9"
 NESTED = "    classDef nested stroke-dasharray:5 3"
 VISITED = "    classDef visited fill:#d3f9d8,stroke:#2b8a3e,stroke-width:2px"
 CURRENT = "    classDef current fill:#d3f9d8,stroke:#2b8a3e,stroke-width:4px"
@@ -80,6 +81,7 @@ class FlowGraph:
     moves: tuple[Move, ...]
     notes: tuple[str, ...]
     approvals: tuple[tuple[str, str], ...] = ()  # K1: (step, tool) of tools needing approval
+    decision_steps: frozenset[str] = frozenset()  # D1: steps deciding through a provider
 
     def edges(self) -> set[tuple[str, str]]:
         """(from, to) of every drawn arrow: `__start__`, `__end__`, `__person__` for the ends."""
@@ -124,6 +126,7 @@ def flow_graph(flow: Flow) -> FlowGraph:
             for spec in collect_tools(type(step))
             if spec.requires_approval
         ),
+        decision_steps=frozenset(n for n, s in steps.items() if _is_kind(type(s), "DecisionStep")),
     )
 
 
@@ -172,7 +175,11 @@ def _initial(flow: Flow) -> str:
 
 def _is_logic(step_class: type) -> bool:
     """A LogicStep (V1), told by its class name, so drawing needs nothing from the runner."""
-    return any(klass.__name__ == "LogicStep" for klass in step_class.__mro__)
+    return _is_kind(step_class, "LogicStep")
+
+
+def _is_kind(step_class: type, kind: str) -> bool:
+    return any(klass.__name__ == kind for klass in step_class.__mro__)
 
 
 @dataclass(slots=True)
@@ -243,6 +250,8 @@ def _nodes(graph: FlowGraph, edges: list[_Edge]) -> list[str]:
     for name in graph.steps:
         if name in graph.logic_steps:
             lines.append(f"    {name}{{{{{name}}}}}")
+        elif name in graph.decision_steps:
+            lines.append(f"    {name}{{{name}}}")
         elif name in graph.end_steps:
             lines.append(f"    {name}([{name}])")
         else:
@@ -259,6 +268,8 @@ def _classes(graph: FlowGraph, *, ends: bool) -> list[str]:
     lines = [TERMINAL, f"    class {START}{f',{END}' if ends else ''} terminal"]
     if graph.logic_steps:
         lines += [LOGIC, f"    class {','.join(sorted(graph.logic_steps))} logic"]
+    if graph.decision_steps:
+        lines += [DECISION, f"    class {','.join(sorted(graph.decision_steps))} decision"]
     if nested:
         lines += [NESTED, f"    class {','.join(nested)} nested"]
     if graph.approvals or any(m.kind == "handoff" for m in graph.moves):

@@ -43,6 +43,8 @@ HOOKS = (
     "on_response",
     "on_llm_error",
     "run_logic",
+    "on_decision",  # D1: a decision step routes here
+    "on_decision_error",
 )
 TOOL_MARKS = ("__picoflow_tool__", "__picoflow_tool_group__")
 _UNKNOWN = object()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pydash
 
-from picoflow.scenarios._schema import Expect, StateMatcher, Turn
+from picoflow.scenarios._schema import DecisionCheck, Expect, StateMatcher, Turn
 
 __all__ = ["Observed", "check_turn", "check_state", "read_state", "describe_matcher"]
 
@@ -31,6 +31,7 @@ class Observed:
     warnings: list[str] | None = field(default_factory=list)  # None: the target cannot tell
     latency_ms: float = 0.0
     error: str | None = None
+    decisions: list[dict[str, Any]] = field(default_factory=list)  # D1: the "decision" events
 
 
 def check_turn(turn: Turn, seen: Observed, doc: Mapping[str, Any] | None) -> list[str]:
@@ -48,6 +49,8 @@ def check_turn(turn: Turn, seen: Observed, doc: Mapping[str, Any] | None) -> lis
     if expect.tools is not None and seen.tools != expect.tools:
         failures.append(f"tools: expected {expect.tools}, got {seen.tools}")
     failures.extend(_warning_failures(expect.warnings, seen.warnings))
+    if expect.decisions is not None:
+        failures.extend(_decision_failures(expect.decisions, seen.decisions))
     if expect.state:
         failures.extend(check_state(expect.state, doc))
     return failures
@@ -149,3 +152,35 @@ def _warning_failures(patterns: list[str] | None, warnings: list[str] | None) ->
 def _short(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _decision_failures(expected: list[DecisionCheck], seen: list[dict[str, Any]]) -> list[str]:
+    """Each expected decision against the turn's decision at the same place (D1)."""
+    if len(expected) != len(seen):
+        made = [f"{d.get('step')} -> {d.get('route')}" for d in seen]
+        return [f"decisions: expected {len(expected)}, got {len(seen)} {made}"]
+    failures = []
+    for number, (check, decision) in enumerate(zip(expected, seen, strict=True), start=1):
+        where = f"decision {number} ({decision.get('step')})"
+        for key in ("step", "route", "recovered"):
+            wanted = getattr(check, key)
+            if wanted is not None and decision.get(key) != wanted:
+                failures.append(f"{where} {key}: expected {wanted!r}, got {decision.get(key)!r}")
+        answers = decision.get("answers") or {}
+        for question, wanted in (check.answers or {}).items():
+            found = question in answers
+            value = _headline(answers[question]) if found else None
+            if not _holds(wanted, found, value):
+                shown = repr(value) if found else "no answer"
+                failures.append(
+                    f"{where} answer {question}: expected {describe_matcher(wanted)}, got {shown}"
+                )
+    return failures
+
+
+def _headline(answer: Any) -> Any:
+    """What an answer says in one value: a choice's label, a score, a noul's probability."""
+    if not isinstance(answer, Mapping):
+        return answer
+    kind = answer.get("type")
+    return answer.get(kind) if isinstance(kind, str) and kind in answer else answer

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "DecisionCheck",
     "Expect",
     "Scenario",
     "StateMatcher",
@@ -102,6 +103,23 @@ Patterns = Annotated[
 ]
 
 
+class DecisionCheck(_Strict):
+    """What one decision of the turn must have been (D1); only given keys are checked."""
+
+    step: str | None = Field(None, description="The decision step that decided.")
+    answers: dict[str, StateValue] | None = Field(
+        None,
+        description="Question key to the expected answer: the label of a choice, the score of "
+        "a score, the probability of a noul; a value or a matcher ({'min': 0.7}).",
+    )
+    route: str | None = Field(
+        None, description="The step the decision sent the conversation to (its own: a reply)."
+    )
+    recovered: bool | None = Field(
+        None, description="The decision failed and on_decision_error answered instead."
+    )
+
+
 class Expect(_Strict):
     """What must hold after a turn; every key is optional and only given keys are checked."""
 
@@ -119,6 +137,9 @@ class Expect(_Strict):
     )
     warnings: Patterns | None = Field(
         None, description="Each pattern must match one of the turn's warnings; [] means none."
+    )
+    decisions: list[DecisionCheck] | None = Field(
+        None, description="The decisions made this turn, in order ([] for none)."
     )
 
     @field_validator("reply", "not_reply", "warnings")

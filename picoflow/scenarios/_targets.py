@@ -45,11 +45,14 @@ class EngineTarget:
     ) -> Observed:
         """Run the turn through `FlowEngine.stream`, collecting its tool calls."""
         tools: list[str] = []
+        decisions: list[dict[str, Any]] = []
         started = time.perf_counter()
         result = None
         async for event in self.engine.stream(flow_name, message, session_id, config):
             if event.kind == "tool_call":
                 tools.append(str(event.data.get("name")))
+            elif event.kind == "decision":  # D1
+                decisions.append(dict(event.data))
             elif event.kind == "done":
                 result = event.result
         elapsed = (time.perf_counter() - started) * 1000
@@ -65,6 +68,7 @@ class EngineTarget:
             warnings=list(result.warnings),
             latency_ms=elapsed,
             error=result.error,
+            decisions=decisions,
         )
 
     async def session(self, session_id: str) -> dict[str, Any] | None:
@@ -97,6 +101,7 @@ class HttpTarget:
             body["config"] = config
         headers = {"CHAT_SESSION_ID": session_id} if session_id else {}
         tools: list[str] = []
+        decisions: list[dict[str, Any]] = []
         done: dict[str, Any] = {}
         started = time.perf_counter()
         async with self._client.stream("POST", "/ai/stream", json=body, headers=headers) as reply:
@@ -106,6 +111,8 @@ class HttpTarget:
             async for kind, data in _sse(reply.aiter_lines()):
                 if kind == "tool_call":
                     tools.append(str(data.get("name")))
+                elif kind == "decision":  # D1: a server streams every event kind
+                    decisions.append(data)
                 elif kind == "done":
                     done = data
         elapsed = (time.perf_counter() - started) * 1000
@@ -119,6 +126,7 @@ class HttpTarget:
             warnings=None,  # the HTTP envelope carries no warnings
             latency_ms=elapsed,
             error=done.get("code"),
+            decisions=decisions,
         )
 
     async def session(self, session_id: str) -> dict[str, Any] | None:

@@ -19,8 +19,9 @@ from picoflow.session import SessionDocument, check_schema
 __all__ = ["migrate"]
 
 _KEPT = frozenset({"id", "revision", "flow", "owner"})  # put back as stored, whatever it returns
-# V2: present only once a nested run is recorded; O4: only once a keyed turn was saved
-_OPTIONAL = frozenset({"sequence_levels", "idempotency"})
+# V2: present only once a nested run is recorded; O4: only once a keyed turn was saved; D3:
+# only once a decision step decided
+_OPTIONAL = frozenset({"sequence_levels", "idempotency", "decision_usage"})
 _KEYS = frozenset(SessionDocument.__annotations__) - _KEPT - PEOPLE_KEYS - _OPTIONAL
 
 

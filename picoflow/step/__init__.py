@@ -23,6 +23,7 @@ from picoflow.errors import FlowDefinitionError
 from picoflow.memory import validate_namespace
 from picoflow.models import ModelLike, ModelSpec, parse_model
 from picoflow.step._distil import DistilSpec, distil_spec
+from picoflow.step._model import ModelHelpers
 from picoflow.step._run import default_run, marks_default_run
 
 if TYPE_CHECKING:
@@ -33,15 +34,16 @@ if TYPE_CHECKING:
     from picoflow.step._end_tool import EndTool
     from picoflow.step._long_term import LongTermSpec
 
-__all__ = ["Step", "EndStep", "DistilSpec"]
+__all__ = ["Step", "EndStep", "DistilSpec", "NAVIGATION"]
 
 DEFAULT_OPENER = "Continue."
+NAVIGATION = {"origin": "navigation"}  # D4: a framework opener, not a request of the user
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 _warned_get_memory = False  # deprecations warn once per process (STYLE section 14)
 
 
-class Step:
+class Step(ModelHelpers):
     """A conversational stage; subclass it, give it a prompt and `@tool` methods.
 
     Attributes:
@@ -53,7 +55,7 @@ class Step:
     output_schema: type[BaseModel] | None = None
 
     def __init__(self, flow: Flow) -> None:
-        self._flow = flow
+        self._flow: Flow = flow
         self._namespace = self.name
         self._model: ModelSpec | BaseChatModel | None = None
         self._recall = False
@@ -217,7 +219,7 @@ class Step:
             return message
         if isinstance(self.get_last_message(), (HumanMessage, ToolMessage)):
             return None
-        return HumanMessage(DEFAULT_OPENER)
+        return HumanMessage(DEFAULT_OPENER, additional_kwargs=dict(NAVIGATION))
 
     def on_response(self, reply: Any) -> Any:
         """The model answered without tool calls (V5); decide what becomes of the answer.
@@ -232,26 +234,26 @@ class Step:
     def on_llm_error(self, error: Exception) -> Any:
         """A model call of this step failed for good (V9); answer instead of failing the turn.
 
-        `error` says which model failed and why. Return a str to send as the reply, or
-        `go(Step)`/`direct(text)`/`finish(text)`; None (the default) asks the flow's
-        `on_llm_error`, and when that returns None too, the turn fails (U4).
+        `error` says which model failed and why (an override may take a second parameter,
+        `context=None`: an `LlmErrorContext`, D4). Return a str, a transition, or
+        `retry_with_model(model)`; None asks the flow's, then the turn fails (U4).
         """
         return None
 
     def should_retry_llm_error(self, error: BaseException) -> bool | None:
         """Whether a failed model call of this step is tried again (U4); sync.
 
-        True retries it (within `retry_attempts`), False fails it at once; None (the default)
-        asks the flow's `should_retry_llm_error`, then the policy: retry transient errors (V9).
+        True retries it (within `retry_attempts`), False fails it at once; None asks the
+        flow's, then the policy (V9). A second parameter gets an `LlmAttemptErrorContext` (D4).
         """
         return None
 
     def on_llm_blocked(self, reason: str) -> Any:
         """The provider refused to answer (a content filter, a refusal); `reason` says why (U4).
 
-        Return a str to send instead, or `go(Step)`/`direct(text)`/`finish(text)`; None (the
-        default) asks the flow's `on_llm_blocked`, and then the refused reply stands and a
-        warning is recorded. Sync or async.
+        Return a str to send instead, or `go(Step)`/`direct(text)`/`finish(text)`; None asks
+        the flow's, then the refused reply stands with a warning. Sync or async. A second
+        parameter gets an `LlmBlockedContext` (D4).
         """
         return None
 
@@ -493,5 +495,5 @@ class EndStep(Step):
     def on_crossing(self, message: BaseMessage | None, prior_step: str | None) -> Any:
         """Always give the closing model something to answer."""
         if isinstance(message, AIMessage) or message is None:
-            return HumanMessage("I'm done with the chat.")
+            return HumanMessage("I'm done with the chat.", additional_kwargs=dict(NAVIGATION))
         return message

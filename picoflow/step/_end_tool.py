@@ -74,9 +74,9 @@ def end_tool_of(step: Step, name: str, prompt: str | None) -> EndTool:
     where = f"{step.name}.use_end_tool"
     if name not in END_TOOL_NAMES:
         raise ValueError(
-            f"{where}({name!r}): the end tool is called 'terminate_session' or, as in G2 "
-            "PicoFlow apps, 'end_chat'. Pass one of those, or write your own @tool returning "
-            "go(EndStep)."
+            f"{where}({name!r}): the end tool is called 'terminate_session' or, as in "
+            "second-generation PicoFlow apps, 'end_chat'. Pass one of those, or write your own "
+            "@tool returning go(EndStep)."
         )
     if prompt is not None and (not isinstance(prompt, str) or not prompt.strip()):
         raise ValueError(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
@@ -27,12 +27,16 @@ class RunFrame:
 
     `scratch` holds what only the next request of this step sees and the session never keeps:
     a reply that was not accepted (V4 validation, V5 `stay`) and the feedback on it.
+
+    `fallback` is the model `on_llm_error` chose with `retry_with_model` (D4): every later call
+    of this run's step makes one attempt on it, and a second fallback is refused.
     """
 
     step: Step
     depth: int = 0
     parent: str | None = None
     scratch: list[BaseMessage] = field(default_factory=list)
+    fallback: Any = None
 
 
 FRAME: ContextVar[RunFrame | None] = ContextVar("picoflow_run_frame", default=None)

@@ -50,6 +50,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from picoflow.testing._decisions import ScriptedDecisionProvider
 from picoflow.testing._embeddings import KeywordEmbeddings
 from picoflow.testing._replies import structured, text, tool_call, tool_calls, transient_error
 
@@ -63,6 +64,7 @@ __all__ = [
     "transient_error",
     "run_scenario",
     "KeywordEmbeddings",
+    "ScriptedDecisionProvider",
 ]
 
 ScriptItem: TypeAlias = str | AIMessage | BaseException

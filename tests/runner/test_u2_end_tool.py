@@ -115,8 +115,8 @@ def test_u2_use_end_tool_is_chainable() -> None:
             ("stop_chat",),
             {},
             "AskStep.use_end_tool('stop_chat'): the end tool is called 'terminate_session' or, "
-            "as in G2 PicoFlow apps, 'end_chat'. Pass one of those, or write your own @tool "
-            "returning go(EndStep).",
+            "as in second-generation PicoFlow apps, 'end_chat'. Pass one of those, or write "
+            "your own @tool returning go(EndStep).",
         ),
         (
             (),

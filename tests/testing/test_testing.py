@@ -72,6 +72,7 @@ def test_public_names_and_pytest_opt_out():
         "transient_error",  # V9
         "run_scenario",  # X4
         "KeywordEmbeddings",  # L4
+        "ScriptedDecisionProvider",  # D2
     ]
     assert ScriptedChatModel.__test__ is False
     model = ScriptedChatModel(script=[])
