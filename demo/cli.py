@@ -148,10 +148,17 @@ def demo_flows(model: str) -> list[type[Flow]]:
     ]
 
 
+DATED_FLOWS = (FLOW, "TravelFlow")
+"""The demos that read dates, and so the date `--today` fixes (issue 35: else the real date)."""
+
+
 def option_problem(args: argparse.Namespace) -> str | None:
     """Why these options cannot run together, or None; checked before anything starts."""
-    if args.today is not None and args.flow != FLOW:
-        return f"--today only applies to --flow {FLOW}: the other demos do not use dates."
+    if args.today is not None and args.flow not in DATED_FLOWS:
+        return (
+            f"--today only applies to --flow {FLOW} and TravelFlow: the other demos do not use "
+            "dates."
+        )
     if args.user is not None and args.anonymous:
         return "--user and --anonymous contradict each other; give one of them."
     if args.user is not None and not args.user.strip():

@@ -17,6 +17,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
+from demo.basic.reading import Ambiguous, address_in, dates_in
+from demo.reading import corrections
 from picoflow import ModelSpec
 from picoflow.testing import ScriptedChatModel, structured, tool_call, tool_calls
 
@@ -87,6 +89,11 @@ _END = re.compile(
     re.I,
 )
 _QUESTION = re.compile(r"\?\s*$|^\s*(why|what|how|do|does|is|are|can|which|who|where)\b", re.I)
+
+
+def _settled(said: str) -> str:
+    """What a message finally says, once its corrections are read (`demo.reading`)."""
+    return corrections.bare(corrections.expand([said])[-1]) if said else said
 
 
 def _wants_to_leave(said: str) -> bool:
@@ -223,6 +230,19 @@ def _enum_value(word: str, choices: list[str], fuzzy: bool) -> str | None:
     return None
 
 
+def _answers_in(
+    said: str, asked: str | None, options: dict[str, list[str]], known: dict[str, str]
+) -> dict[str, str]:
+    """The favourites a message gives, part by part: "alien, no wait, the matrix" is The
+    Matrix (a later part corrects an earlier one), a part taken back gives nothing."""
+    found: dict[str, str] = {}
+    for part in corrections.expand([said]):
+        if not corrections.withdrawn(part):
+            base = {item: value for item, value in known.items() if item not in found}
+            found.update(_read_answer(corrections.bare(part), asked, options, base))
+    return found
+
+
 def _read_answer(
     said: str, asked: str | None, options: dict[str, list[str]], known: dict[str, str]
 ) -> dict[str, str]:
@@ -290,7 +310,7 @@ def _favorites(messages: list[BaseMessage], system: str) -> str:
             said = str(message.text)
             question = bool(_QUESTION.search(said))
             if not question:
-                known.update(_read_answer(said, asked, options, known))
+                known.update(_answers_in(said, asked, options, known))
     if len(known) == len(_ITEMS):
         return json.dumps({_ITEMS[item]: known[item] for item in _ITEMS})
     missing = next(item for item in _ITEMS if item not in known)
@@ -311,7 +331,10 @@ _INTRO = re.compile(
     r"(?P<name>[^,;!?]+)",
     re.I,
 )
-_CUT = re.compile(r"\s+(?:and|but|born|from|nice|thanks|thank|here|,)\b.*$", re.I)
+_CUT = re.compile(
+    r"\s+(?:and|but|born|from|nice|thanks|thank|here|pls|plz|please|lol|haha|thx|ty|,)\b.*$",
+    re.I,
+)
 _NAME_WORD = re.compile(r"^[A-Za-z][A-Za-z'.-]*$")
 _NOT_NAMES = {
     "sorry", "typo", "hi", "hello", "hey", "yes", "no", "thanks", "nice", "to", "meet", "you",
@@ -353,10 +376,12 @@ def _name(messages: list[BaseMessage], tools: list[str], system: str) -> AIMessa
     results = _fresh_results(messages)
     if results:
         return relay(str(results[-1].text)) + " What name should I use?"
-    said = _just_said(messages)
-    if said and _wants_to_leave(said):
+    whole = _just_said(messages)
+    if whole and _wants_to_leave(whole):
         return _end(tools)
+    said = _settled(whole)
     names = _names_in(said) if not _QUESTION.search(said) or _INTRO.search(said) else []
+    said = whole
     if names:
         return tool_call("user_name", name=names[-1] if _CORRECTION.search(said) else names[0])
     if said and _QUESTION.search(said):
@@ -366,64 +391,6 @@ def _name(messages: list[BaseMessage], tools: list[str], system: str) -> AIMessa
 
 # -- DOBStep -------------------------------------------------------------------------------------
 
-_MONTHS = {
-    m: i + 1
-    for i, m in enumerate(
-        "january february march april may june july august september october november "
-        "december".split()
-    )
-}
-_MONTH = r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"  # noqa: E501
-_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
-_YEAR = r"(?P<year>\d{4}|'\d{2})"
-_DATE_PATTERNS = (
-    re.compile(r"\b(?P<year>\d{4})[-/.](?P<month>\d{1,2})[-/.](?P<day>\d{1,2})\b"),
-    re.compile(r"\b(?P<a>\d{1,2})[/.-](?P<b>\d{1,2})[/.-](?P<year>\d{4}|\d{2})\b"),
-    re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}", re.I),
-    re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}", re.I),
-)
-
-
-class _Ambiguous(Exception):
-    """A date such as 03/04/1990, which reads both ways."""
-
-
-def _year(text: str) -> int:
-    if text.startswith("'") or len(text) == 2:
-        two = int(text.strip("'"))
-        return 2000 + two if two <= date.today().year % 100 else 1900 + two
-    return int(text)
-
-
-def _month_of(name: str) -> int:
-    key = name.lower().rstrip(".")
-    return next(n for m, n in _MONTHS.items() if m.startswith(key[:3]))
-
-
-def _dates_in(said: str) -> list[tuple[int, date]]:
-    """Every date in the message with its position; raises _Ambiguous for a two-way one."""
-    found: list[tuple[int, date]] = []
-    for pattern in _DATE_PATTERNS:
-        for match in pattern.finditer(said):
-            if any(abs(start - match.start()) < 3 for start, _ in found):
-                continue
-            parts = match.groupdict()
-            year = _year(parts["year"])
-            if "a" in parts and parts.get("a") is not None:
-                a, b = int(parts["a"]), int(parts["b"])
-                if a <= 12 and b <= 12 and a != b:
-                    raise _Ambiguous(match.group(0))
-                month, day = (a, b) if a <= 12 and b > 12 else (b, a)
-            elif parts.get("mon"):
-                month, day = _month_of(parts["mon"]), int(parts["day"])
-            else:
-                month, day = int(parts["month"]), int(parts["day"])
-            try:
-                found.append((match.start(), date(year, month, day)))
-            except ValueError:
-                continue
-    return sorted(found)
-
 
 def _dob(messages: list[BaseMessage], tools: list[str], system: str) -> AIMessage | str:
     results = _fresh_results(messages)
@@ -432,8 +399,8 @@ def _dob(messages: list[BaseMessage], tools: list[str], system: str) -> AIMessag
     user = re.search(r"date of birth of (.+?)\.", system.replace("\n", " "))
     who = user.group(1) if user and "{{" not in user.group(1) else ""
     try:
-        dates = _dates_in(said)
-    except _Ambiguous as exc:
+        dates = dates_in(_settled(said)) or dates_in(said)
+    except Ambiguous as exc:
         return (
             f"{exc.args[0]} could be read two ways. Please enter your date of birth again with "
             "the month as a word, e.g. 3 April 1990."
@@ -456,31 +423,6 @@ def _dob(messages: list[BaseMessage], tools: list[str], system: str) -> AIMessag
 
 # -- AddressStep ---------------------------------------------------------------------------------
 
-_SUFFIX = (
-    r"(?:st|street|rd|road|ave|avenue|blvd|boulevard|way|ln|lane|dr|drive|ct|court|terrace|"
-    r"ter|pl|place|pkwy|parkway|hwy|highway|cir|circle|sq|square|loop|trail|row)\.?"
-    r"(?:\s+(?:nw|ne|sw|se|n|s|e|w))?"
-)
-_LOOSE = re.compile(
-    rf"(?P<street>\d+[a-z]?\s+[^,]*?\b{_SUFFIX})\s*,?\s+(?:in\s+)?(?P<city>[a-z][a-z .'-]*?)"
-    r"\s*,?\s+(?P<state>[a-z]{2})\.?\s+(?P<zip>\d{5}(?:-\d{4})?)\b",
-    re.I,
-)
-_WITH_COMMAS = re.compile(
-    r"(?P<street>\d+[^,]*?),\s*(?P<city>[^,\d]+?),\s*(?P<state>[a-z]{2})\.?\s+"
-    r"(?P<zip>\d{5}(?:-\d{4})?)\b",
-    re.I,
-)
-
-
-def _address_in(said: str) -> str | None:
-    for pattern in (_WITH_COMMAS, _LOOSE):
-        found = pattern.search(said)
-        if found:
-            street, city = found["street"].strip(), found["city"].strip()
-            return f"{street}, {city}, {found['state'].upper()} {found['zip']}"
-    return None
-
 
 def _address(messages: list[BaseMessage], tools: list[str], system: str) -> AIMessage | str:
     results = _fresh_results(messages)
@@ -491,7 +433,9 @@ def _address(messages: list[BaseMessage], tools: list[str], system: str) -> AIMe
             "two-letter state and ZIP, e.g. 12 Main St, Springfield, IL 62701."
         )
     said = _last_human(messages) if arrived else _just_said(messages)
-    found = _address_in(said)
+    if corrections.withdrawn(said):
+        return "No problem: nothing is saved yet. Tell me your address when you are ready."
+    found = address_in(_settled(said))
     if found:
         return tool_call("address", address=found)
     if not arrived and said and _wants_to_leave(said):

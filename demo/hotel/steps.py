@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import Field, ValidationError
 
-from demo.hotel import catalog, facts, returning
+from demo.hotel import approvals, catalog, facts, returning
 from demo.hotel.booking import (
     Booking,
     Offer,
@@ -75,6 +75,16 @@ class HotelStep(Step):
         done = await returning.forget(self.flow)
         self.flow.save_step_state(ExploreStep, {"usual": None, "forgotten": True})
         return direct(f"{done} How else can I help with your stay?")
+
+    def on_approval_requested(self, approval: dict[str, Any]) -> str:
+        """A booking over the limit waits: say so in the guest's words (issue 35 item 6)."""
+        return approvals.requested(
+            approval, self.offers(), self.get_context("config.approval_limit")
+        )
+
+    def on_message_while_pending(self, message: str, pending: list[dict[str, Any]]) -> str:
+        """The guest writes while the booking waits: what waits, in the guest's words."""
+        return approvals.still_waiting(pending, self.offers())
 
     def today(self) -> date:
         """The run's `config.today` (so tests and transcripts are reproducible), else the clock."""

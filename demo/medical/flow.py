@@ -10,10 +10,11 @@ framework's default opener when BookingStep is entered; tool feedback across ste
 confirmation is the tool result in BookingStep's namespace); a bare ``EndStep`` that says its
 built-in closing line.
 
-Two behaviours of the original are kept on purpose, because a faithful port keeps them (see
-docs/ported-demos.md for the one-line fixes): BookingStep's prompt reads ``symptoms`` from its
-own state, where nothing saves it, so the prompt says "symptoms: ." with nothing in between; and
-the confirmation never reaches the closing model, whose goodbye does not mention the booking.
+One behaviour of the original is kept on purpose, because a faithful port keeps it (see
+docs/ported-demos.md for the one-line fix): BookingStep's prompt reads ``symptoms`` from its
+own state, where nothing saves it, so the prompt says "symptoms: ." with nothing in between.
+Issue 35 changed two: the closing model is told what was booked (PicoFlow's goodbye never said
+it), and the patient may ask for a person from either step (`ask_for_a_person`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,21 @@ DOCTORS: list[dict[str, Any]] = [
     {"name": "Dr. Jones", "specialty": "Specialist", "availableTimes": ["11:00 AM", "3:00 PM"]},
 ]  # fmt: skip
 """PicoFlow's doctors table, exactly, in its order (section 2.3)."""
+HANDOFF_REPLY = (
+    "Of course. I've asked a member of the clinic's staff to join; they will answer you here. "
+    "Nothing has been booked or changed."
+)
+"""What the patient reads when a person is asked for (issue 35 item 6)."""
+
+
+def closing_prompt(doctor: str, slot: str) -> str:
+    """EndStep's prompt after a booking: the goodbye names the doctor and the time (issue 35).
+
+    PicoFlow's table gives times and no days, so no day is named: saying one would be a guess.
+    """
+    specialty = next((d["specialty"] for d in DOCTORS if d["name"] == doctor), "")
+    who = f"{doctor} ({specialty})" if specialty else doctor
+    return f"Confirm the booking with {who} at {slot} and say goodbye."
 
 
 class ClinicStep(Step):
@@ -46,6 +62,11 @@ class ClinicStep(Step):
     ) -> Any:
         """End the conversation when the user wants to stop."""
         return go(EndStep)  # bare: no _prompt, so EndStep says its built-in closing line
+
+    @tool
+    def ask_for_a_person(self, reason: str) -> Any:
+        """Hand the conversation to the clinic's staff when the patient asks for a person."""
+        return handoff(f"The patient asked for a person: {reason}", reply=HANDOFF_REPLY)
 
 
 class SymptomsStep(ClinicStep):
@@ -66,11 +87,6 @@ class SymptomsStep(ClinicStep):
         """Capture the user's symptoms to find a suitable doctor."""
         self.save_state({"symptoms": symptoms})
         return go(BookingStep).with_state({"doctors": DOCTORS})  # saved on BookingStep
-
-    @tool
-    def ask_for_a_person(self, reason: str) -> Any:
-        """Hand the conversation to the clinic's staff when the patient asks for a person."""
-        return handoff(f"The patient asked for a person: {reason}")
 
 
 class BookingStep(ClinicStep):
@@ -94,8 +110,10 @@ class BookingStep(ClinicStep):
     ) -> Any:
         """Book an appointment with the selected doctor at the chosen time."""
         self.save_state({"doctorName": doctorName, "timeSlot": timeSlot, "booked": True})
-        return go(EndStep).with_tool_feedback(
-            f"Successfully booked with {doctorName} at {timeSlot}. Thank you!"
+        return (
+            go(EndStep)
+            .with_tool_feedback(f"Successfully booked with {doctorName} at {timeSlot}. Thank you!")
+            .with_prompt(closing_prompt(doctorName, timeSlot))
         )
 
 

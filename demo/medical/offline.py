@@ -16,7 +16,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from demo.medical.reading import Reading, read, symptoms_in, wants_to_end
+from demo.medical.reading import Reading, read, symptoms_in, wants_a_person, wants_to_end
+from demo.reading import corrections
 from picoflow import ModelSpec
 from picoflow.testing import ScriptedChatModel, tool_call
 
@@ -26,6 +27,7 @@ _GREETING = re.compile(
     r"^(?:hi|hello|hey|good (?:morning|afternoon|evening)|continue)?[\s!.]*$", re.I
 )
 CLOSING = "Thank you for contacting the clinic. Take care, and goodbye!"
+_BOOKED = re.compile(r"Confirm the booking with (?P<who>.+?) at (?P<slot>\d{1,2}:\d\d [AP]M)")
 GREETING = "Hello! I'm the clinic's receptionist. What symptoms or reason brings you in today?"
 
 
@@ -34,13 +36,23 @@ def respond(messages: list[BaseMessage], tools: list[str]) -> AIMessage | str:
     last = messages[-1]
     if last.type == "tool":  # an error result (R6): say it, the patient decides
         return f"Sorry, that did not work: {last.text}"
+    if isinstance(last, HumanMessage) and wants_a_person(last.text):
+        return tool_call("ask_for_a_person", reason=last.text.strip() or "asked for a person")
     if "capture_symptoms" in tools:
         return _symptoms(last.text if isinstance(last, HumanMessage) else "")
     if "book_appointment" in tools:
         doctors = _doctors(str(messages[0].content))
         said = [m.text for m in messages[1:] if isinstance(m, HumanMessage)]
-        return Booking(doctors).reply(said)
-    return CLOSING
+        return Booking(doctors).reply(corrections.expand(said))
+    return closing(str(messages[0].content))
+
+
+def closing(prompt: str) -> str:
+    """The goodbye; after a booking it names the doctor and the time (issue 35 item 5)."""
+    booked = _BOOKED.search(prompt)
+    if booked is None:
+        return CLOSING
+    return f"You're booked with {booked['who']} at {booked['slot']}. {CLOSING}"
 
 
 def _symptoms(said: str) -> AIMessage | str:
@@ -74,6 +86,7 @@ class Booking:
     proposal: tuple[int, str] | None = None  # what "yes" would book
     pending: int | None = None  # a slot position chosen before any doctor ("the later one")
     problem: str | None = None
+    withheld: tuple[int, str] | None = None  # a choice taken back ("... hmm, hold on")
 
     def reply(self, said: list[str]) -> AIMessage | str:
         """Replay every message, then answer the last one."""
@@ -83,10 +96,19 @@ class Booking:
         for text in said:
             reading = read(text, self.doctors)
             self.problem = None
+            if corrections.withdrawn(text):  # "hold on, let me check my calendar": two parts
+                self._withhold()
+                continue
+            self.withheld = None
+            offered = self.proposal  # a read-back: only the very next message may take it
             if reading.question:
                 self._note_question(reading)
             else:
                 self._apply(reading)
+            if reading.day and self.doctor is not None and self.slot is not None:
+                self.proposal, self.slot = (self.doctor, self.slot), None  # a yes books it
+            elif self.proposal is offered:
+                self.proposal = None
         return self._answer(reading, opener=len(said) == 1)
 
     # -- reading a message ----------------------------------------------------------------
@@ -116,6 +138,15 @@ class Booking:
                 name = self.doctors[self.doctor]["name"]
                 self.problem = f"{name} is not free at {self.slot}."
                 self.slot = None
+
+    def _withhold(self) -> None:
+        """A choice taken back: nothing is booked, and no "yes" books it either."""
+        if self.doctor is not None and self.slot is not None:
+            self.withheld = (self.doctor, self.slot)
+        elif self.withheld is None and self.proposal is not None:
+            self.withheld = self.proposal  # "2pm? // hmm, hold on": the read-back is withdrawn
+        self.slot = self.pending = self.proposal = None
+        self.doctor = None
 
     def _note_question(self, reading: Reading) -> None:
         doctor = self._doctor_named(reading)
@@ -172,9 +203,21 @@ class Booking:
             return tool_call("end_chat")
         if reading.question:
             return self._answer_question(reading)
+        if self.withheld is not None:
+            doctor, slot = self.withheld
+            return (
+                f"No problem: I haven't booked anything. {self.doctors[doctor]['name']} at {slot} "
+                "is still free; tell me when you would like to book it."
+            )
         if self.doctor is not None and self.slot is not None:
             name = self.doctors[self.doctor]["name"]
             return tool_call("book_appointment", doctorName=name, timeSlot=self.slot)
+        if reading.day and self.proposal is not None and self.slot is None:
+            doctor, slot = self.proposal  # "jones at 11 this thursday": no day can be promised
+            return (
+                "I don't have the doctors' days, only their times. "
+                f"Shall I book {self.doctors[doctor]['name']} at {slot}?"
+            )
         if self.problem:
             return f"{self.problem} {self._choices()}"
         if self.doctor is not None:

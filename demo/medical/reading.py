@@ -156,6 +156,21 @@ def _is_symptom(clause: str) -> bool:
     return False
 
 
+_PERSON = re.compile(
+    r"\b(?:real|actual|live)\s+(?:person|human|people)\b|\bhuman\s+(?:being|agent)\b"
+    r"|\b(?:talk|speak|chat)\s+(?:to|with)\s+(?:a\s+|an\s+|the\s+|some\s+)?(?:person|human"
+    r"|someone|somebody|staff|nurse|receptionist|operator|agent|member of (?:the )?staff)\b"
+    r"|\b(?:get|want|need)\s+(?:me\s+)?(?:a\s+)?(?:human|person|operator)\b"
+    r"|^\W*(?:a\s+)?(?:human|operator|agent|person)(?:\s+please|\s+pls)?\W*$",
+    re.IGNORECASE,
+)
+
+
+def wants_a_person(text: str) -> bool:
+    """The patient asks for a person ("can I talk to a real person?", "a human please")."""
+    return bool(_PERSON.search(text))
+
+
 def wants_to_end(text: str) -> bool:
     """A goodbye, a "never mind", a "cancel"."""
     return bool(_END.search(text))

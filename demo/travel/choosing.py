@@ -11,6 +11,8 @@ import difflib
 import re
 from typing import Any
 
+from demo.travel.offer import offer
+
 _ORDINALS = {
     "1": 0, "one": 0, "first": 0, "1st": 0, "2": 1, "two": 1, "second": 1, "2nd": 1,
     "3": 2, "three": 2, "third": 2, "3rd": 2,
@@ -44,7 +46,8 @@ _NEGATED = re.compile(
 _NUMBER = re.compile(
     r"(?:\b(?:option|package|number|no\.?|#|choice|pick)\s*(1|2|3|one|two|three)\b)"
     r"|(?:\b(first|second|third|1st|2nd|3rd)\b(?![\s-]class))"
-    r"|(?:(?<![\d$€£.,])\b([123])\b(?![\d,.%]|\s*(?:nights|days|adults|people|stars?)))"
+    r"|(?:(?<![\d$€£.,])\b([123])\b(?![\d,.%]|\s*(?:nights|days|adults|people|stars?|of us"
+    r"|travell?ers|guests|persons|pax|kids|children|weeks?)))"
     r"|(?:^\s*(one|two|three)\b)",
     re.I,
 )
@@ -166,25 +169,14 @@ def _phrases(package: dict[str, Any]) -> list[str]:
     return [p for p in phrases if p]
 
 
-def answer(text: str, packages: list[dict[str, Any]]) -> str:
+def asks(text: str) -> bool:
+    """Whether `text` asks about the packages rather than choosing one."""
+    return _is_question(text)
+
+
+def answer(text: str, packages: list[dict[str, Any]], plan: dict[str, Any]) -> str:
     """A reply to a question about the packages, ending with the request to choose."""
-    lines = ["The packages differ in flights, hotel and activities:"]
-    lines += [f"{n}. {describe(p)}" for n, p in enumerate(packages, 1)]
+    lines = ["Here is what each package includes:"]
+    lines += [f"{n}. {offer(p, plan)}" for n, p in enumerate(packages, 1)]
     lines.append("Which one would you like to book?")
     return "\n".join(lines)
-
-
-def describe(package: dict[str, Any], days: Any = None) -> str:
-    """One package in a line: name, total, what is in it, the budget comment."""
-    parts = []
-    if flight := package.get("flight"):
-        parts.append(f"flights {flight['id']} ({flight['airline']})")
-    if hotel := package.get("hotel"):
-        nights = f"{days:g} nights at " if isinstance(days, (int, float)) else ""
-        parts.append(f"{nights}{hotel['name']} ({hotel['rating']:g}★, {hotel['location']})")
-    if activities := package.get("activities"):
-        parts.append(", ".join(a["name"] for a in activities))
-    inside = "; ".join(parts)
-    return (
-        f"{package['name']}: {inside}. Total {package['total_cost']:g}. {package['budget_comment']}"
-    )

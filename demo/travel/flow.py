@@ -20,7 +20,9 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 
+from demo.reading import today_of
 from demo.travel.data import ACTIVITIES, DEPARTURE_FLIGHTS, HOTELS, RETURN_FLIGHTS
+from demo.travel.offer import closing_prompt
 from demo.travel.offline import offline_provider
 from demo.travel.types import TravelPackage, TravelPlan
 from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step, direct, go, stay, tool, turn_window
@@ -28,11 +30,14 @@ from picoflow import EndStep, Flow, ModelLike, ModelSpec, Step, direct, go, stay
 OFFLINE_MODEL = ModelSpec("offline", "travel")
 OFFLINE_REASONING_MODEL = ModelSpec("offline", "travel", params={"reasoning_effort": "low"})
 MEMORY = "travelPlan"
-TODAY = "2025-05-01"  # PicoFlow's planner computes relative dates from this day
+PICOFLOW_TODAY = "2025-05-01"
+"""The day PicoFlow's planner prompt took as today; its ported scenarios and the corpora written
+against it fix it as ``config.today``. Without one, the planner's today is the real date."""
 CLOSING_PROMPT = (
     "Thank the user for using the travel planning service and tell them that their chosen "
     "package is booked."
 )
+"""PicoFlow's closing prompt; the port adds what was booked (`demo.travel.offer.closing_prompt`)."""
 
 
 def compact(value: Any) -> str:
@@ -46,6 +51,10 @@ class PlannerStep(Step):
     # submit_plan picks its children from the plan's intent; the graph cannot read that
     nested_steps = ("FlightStep", "HotelStep", "ActivityStep")
 
+    def today(self) -> Any:
+        """The run's `config.today` (a test or scenario fixes it), else the real date."""
+        return today_of(self.get_context("config.today"))
+
     def get_prompt(self) -> str:
         return (
             "You are a world-class travel analyst. Extract structured trip information from "
@@ -55,15 +64,32 @@ class PlannerStep(Step):
             "flights_only, hotels_only or activities_only.\n"
             "2. Core details: origin (may be null), destination (mandatory), departure and "
             "return dates as absolute YYYY-MM-DD dates, computing relative dates as if today "
-            f"were {TODAY}; duration_days is the number of days between departure and return; "
+            f"were {self.today().isoformat()}; duration_days is the number of days between "
+            "departure and return; "
             "adults is the number of travellers (default 1).\n"
             "3. Budget preferences: travel_class from words such as 'business' or 'first "
             "class' (default ECONOMY), and budget as a number."
+        ) + self._current_plan()
+
+    def _current_plan(self) -> str:
+        """Issue 35: back from the packages, the plan so far is kept where nothing changes."""
+        plan = self.get_state("travelPlan")
+        if not plan:
+            return ""
+        return (
+            f"\nThe traveller's current plan: {compact(plan)}. Keep every field they do not "
+            "change; when they change nothing yet, say what the plan is and ask what to change."
         )
 
     @tool(args_schema=TravelPlan)
     async def submit_plan(self, plan: TravelPlan) -> Any:
         """Submit the structured travel plan extracted from the user request."""
+        today = self.today()
+        if plan.departure_date < today:  # issue 35: a past date is said to be past, not planned
+            return stay(
+                f"The departure date {plan.departure_date.isoformat()} is in the past: today is "
+                f"{today.isoformat()}. Ask the traveller for a departure date from today on."
+            )
         self.save_state({"travelPlan": plan.model_dump(mode="json")})
         for child in CHILDREN[plan.user_intent]:
             await self.run_step(child)  # one after another; their replies are not used
@@ -194,10 +220,18 @@ class SynthesizerStep(Step):
         return stay()  # the model is called again and presents them
 
     @tool
+    def change_plan(self) -> Any:
+        """Go back to the planner: the traveller wants to change the trip (dates, destination,
+        travellers, class or budget) or start over. The plan so far is kept."""
+        return go(PlannerStep)
+
+    @tool
     def choose_package(self, chosenPackage: TravelPackage) -> Any:
         """Choose a package."""
-        self.save_state({"chosenPackage": chosenPackage.model_dump(mode="json")})
-        return go(EndStep).with_prompt(CLOSING_PROMPT)
+        chosen = chosenPackage.model_dump(mode="json")
+        self.save_state({"chosenPackage": chosen})
+        plan = self.flow.get_step_state(PlannerStep, "travelPlan") or {}
+        return go(EndStep).with_prompt(closing_prompt(chosen, plan))  # issue 35: names it
 
 
 class TravelFlow(Flow):

@@ -17,7 +17,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from demo.travel.choosing import answer, choose, describe
+from demo.reading import corrections, goes_back, way_back
+from demo.travel.choosing import answer, asks, choose
+from demo.travel.offer import offer, trip_line
 from demo.travel.reading import Trip, read_trip
 from picoflow import ModelSpec
 from picoflow.testing import ScriptedChatModel, tool_call, tool_calls
@@ -40,7 +42,7 @@ def respond(messages: list[BaseMessage], tools: list[str]) -> AIMessage | str:
     system = str(messages[0].content)
     if "generate_packages" in tools:
         return _synthesize(messages, system)
-    if messages[-1].type == "tool":
+    if messages[-1].type == "tool" and not _back_from_packages(messages):
         return _relay(messages[-1].text)
     if "search_flights" in tools:
         plan = _json_after(system, "The travel plan is ") or {}
@@ -56,7 +58,24 @@ def respond(messages: list[BaseMessage], tools: list[str]) -> AIMessage | str:
             return tool_call(name, location=plan.get("destination", ""))
     if "submit_plan" in tools:
         return _plan(messages, system)
-    return CLOSING if "travel planning service" in system else "Goodbye!"
+    return closing(system) if "travel planning service" in system else "Goodbye!"
+
+
+def closing(system: str) -> str:
+    """The goodbye, naming what was booked when EndStep's prompt says it (issue 35 item 5)."""
+    _, marker, booked = system.partition("package is booked: ")
+    if not marker:
+        return CLOSING
+    return (
+        f"Thank you for using our travel planning service! Your package is booked: "
+        f"{booked.strip()} Enjoy your trip!"
+    )
+
+
+def _back_from_packages(messages: list[BaseMessage]) -> bool:
+    """Whether the last tool result is `change_plan`'s: the planner goes on with the trip."""
+    called = _called(messages, getattr(messages[-1], "tool_call_id", ""))
+    return called is not None and called["name"] == "change_plan"
 
 
 def _relay(feedback: str) -> str:
@@ -79,8 +98,18 @@ def _plan(messages: list[BaseMessage], system: str) -> AIMessage | str:
     found = _TODAY.search(system)
     today = date.fromisoformat(found.group(1)) if found else date.today()
     said = [m.text for m in messages if m.type == "human"]
-    trip = read_trip(said, today)
+    current = _json_after(system, "current plan: ")
+    if current:  # back from the packages: the plan so far, then what was said
+        said = [_in_words(current), *said]
+    trip = read_trip(corrections.expand(said), today)
     gaps = trip.missing()
+    if trip.depart is not None and trip.depart < today:
+        return (
+            f"{trip.depart.strftime('%B %-d, %Y')} is in the past: today is "
+            f"{today.strftime('%B %-d, %Y')}. When would you like to leave?"
+        )
+    if current and (gaps or _same_plan(trip.plan(), current)):
+        return _what_to_change(current)
     if not gaps:
         return tool_call("submit_plan", trip.plan())
     if len(gaps) >= 4 or not trip.said:
@@ -88,6 +117,30 @@ def _plan(messages: list[BaseMessage], system: str) -> AIMessage | str:
         return opener + FIRST_QUESTION
     opener = _about() if trip.asked else ""
     return f"{opener}{_known(trip)}To plan it I still need {_join(gaps)}."
+
+
+def _in_words(plan: dict[str, Any]) -> str:
+    """The current plan as a traveller would say it, read before what they say now."""
+    intent = {"flights_only": "flights only, ", "hotels_only": "hotels only, "}
+    words = intent.get(plan.get("user_intent"), "")
+    words += "activities only, " if plan.get("user_intent") == "activities_only" else ""
+    origin = f"from {plan['origin']} " if plan.get("origin") else ""
+    words += f"{origin}to {plan.get('destination')}, leaving {plan.get('departure_date')}, "
+    words += f"back {plan.get('return_date')}, {plan.get('adults') or 1} adults, "
+    words += f"{str(plan.get('travel_class') or 'economy').lower()} class"
+    return words + (f", budget {plan['budget']}" if plan.get("budget") is not None else "")
+
+
+def _same_plan(plan: dict[str, Any], current: dict[str, Any]) -> bool:
+    return all(current.get(key) == value for key, value in plan.items())
+
+
+def _what_to_change(plan: dict[str, Any]) -> str:
+    """Back from the packages with nothing changed yet: the trip so far, and what may change."""
+    return (
+        f"Of course. Your trip so far: {trip_line(plan)}. What would you like to change: the "
+        "dates, the destination, the travellers, the class or the budget?"
+    )
 
 
 def _about() -> str:
@@ -131,10 +184,31 @@ def _synthesize(messages: list[BaseMessage], system: str) -> AIMessage | str:
     packages = _offered(messages)
     if not packages:
         return tool_call("generate_packages", packages=build_packages(system))
-    picked = choose(last.text, packages)
+    said = corrections.expand([last.text])[-1]  # "number 3, no wait, the first one"
+    if corrections.withdrawn(said):
+        return (
+            "No problem: I haven't booked anything. Tell me the package you'd like when you're "
+            "ready."
+        )
+    picked = choose(said, packages)
+    if picked is None and (_changes_trip(said, system) or _changes_trip(last.text, system)):
+        return tool_call("change_plan")  # issue 35 item 4: back to the planner, plan kept
     if picked is None:
-        return answer(last.text, packages)
+        return answer(last.text, packages, _plan_of(system))
     return tool_call("choose_package", chosenPackage=picked)
+
+
+def _changes_trip(text: str, system: str) -> bool:
+    """ "Start over", "change my dates", "go back", or a new fact of the trip said as a wish
+    ("same trip but 5 nights instead", "make it 3 adults"), not a question about a package."""
+    if way_back(text) or goes_back(text):
+        return True
+    plan = _plan_of(system)
+    today = date.fromisoformat(str(plan.get("departure_date") or date.today().isoformat())[:10])
+    trip = read_trip([text], today)
+    facts = (trip.destination, trip.origin, trip.depart, trip.back, trip.days, trip.adults)
+    said = any(v is not None for v in (*facts, trip.travel_class, trip.budget, trip.intent))
+    return said and not asks(text)
 
 
 def _called(messages: list[BaseMessage], call_id: str) -> dict[str, Any] | None:
@@ -231,9 +305,9 @@ def present(packages: list[dict[str, Any]], plan: dict[str, Any]) -> str:
     if not packages:
         return "I could not put a package together from these options."
     where = plan.get("destination") or "your trip"
-    lines = [f"Here are your packages for {where}:"]
+    lines = [f"Here are your packages for {where} ({trip_line(plan)}):"]
     for number, package in enumerate(packages, 1):
-        lines.append(f"{number}. {describe(package, plan.get('duration_days'))}")
+        lines.append(f"{number}. {offer(package, plan)}")
     lines.append("Which package would you like? Tell me its name or number.")
     return "\n".join(lines)
 

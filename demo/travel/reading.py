@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
+from demo.reading.ranges import range_words
+
 NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
     "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
@@ -49,6 +51,7 @@ NOT_PLACES = {
     "around", "about", "at", "on", "for", "with", "by", "of", "in", "into", "out", "up",
     "cruise", "cruises", "holiday", "vacation", "solo", "myself", "alone", "late", "early",
     "mid", "end", "beginning", "start", "some", "any", "more", "less", "price", "prices",
+    "change", "same", "again", "redo", "different", "scratch", "over",
     "cheaper", "weather", "date", "dates", "tour", "tours", "package", "packages", "nyc's",
     *MONTHS, *WEEKDAYS,
 }  # fmt: skip
@@ -114,7 +117,7 @@ def read_trip(messages: list[str], today: date) -> Trip:
 
 
 def _normalise(text: str) -> str:
-    text = re.sub(r"\s*(?:→|->|—>|=>|–>)\s*", " to ", text)
+    text = re.sub(r"\s*(?:→|->|—>|=>|–>)\s*", " to ", range_words(text))
     text = re.sub(r"\bfr[ou]?m\b", "from", text, flags=re.I)
     text = re.sub(r"\btoo\b(?=\s+[A-Z])", "to", text)
     text = re.sub(r"\bnigh?th?s\b|\bnites\b|\bnihgts\b|\bngihts\b", "nights", text, flags=re.I)

@@ -33,6 +33,7 @@ HERE = Path(__file__).parent
 HELD_OUT = HERE / "basic_heldout.txt"
 HELD_OUT_2 = HERE / "basic_heldout2.txt"
 TUNING = HERE / "basic_tuning.txt"
+TUNING_35 = HERE / "basic_tuning35.txt"  # issue 35: corrections, withdrawals, fillers, units
 
 _TO_FAVORITES = ["NYC and LA"]
 _FAVORITES = ["blue", "Alien", "winter"]
@@ -46,6 +47,9 @@ STATES: dict[str, list[str]] = {
     "address": [*_TO_FAVORITES, *_FAVORITES, "My name is Ada Lovelace", "1990-03-14"],
 }
 """How each state is reached (the favourites as the flow asks for them)."""
+
+CHOICES = ("end", "completed", "address")
+"""The effects that may end the session: a goodbye, or the address (the flow's last answer)."""
 
 PROBE = {"color": "red", "movie": "Alien", "season": "spring"}
 _ASKS = {"color": re.compile(r"colou?r", re.I), "movie": re.compile(r"movie|film", re.I)}
@@ -104,8 +108,8 @@ class BasicReplayer(Replayer):
             kind, _, rest = clause.partition(" ")
             good, why = await _check(kind, rest.strip(), old, new, replay.last, replay.engine)
             if not good:
-                return Outcome(replay.case, False, f"{clause}: {why}")
-        return Outcome(replay.case, True, "ok")
+                return Outcome(replay.case, False, f"{clause}: {why}", new["completed"])
+        return Outcome(replay.case, True, "ok", new["completed"])
 
 
 _EMPTY = {"step": "WeatherStep", "completed": False, "cities": frozenset()}

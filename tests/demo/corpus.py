@@ -27,6 +27,7 @@ from picoflow import FlowEngine
 from picoflow.stores import MemoryStore
 
 CORPUS = Path(__file__).with_name("utterances.txt")
+TUNING_35 = Path(__file__).with_name("hotel_tuning35.txt")  # issue 35: corrections, withdrawals
 
 STATES: dict[str, list[str]] = {
     "area": [""],

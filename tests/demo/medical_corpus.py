@@ -10,7 +10,8 @@ last turn:
 * ``book DOCTOR @ SLOT`` — booked with exactly that doctor and slot, and the session completed;
 * ``answer TEXT`` — nothing booked, not completed, and the last reply contains TEXT;
 * ``none`` — nothing booked, not completed;
-* ``end`` — the session completed without a booking.
+* ``end`` — the session completed without a booking;
+* ``handoff`` — a person was asked for: the session is in operator mode, nothing booked.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ from picoflow.stores import MemoryStore
 HERE = Path(__file__).parent
 HELDOUT = HERE / "medical_heldout.txt"
 TUNING = HERE / "medical_tuning.txt"
+TUNING_35 = HERE / "medical_tuning35.txt"  # issue 35: withdrawn choices, corrections, days
+
+CHOICES = ("book", "end")
+"""The effects that may complete a session: a slot chosen (or a yes to one read back), a goodbye."""
 
 STATES: dict[str, list[str]] = {
     "new": [],
@@ -82,6 +87,8 @@ def judge(case: Case, doc: dict[str, Any], replies: list[str]) -> Outcome:
         ok = booking is None and not completed
     elif kind == "end":
         ok = booking is None and completed
+    elif kind == "handoff":
+        ok = booking is None and not completed and doc.get("operator") is not None
     else:
         raise ValueError(f"Unknown expected effect {kind!r} on line {case.line}")
-    return Outcome(case, ok, seen)
+    return Outcome(case, ok, seen, booking is not None or completed)

@@ -46,7 +46,8 @@ def test_today_is_refused_for_a_flow_without_dates(tmp_path: Path) -> None:
     run = demo("--flow", "MedicalFlow", "--today", "2026-05-15", cwd=tmp_path)
     assert (run.returncode, run.stdout) == (2, "")
     assert run.stderr == (
-        "error: --today only applies to --flow HotelFlow: the other demos do not use dates.\n"
+        "error: --today only applies to --flow HotelFlow and TravelFlow: the other demos do not "
+        "use dates.\n"
     )
 
 

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))  # se
 from server_flows import hotel_model  # noqa: E402
 
 from demo.hotel.flow import PROVIDERS, HotelFlow  # noqa: E402
-from demo.medical.flow import MedicalFlow  # noqa: E402
+from demo.medical.flow import HANDOFF_REPLY, MedicalFlow  # noqa: E402
 from picoflow import FlowEngine  # noqa: E402
 from picoflow.stores import MemoryStore  # noqa: E402
 from picoflow.testing import ScriptedChatModel, tool_call  # noqa: E402
@@ -55,6 +55,6 @@ async def test_k6_medicalflow_hands_the_patient_to_a_person() -> None:
     model = ScriptedChatModel(script=[tool_call("ask_for_a_person", reason="a nurse, please")])
     engine = FlowEngine([MedicalFlow.using(model)], store=MemoryStore())
     first = await engine.run("MedicalFlow", "Can I talk to a nurse?")
-    assert first.message == "I've asked a person to take over; they will answer you here."
+    assert first.message == HANDOFF_REPLY  # written for a patient (issue 35 item 6)
     [waiting] = await engine.waiting()
     assert waiting["operator"]["note"] == "The patient asked for a person: a nurse, please"

@@ -101,10 +101,11 @@ async def test_2_2_each_step_offers_picoflows_tools_with_its_argument_schemas() 
     for request in recorder.requests():
         step = (request.messages[0].id or "").split("|")[0]
         bound[step] = {t["function"]["name"]: t["function"]["parameters"] for t in request.tools}
-    # PicoFlow's tools, plus the one deliberate addition: issue 21's handoff to a person (K6)
+    # PicoFlow's tools, plus the one deliberate addition: issue 21's handoff to a person (K6),
+    # offered by both steps since issue 35
     assert {step: sorted(tools) for step, tools in bound.items()} == {
         "SymptomsStep": ["ask_for_a_person", "capture_symptoms", "end_chat"],
-        "BookingStep": ["book_appointment", "end_chat"],
+        "BookingStep": ["ask_for_a_person", "book_appointment", "end_chat"],
         "EndStep": [],
     }
     symptoms = bound["SymptomsStep"]["capture_symptoms"]
@@ -155,9 +156,11 @@ async def test_2_6_final_state_after_a_complete_run(engine: FlowEngine) -> None:
     feedback = booking_ns[-1]["data"]["content"]
     assert feedback == "Successfully booked with Dr. Jones at 3:00 PM. Thank you!"
     end_ns = doc["memory"]["end"]["messages"]
-    assert end_ns[0]["data"]["content"] == EndStep.CLOSING_PROMPT  # bare EndStep, built-in line
-    assert "booked" not in json.dumps(end_ns)  # the confirmation never reaches the closing model
-    assert results[-1].message == CLOSING
+    # issue 35 item 5: the closing model is told what was booked (PicoFlow's never was)
+    assert end_ns[0]["data"]["content"] == (
+        "Confirm the booking with Dr. Jones (Specialist) at 3:00 PM and say goodbye."
+    )
+    assert results[-1].message == f"You're booked with Dr. Jones (Specialist) at 3:00 PM. {CLOSING}"
     steps = {name: entry["state"] for name, entry in doc["steps"].items()}
     assert list(steps["SymptomsStep"]) == ["symptoms", "_saveOn"]
     assert steps["SymptomsStep"]["symptoms"] == "sore throat"
@@ -168,7 +171,7 @@ async def test_2_6_final_state_after_a_complete_run(engine: FlowEngine) -> None:
         "3:00 PM",
     )
     assert steps["BookingStep"]["booked"] is True
-    assert steps["EndStep"] == {}  # no _prompt, no _saveOn
+    assert steps["EndStep"]["_prompt"] == end_ns[0]["data"]["content"]
 
 
 async def test_2_2_booking_prompt_keeps_the_original_empty_symptoms(engine: FlowEngine) -> None:

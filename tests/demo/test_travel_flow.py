@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from demo.travel.data import ACTIVITIES, DEPARTURE_FLIGHTS, HOTELS, RETURN_FLIGHTS
-from demo.travel.flow import CLOSING_PROMPT, TravelFlow
+from demo.travel.flow import CLOSING_PROMPT, PICOFLOW_TODAY, TravelFlow
 from demo.travel.offline import offline_provider, respond
 from demo.travel.types import TravelPlan
 from picoflow import FlowEngine
@@ -26,6 +26,15 @@ from picoflow.testing import ScriptedChatModel, text, tool_call
 SCENARIOS = Path(__file__).resolve().parents[2] / "demo" / "travel" / "scenarios"
 TRIP = "from London to Lisbon on 2025-06-10 for 3 nights, 2 adults"
 REASONING = {"provider": "offline", "name": "travel", "params": {"reasoning_effort": "low"}}
+
+
+CONFIG = {"today": PICOFLOW_TODAY}
+BOOKED_PROMPT = (
+    CLOSING_PROMPT.removesuffix(".") + ": Premium Lisbon Indulgence for London to Lisbon, "
+    "Tue, June 10, 2025 to Fri, June 13, 2025, 2 travellers, $3,075 in total."
+)
+"""PicoFlow's closing prompt, and what was booked (issue 35 item 5)."""
+"""These conversations were written against PicoFlow's day (issue 35: else today is today)."""
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -39,7 +48,8 @@ async def engine(request: pytest.FixtureRequest, tmp_path: Any) -> AsyncIterator
 async def talk(engine: FlowEngine, *lines: str) -> tuple[list[Any], dict[str, Any]]:
     results, session_id = [], None
     for line in lines:
-        result = await engine.run("TravelFlow", line, session_id=session_id)
+        config = CONFIG if session_id is None else None
+        result = await engine.run("TravelFlow", line, session_id=session_id, config=config)
         assert result.success, result.message
         results.append(result)
         session_id = result.session_id
@@ -87,7 +97,7 @@ async def test_v2_travel_flow_walks_picoflow_steps_tools_and_final_state() -> No
     assert [d["content"] for d in directs] == ["{}", "{}", "{}"]  # one per child
     end = doc["memory"]["EndStep"]["messages"]
     assert [m["type"] for m in end] == ["system", "human", "ai"]
-    assert end[0]["data"]["content"] == CLOSING_PROMPT
+    assert end[0]["data"]["content"] == BOOKED_PROMPT
     found = states(doc)
     assert found["PlannerStep"]["travelPlan"] == {
         "user_intent": "full_plan", "origin": "London", "destination": "Lisbon",
@@ -113,7 +123,7 @@ async def test_v2_travel_flow_walks_picoflow_steps_tools_and_final_state() -> No
         "Budget Lisbon Saver", "Balanced Lisbon Getaway", "Premium Lisbon Indulgence",
     ]  # fmt: skip
     assert synth["chosenPackage"] == synth["packages"][2]
-    assert found["EndStep"]["_prompt"] == CLOSING_PROMPT
+    assert found["EndStep"]["_prompt"] == BOOKED_PROMPT
     models = {name: entry["model"] for name, entry in doc["steps"].items()}
     for name in ("PlannerStep", "FlightStep", "SynthesizerStep"):
         assert {k: models[name][k] for k in REASONING} == REASONING  # PicoFlow's gpt-5 steps
@@ -131,7 +141,8 @@ async def test_r1_travel_tools_have_picoflow_names_and_argument_schemas() -> Non
     assert sorted(tools) == [
         ("ActivityStep", "search_activities"), ("FlightStep", "search_flights"),
         ("HotelStep", "search_hotels"), ("PlannerStep", "submit_plan"),
-        ("SynthesizerStep", "choose_package"), ("SynthesizerStep", "generate_packages"),
+        ("SynthesizerStep", "change_plan"), ("SynthesizerStep", "choose_package"),  # 35: way back
+        ("SynthesizerStep", "generate_packages"),
     ]  # fmt: skip
     plan = tools["PlannerStep", "submit_plan"]["function"]["parameters"]
     assert plan["required"] == [
@@ -160,7 +171,10 @@ async def test_travel_any_destination_is_served_and_flights_only_runs_one_child(
     results, doc = await talk(
         engine, "Need flights only: NYC → Tokyo, leaving 7/4/2025, back 7/14/2025", "number 1"
     )
-    assert results[0].message.startswith("Here are your packages for Tokyo:\n1. Budget Tokyo")
+    assert results[0].message.startswith("Here are your packages for Tokyo (NYC to Tokyo, Fri,")
+    assert "\n1. Budget Tokyo Saver: $700 in total\n   Flights: Pico Airways ($700)" in (
+        results[0].message
+    )
     found = states(doc)
     assert found["PlannerStep"]["travelPlan"]["user_intent"] == "flights_only"
     assert "hotels" not in found["HotelStep"] and "activities" not in found["ActivityStep"]
@@ -175,7 +189,9 @@ async def test_travel_over_budget_offers_one_budget_package(engine: FlowEngine) 
     packages = states(doc)["SynthesizerStep"]["packages"]
     assert [(p["name"], p["total_cost"]) for p in packages] == [("Budget Oslo Saver", 400)]
     assert packages[0]["budget_comment"] == "100 over your budget of 300."
-    assert results[0].message.count("\n") == 2  # one package: a heading, it, the question
+    shown = results[0].message
+    assert "\n1. Budget Oslo Saver: $400 in total" in shown and "\n2. " not in shown  # one
+    assert "\n   $100 over your budget of $300.\n" in shown
 
 
 async def test_travel_planner_takes_the_trip_one_fact_at_a_time_with_corrections(
@@ -243,18 +259,20 @@ async def test_travel_packages_are_chosen_by_description_after_a_question(
         engine, TRIP, "what's the difference between them?", "the one at the Grand Pico Hotel"
     )
     assert results[1].step == "SynthesizerStep" and not results[1].completed
-    assert results[1].message.startswith("The packages differ in flights, hotel and activities")
+    assert results[1].message.startswith("Here is what each package includes:\n1. Budget")
     chosen = states(doc)["SynthesizerStep"]["chosenPackage"]
     assert chosen["name"] == "Balanced Lisbon Getaway" and results[2].completed
     assert results[2].message == (
-        "Thank you for using our travel planning service! Your package is booked. Enjoy your trip!"
-    )
+        "Thank you for using our travel planning service! Your package is booked: Balanced "
+        "Lisbon Getaway for London to Lisbon, Tue, June 10, 2025 to Fri, June 13, 2025, 2 "
+        "travellers, $1,525 in total. Enjoy your trip!"
+    )  # issue 35 item 5: the goodbye says what was booked
 
 
 async def test_travel_children_are_traced_under_the_planner() -> None:
     model = ScriptedChatModel(policy=respond)
     engine = FlowEngine([TravelFlow.using(model)], store=MemoryStore())
-    result = await engine.run("TravelFlow", TRIP)
+    result = await engine.run("TravelFlow", TRIP, config=CONFIG)
     assert result.usage["model"]["calls"] == 6  # planner, three children, synthesiser twice
     parents = {
         r.metadata["picoflow_step"]: r.metadata.get("picoflow_parent_step") for r in model.requests
@@ -279,7 +297,8 @@ async def test_x1_travel_scenarios_replay_to_their_steps_tools_and_completed_fla
     session_id = None
     for turn in scenario["turns"]:
         tools, result = [], None
-        async for event in engine.stream("TravelFlow", turn["input"], session_id):
+        config = scenario.get("config") if session_id is None else None
+        async for event in engine.stream("TravelFlow", turn["input"], session_id, config):
             if event.kind == "tool_call":
                 tools.append(event.data["name"])
             if event.kind == "done":
@@ -302,7 +321,7 @@ async def test_r6_a_bad_plan_is_a_tool_result_the_planner_model_reads() -> None:
         script={"PlannerStep": [tool_call("submit_plan", bad), text("Which day do you leave?")]}
     )
     engine = FlowEngine([TravelFlow.using(model)], store=MemoryStore())
-    result = await engine.run("TravelFlow", "Rome in June")
+    result = await engine.run("TravelFlow", "Rome in June", config=CONFIG)
     assert (result.step, result.message) == ("PlannerStep", "Which day do you leave?")
     feedback = model.requests[1].messages[-1].content
     assert feedback.startswith(

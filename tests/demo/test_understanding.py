@@ -111,8 +111,10 @@ async def test_in_a_comparison_ordinals_are_the_tables_columns() -> None:
     table = await guest.say("compare 2 and 4 on price")
     assert table.message.startswith(f"| Price | {names[1]} | {names[3]} |")
     first = await guest.say("the first one")
-    assert first.message == (
-        f"That's 2. {names[1]}. Shall I book {names[1]}? Or name another hotel to compare it with."
+    offer = next(o for o in (await guest.state("PresentStep"))["offers"] if o["name"] == names[1])
+    read_back = f"Shall I book {names[1]} (5 nights, ${float(offer['total']):,.2f} in total)?"
+    assert first.message == (  # the read-back names what a yes books (issue 35)
+        f"That's 2. {names[1]}. {read_back} Or name another hotel to compare it with."
     )
     booked = await guest.say("yes")
     assert booked.completed and (await guest.booking())["hotel"] == names[1]

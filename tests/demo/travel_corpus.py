@@ -9,7 +9,9 @@ Each line is ``category | utterance | expected effect``:
   ``budget``; text compared without case, dates as ``YYYY-MM-DD``);
 * ``ask`` — no plan is submitted: the planner answers or asks back;
 * ``book N`` — the traveller books the N-th package presented, and the session completes;
-* ``none`` — nothing is booked: the synthesiser answers.
+* ``none`` — nothing is booked: the synthesiser answers;
+* ``back`` — from the packages, back to the planner with the plan kept (issue 35 item 4):
+  the session is at PlannerStep, nothing is booked and the plan is the one before.
 
 The judge reads only the stored session, so one corpus measures any port of the flow (the
 plan's field names are mapped to the ones above).
@@ -23,7 +25,7 @@ from typing import Any
 
 from support.corpus_kit import Outcome, Replay, Replayer
 
-from demo.travel.flow import TravelFlow
+from demo.travel.flow import PICOFLOW_TODAY, TravelFlow
 from demo.travel.offline import offline_provider
 from picoflow import FlowEngine
 from picoflow.stores import MemoryStore
@@ -31,6 +33,10 @@ from picoflow.stores import MemoryStore
 HERE = Path(__file__).parent
 HELD_OUT = HERE / "travel_heldout.txt"
 TUNING = HERE / "travel_tuning.txt"
+TUNING_35 = HERE / "travel_tuning35.txt"  # issue 35: withdrawals, corrections, past dates
+
+CHOICES = ("book",)
+"""The only effect that may complete a session: booking the package the traveller chose."""
 
 STATES: dict[str, list[str]] = {
     "start": [],
@@ -45,13 +51,15 @@ class TravelReplayer(Replayer):
 
     flow = "TravelFlow"
     states = STATES
+    config = {"today": PICOFLOW_TODAY}  # the corpora were written against PicoFlow's day
 
     def engine(self, store: MemoryStore) -> FlowEngine:
         return FlowEngine([TravelFlow], store=store, providers={"offline": offline_provider})
 
     async def judge(self, replay: Replay) -> Outcome:
         ok, detail = judge(replay.case.expected, replay.before, replay.after)
-        return Outcome(replay.case, ok, f"{detail} reply={replay.last.reply!r}")
+        acted = replay.after.get("run_status") == "completed"  # a package booked, or goodbye
+        return Outcome(replay.case, ok, f"{detail} reply={replay.last.reply!r}", acted)
 
 
 def _state(doc: dict[str, Any] | None, step: str) -> dict[str, Any]:
@@ -128,4 +136,8 @@ def judge(expected: str, before: dict[str, Any] | None, after: dict[str, Any]) -
         return ok, f"chose {chosen!r} of {len(offered)}"
     if kind == "none":
         return not done and chosen is None, f"chose {chosen!r}"
-    raise ValueError(f"Unknown expected effect {expected!r}; use plan, ask, book or none.")
+    if kind == "back":
+        step = (after.get("sequence") or [None])[-1]
+        kept = plan is not None and plan == submitted_plan(before)
+        return step == "PlannerStep" and not done and kept, f"at {step}, plan {plan}"
+    raise ValueError(f"Unknown expected effect {expected!r}; use plan, ask, book, none or back.")

@@ -240,6 +240,21 @@ class Replayer:
         return self.config if session is None else None
 
 
+def effects(expected: str) -> set[str]:
+    """The kinds of effect an expectation names ("book 3" is {"book"}; clauses split at ";")."""
+    return {clause.split()[0] for clause in expected.split(";") if clause.split()}
+
+
+def acted_on_a_guess(outcomes: Sequence[Outcome], choices: Collection[str]) -> list[Outcome]:
+    """The cases that booked, chose or ended (``acted``) on a line that is no such choice — its
+    expectation names none of `choices` — or that acted otherwise than the choice it names (the
+    case failed: another hotel, the withdrawn slot, the first of two values). The invariant
+    of issue 35 item 1, asserted over every corpus line of the four demos: this is empty."""
+    return [
+        o for o in outcomes if o.acted and not (effects(o.case.expected) & set(choices) and o.ok)
+    ]
+
+
 def accuracy(outcomes: Sequence[Outcome]) -> float:
     """The share of cases understood (0 for none)."""
     return sum(o.ok for o in outcomes) / max(1, len(outcomes))

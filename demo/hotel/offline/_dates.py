@@ -43,6 +43,7 @@ from datetime import date, timedelta
 
 from demo.hotel.offline._text import NUMBER_WORDS, normalize
 from demo.hotel.types import DateRange
+from demo.reading.ranges import range_words
 
 _MONTH = (
     r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
@@ -524,7 +525,8 @@ def parse_dates(text: str, today: date) -> list[DateRange] | None:
     Dates that have passed are returned as written (validation reports them); impossible dates
     and reversed ranges give None.
     """
-    normalized = _with_month(_PER_NIGHT.sub(_spaces, _full_weekdays(normalize(text))), today)
+    said = _full_weekdays(normalize(range_words(text)))
+    normalized = _with_month(_PER_NIGHT.sub(_spaces, said), today)
     mentions = _scan(normalized)
     if not any(m.kind != "duration" for m in mentions):
         return None
@@ -538,7 +540,8 @@ def parse_dates(text: str, today: date) -> list[DateRange] | None:
 def date_trouble(text: str, today: date) -> str | None:
     """Why the dates of ``text`` cannot be read, when a day does not exist or a weekday is not
     the date's ("There is no February 30"); None otherwise."""
-    normalized = _with_month(_PER_NIGHT.sub(_spaces, _full_weekdays(normalize(text))), today)
+    said = _full_weekdays(normalize(range_words(text)))
+    normalized = _with_month(_PER_NIGHT.sub(_spaces, said), today)
     try:
         _assemble(normalized, _scan(normalized), today)
     except DateTrouble as trouble:

@@ -24,7 +24,9 @@ from demo.hotel.offline.language import (
     wants_to_see_criteria,
 )
 from demo.hotel.offline.present import (
-    BOOK_OFFER,
+    BOOK_OFFER_READ,
+    NOTHING_BOOKED,
+    book_offer,
     names,
     new_budget,
     out_of_range,
@@ -33,6 +35,7 @@ from demo.hotel.offline.present import (
 )
 from demo.hotel.offline.reply import call, say
 from demo.hotel.offline.selection import Selection, select
+from demo.reading import way_back, withdrawn
 
 FEATURE_QUESTION = "price, amenities, room types or distance?"
 
@@ -48,7 +51,6 @@ _WITHOUT = re.compile(
     r"(?![^,.;]*\b(?:book|reserve)\b)"
 )
 _ADD = re.compile(r"\b(?:add|plus|include|also|throw in|put in)\b")
-_BOOK_OFFER = re.compile(r"Shall I book (?P<name>.+?)\?")
 _LISTED = re.compile(r"(\d+)\. ")
 
 
@@ -61,6 +63,8 @@ def decide(conversation: Conversation) -> AIMessage:
     text = conversation.guest_text()
     if wants_to_quit(text) and not is_question(text):
         return call("end_chat")
+    if withdrawn(text):
+        return say(f"{NOTHING_BOOKED} Tell me which hotel you would like when you are ready.")
     if conversation.forwarded():  # handed over by the list: never hand it straight back
         return _act(text, conversation, offers)
     back = _BACK.search(text.lower()) or RESUME_BOOKING.search(text.lower())
@@ -84,7 +88,7 @@ def _act(text: str, conversation: Conversation, offers: Sequence[Offer]) -> AIMe
         return call("chosen_hotel", hotel=picks.hotels[0].name)
     if _BACK.search(text.lower()) and not picks.hotels and not conversation.forwarded():
         return call("resume_booking")
-    if wants_new_search(text) or wants_to_see_criteria(text):
+    if _back_to_criteria(text, picks, offers):
         return call("search_again")
     comparing = wants_to_compare(text) or len(picks.hotels) > 1
     if (
@@ -93,12 +97,25 @@ def _act(text: str, conversation: Conversation, offers: Sequence[Offer]) -> AIMe
         and (parse_feature(_without_names(text, offers)) is None or len(picks.hotels) == 1)
     ):
         return call("answer_question", hotels=[o.name for o in picks.hotels], topic=topic_of(text))
-    confirmed = _BOOK_OFFER.search(_said_before(conversation))
+    confirmed = BOOK_OFFER_READ.search(_said_before(conversation))
     if confirmed and is_affirmative(text) and not picks.hotels:
         return call("chosen_hotel", hotel=confirmed["name"])
     if is_choice(text):
         return _which(picks, table or offers)
     return _compare(text, conversation, offers, picks)
+
+
+def _back_to_criteria(text: str, picks: Selection, offers: Sequence[Offer]) -> bool:
+    """ "Start over", "change my dates", a review of the criteria; not "... instead" of a table."""
+    changes = wants_new_search(text) and not _compares_instead(text, picks, offers)
+    return way_back(text) or changes or wants_to_see_criteria(text)
+
+
+def _compares_instead(text: str, picks: Selection, offers: Sequence[Offer]) -> bool:
+    """ "Compare 1 and 3 instead", "on amenities instead": another table, not a new search."""
+    if not re.search(r"\binstead\b", text.lower()) or re.search(r"\bchange\b", text.lower()):
+        return False
+    return bool(picks.hotels) or parse_feature(_without_names(text, offers)) is not None
 
 
 def _edited(text: str, hotels: list[Offer], offers: Sequence[Offer]) -> list[Offer]:
@@ -132,7 +149,7 @@ def _compare(
     if len(picks.hotels) == 1:
         ordinal = picks.hotels[0]
         return say(
-            f"That's {ordinal.number}. {ordinal.name}. {BOOK_OFFER.format(name=ordinal.name)} "
+            f"That's {ordinal.number}. {ordinal.name}. {book_offer(ordinal)} "
             "Or name another hotel to compare it with."
         )
     feature = parse_feature(_without_names(text, offers)) or (

@@ -25,6 +25,7 @@ from langchain_core.messages import (
 )
 
 from demo.hotel.formats import LIST_OPENER, TODAY, OfferLine, read_label, read_offers
+from demo.reading import corrections
 
 MEMORY_PREFIX = "Conversation memory for this step:"
 """How picoflow introduces a namespace's summary (SPEC M7)."""
@@ -48,6 +49,7 @@ class Event:
     text: str = ""
     tool: str | None = None
     args: dict[str, Any] | None = None
+    later: bool = False  # a later part of the same guest message ("..., no wait, 200")
 
 
 Offer = OfferLine
@@ -79,10 +81,14 @@ class Conversation:
         )
 
     def guest_text(self) -> str:
-        """The guest's newest message ("" if there is none, or if the flow wrote it)."""
+        """What the guest's newest message finally says ("" if there is none, or if the flow
+        wrote it): its last part, once corrections are read (`demo.reading.expand`)."""
         found = next((m for m in reversed(self.messages) if isinstance(m, HumanMessage)), None)
         text = str(found.text) if found is not None else ""
-        return "" if text == LIST_OPENER else text
+        if not text or text == LIST_OPENER:
+            return ""
+        said = [event.text for event in self.events() if event.kind == "guest"]
+        return said[-1] if said else corrections.settle(text)
 
     def forwarded(self) -> bool:
         """Whether the newest guest message is the first thing in this step's fresh memory.
@@ -111,7 +117,7 @@ class Conversation:
         names = _tool_names(self.messages)
         for message in self.messages:
             found.extend(_message_events(message, names))
-        return found
+        return _in_parts(found)
 
     def today(self) -> date:
         """Today's date as the prompt states it (the real date if it does not)."""
@@ -125,6 +131,21 @@ class Conversation:
     def offers(self) -> list[Offer]:
         """The numbered hotels the prompt lists, in the order shown."""
         return read_offers(self.prompt)
+
+
+def _in_parts(events: list[Event]) -> list[Event]:
+    """Each guest message as its parts, said in order (`demo.reading.expand`): "250 a night,
+    no wait, 200" is read as two messages, the second correcting the first."""
+    found: list[Event] = []
+    read: list[str] = []
+    for event in events:
+        if event.kind != "guest":
+            found.append(event)
+            continue
+        pieces = corrections.expand([event.text], read)
+        read.extend(pieces)
+        found.extend(Event("guest", piece, later=n > 0) for n, piece in enumerate(pieces))
+    return found
 
 
 def _memory_event(line: str) -> Event | None:

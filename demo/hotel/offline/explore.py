@@ -148,7 +148,7 @@ def read(conversation: Conversation) -> Reading:
         draft=start, portland=last is not None, searched=last is not None,
         usual=usual_of(conversation),
     )  # fmt: skip
-    said = ""
+    said = asked = ""
     for event in conversation.events():
         if event.kind == "said":
             said = event.text
@@ -157,7 +157,8 @@ def read(conversation: Conversation) -> Reading:
         elif event.kind == "result" and event.tool == "capture_choices":
             said = event.text
         elif event.kind == "guest":
-            reading = _heard(reading, event, said, today)
+            asked = asked if event.later else said  # the parts of a message answer one question
+            reading = _heard(reading, event, asked, today)
             said = ""
     return reading
 

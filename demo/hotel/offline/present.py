@@ -38,11 +38,17 @@ from demo.hotel.offline.language import (
 )
 from demo.hotel.offline.reply import call, say
 from demo.hotel.offline.selection import Selection, not_listed, select
+from demo.reading import corrects_a_number, goes_back, way_back, withdrawn
 
-BOOK_OFFER = "Shall I book {name}?"
-"""The confirmation question; a "yes" to it books that hotel."""
+BOOK_OFFER = "Shall I book {name} ({nights} night{s}, ${total:,.2f} in total)?"
+"""The read-back a "yes" books: the hotel, and the nights and total of the stay (issue 35)."""
+NOTHING_BOOKED = "No problem: I haven't booked anything. Take your time."
+"""The answer to a choice taken back in the same message ("book 4. hmm no, hold on")."""
 
-_BOOK_OFFER = re.compile(r"Shall I book (?P<name>.+?)\?")
+BOOK_OFFER_READ = re.compile(
+    r"Shall I book (?P<name>.+?)(?: \(\d+ nights?, \$[\d,.]+ in total\))?\?"
+)
+"""Finds the hotel a read-back named (`BOOK_OFFER`)."""
 _SHOW_LIST = re.compile(
     r"^(?:(?:please|ok|okay|can you|could you)\s+)*(?:show|see|give|display|repeat|list)\b"
     r"[^,.;]{0,20}\b(?:list|hotels|results|options|them|again)\b[?.! ]*$"
@@ -92,6 +98,8 @@ _FILLER = re.compile(
 def decide(conversation: Conversation) -> AIMessage:
     """Act on the guest's message; when there is nothing to act on, show the list."""
     result = conversation.tool_result()
+    if (declined := _just_declined(conversation)) is not None:
+        return say(declined_reply(declined["reason"], conversation.offers()))
     if result is not None:
         return say(f"{relay(result.text)} Which hotel do you mean? Give me its number or name.")
     text = conversation.guest_text()
@@ -100,7 +108,58 @@ def decide(conversation: Conversation) -> AIMessage:
         return call("show_hotels", page=page)
     if wants_to_quit(text) and not is_question(text):
         return call("end_chat")
-    return _act(text, conversation, page)
+    if withdrawn(text):
+        return say(f"{NOTHING_BOOKED} {_list_hint(conversation.offers())}")
+    return _way_back(text, conversation, page) or _act(text, conversation, page)
+
+
+def _way_back(text: str, conversation: Conversation, page: int) -> AIMessage | None:
+    """Back to the criteria, with what is known kept (issue 35 item 4): "start over", "change
+    my dates", a criterion said with a question ("under 200, and whats the cheapest?"), "I said
+    250 not 200", a new day ("next friday instead"); "go back" is the page before, the list
+    when the comparison handed it over, and the criteria from the first page."""
+    if goes_back(text):
+        if conversation.forwarded():
+            return call("show_hotels", page=page)
+        return call("show_hotels", page=page - 1) if page > 1 else call("search_again")
+    if is_choice(text) and not way_back(text):
+        return None
+    if way_back(text) or corrects_a_number(text) or criteria_with_a_question(text, conversation):
+        return call("search_again")
+    if parse_dates(text, date.today()) is not None and not select_hotels(text, conversation):
+        return call("search_again")  # "next friday instead" is a new stay, not the next page
+    return None
+
+
+def select_hotels(text: str, conversation: Conversation) -> bool:
+    """Whether `text` names or numbers a hotel of the list."""
+    offers = conversation.offers()
+    return bool(select(text, offers, offers).hotels)
+
+
+_CLAUSES = re.compile(
+    r"\s+-+\s+|[,;.]\s*(?:and\s+|but\s+|also\s+)?|\s+(?:and|but|also)\s+(?=(?:so\s+)?(?:"
+    r"what|whats|what's|which|how|where|is|are|does|do|can|any)\b)",
+    re.I,
+)
+
+
+def criteria_with_a_question(text: str, conversation: Conversation) -> bool:
+    """A criterion stated beside a question ("under 200 a night, and whats the cheapest?"): the
+    criterion is kept (a new search) and the new list answers the question. A clause that picks
+    a hotel ("the 3rd one looks good, does it have parking?") states no criterion."""
+    clauses = [c for c in _CLAUSES.split(text) if c and c.strip()]
+    if len(clauses) < 2 or not any(is_question(c) for c in clauses):
+        return False
+    stated = [c for c in clauses if not is_question(c) and not select_hotels(c, conversation)]
+    return any(new_budget(c) or _states_criteria(c) for c in stated)
+
+
+def _states_criteria(clause: str) -> bool:
+    mentioned = (parse_dates(clause, date.today()), parse_room_type(clause))
+    return any(v is not None for v in mentioned) or bool(
+        parse_amenities(clause) or parse_distances(clause)
+    )
 
 
 def _act(text: str, conversation: Conversation, page: int) -> AIMessage:
@@ -154,10 +213,16 @@ def _respond(
     if is_choice(text) or _bare(text, picks):
         return book(list(picks.hotels) or focus(conversation, offers), conversation)
     if len(picks.hotels) == 1:
-        return say(f"{BOOK_OFFER.format(name=picks.hotels[0].name)} Or ask me about it.")
+        return say(f"{book_offer(picks.hotels[0])} Or ask me about it.")
     if picks.hotels:
         return say(f"Would you like to compare {names(picks.hotels)}, or book one of them?")
     return say(f"Sorry, I didn't catch which hotel you mean. {_list_hint(offers)}")
+
+
+def book_offer(offer: Offer) -> str:
+    """The read-back for `offer`: what a "yes" to it books."""
+    plural = "s" if offer.nights != 1 else ""
+    return BOOK_OFFER.format(name=offer.name, nights=offer.nights, s=plural, total=offer.total)
 
 
 def _no_pick(text: str, offers: Sequence[Offer]) -> AIMessage | None:
@@ -204,7 +269,7 @@ def out_of_range(picks: Selection, offers: Sequence[Offer]) -> str:
     size = f"{len(offers)} hotels (1 to {len(offers)})" if len(offers) > 1 else "only 1 hotel"
     head = f"There is no number {wrong}: the list has {size}."
     if len(picks.hotels) == 1:
-        return f"{head} {BOOK_OFFER.format(name=picks.hotels[0].name)}"
+        return f"{head} {book_offer(picks.hotels[0])}"
     if picks.hotels:
         return f"{head} Shall I go on with {names(picks.hotels)}?"
     return f"{head} Which one do you mean?"
@@ -240,7 +305,7 @@ def ask_about(
     if topic == "overview" and len(text.split()) <= 4 and (hotels or _FOLLOW_UP.match(text)):
         topic = _last_topic(conversation) or topic  # "and number 5?" asks the same again
         if topic == "overview" and len(hotels) == 1 and _TENTATIVE.search(text.lower()):
-            return say(f"{BOOK_OFFER.format(name=hotels[0].name)} Or ask me about it.")
+            return say(f"{book_offer(hotels[0])} Or ask me about it.")
     if not hotels and topic == "overview":
         return say(
             "I can tell you about any hotel of the list — its amenities, price, room types, "
@@ -267,7 +332,7 @@ def _last_topic(conversation: Conversation) -> str | None:
 
 def _confirmed(text: str, conversation: Conversation, offers: Sequence[Offer]) -> AIMessage | None:
     """A yes (or no) to "Shall I book X?"."""
-    offer = _BOOK_OFFER.search(_said_before(conversation))
+    offer = BOOK_OFFER_READ.search(_said_before(conversation))
     if offer is None:
         return None
     if is_negative(text):
@@ -350,6 +415,32 @@ def _list_hint(offers: Sequence[Offer]) -> str:
     return (
         f"The list has {len(offers)} hotels, numbered 1 to {len(offers)}: tell me a number or a "
         'name, or say "show the list".'
+    )
+
+
+_DECLINED = re.compile(
+    r"Declined(?: by [^:]+)?: a person did not approve this call of \w+, and it was not run\."
+    r"(?: Reason: (?P<reason>.*?))?\s*Tell the user",
+    re.DOTALL,
+)
+"""picoflow's result of a call an operator rejected, with the operator's note (K1)."""
+
+
+def _just_declined(conversation: Conversation) -> re.Match[str] | None:
+    """An operator's rejection not yet told, past what the guest wrote while it waited."""
+    for message in reversed(conversation.messages):
+        if message.type == "human":
+            continue
+        return _DECLINED.match(str(message.text)) if message.type == "tool" else None
+    return None
+
+
+def declined_reply(reason: str | None, offers: Sequence[Offer]) -> str:
+    """A rejected booking in the guest's words, with the operator's note (issue 35 item 6)."""
+    why = f": {reason.strip().rstrip('.')}" if reason and reason.strip() else ""
+    return (
+        f"I'm sorry, our team could not approve that booking{why}. Nothing was booked. "
+        f"Would you like another hotel? {_list_hint(offers)}"
     )
 
 
