@@ -8,9 +8,25 @@ whole session atomically at the end of every turn.
 from __future__ import annotations
 
 from picoflow._bank import MemoryBank
+from picoflow._internal.conversation import Conversation
+from picoflow.decisions import (
+    ChoiceAnswer,
+    ChoiceQuestion,
+    DecisionContext,
+    DecisionErrorContext,
+    DecisionOptions,
+    NoulAnswer,
+    NoulQuestion,
+    ScoreAnswer,
+    ScoreQuestion,
+)
 from picoflow.engine import FlowEngine, StreamEvent, TurnResult
 from picoflow.errors import (
     BudgetExceeded,
+    DecisionError,
+    DecisionValidationError,
+    EffectInHistoryError,
+    EmbeddingsMismatchError,
     FlowDefinitionError,
     IdempotencyKeyReusedError,
     MissingAbilityError,
@@ -24,13 +40,30 @@ from picoflow.errors import (
 from picoflow.flow import Flow
 from picoflow.memory import SummaryConfig
 from picoflow.models import ModelLike, ModelSpec
+from picoflow.models._hook_contexts import (
+    LlmAttemptErrorContext,
+    LlmBlockedContext,
+    LlmCallPolicy,
+    LlmErrorContext,
+)
 from picoflow.policies import reset, sliding_window, summarise, token_window, turn_window
 from picoflow.prompts import FlowPrompt, Prompt, parse_json
 from picoflow.session._expiration import is_session_current, session_idle_ms
 from picoflow.step import EndStep, Step
+from picoflow.step._decision import DecisionStep
 from picoflow.step._logic import LogicStep
 from picoflow.tools import ToolCall, tool, tool_group
-from picoflow.transitions import ToolResult, direct, finish, go, handoff, stay
+from picoflow.transitions import (
+    RetryWithModel,
+    ToolResult,
+    direct,
+    direct_to,
+    finish,
+    go,
+    handoff,
+    retry_with_model,
+    stay,
+)
 
 __version__ = "0.1.0"
 
@@ -40,6 +73,17 @@ __all__ = [
     "Step",
     "EndStep",
     "LogicStep",
+    # decisions/, step/_decision.py (D1-D3)
+    "DecisionStep",
+    "ChoiceQuestion",
+    "ScoreQuestion",
+    "NoulQuestion",
+    "ChoiceAnswer",
+    "ScoreAnswer",
+    "NoulAnswer",
+    "DecisionContext",
+    "DecisionErrorContext",
+    "DecisionOptions",
     # tools.py, transitions.py
     "tool",
     "tool_group",
@@ -50,6 +94,15 @@ __all__ = [
     "finish",
     "handoff",
     "ToolResult",
+    # the later step API (D4)
+    "direct_to",
+    "retry_with_model",
+    "RetryWithModel",
+    "Conversation",
+    "LlmErrorContext",
+    "LlmAttemptErrorContext",
+    "LlmBlockedContext",
+    "LlmCallPolicy",
     # engine.py
     "FlowEngine",
     "TurnResult",
@@ -76,10 +129,14 @@ __all__ = [
     "SessionNotFoundError",
     "RevisionNotFoundError",
     "StoreError",
+    "EmbeddingsMismatchError",
     "ToolLoopError",
     "BudgetExceeded",
+    "EffectInHistoryError",
     "IdempotencyKeyReusedError",
     "MissingAbilityError",
+    "DecisionError",
+    "DecisionValidationError",
     # _expiration.py (U6)
     "is_session_current",
     "session_idle_ms",

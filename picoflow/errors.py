@@ -6,9 +6,13 @@ PicoflowError
  ├── SessionConflictError     another writer saved the session first (revision check, P2/P4)
  ├── SessionNotFoundError     the session id names no stored session
  ├── StoreError               the store failed (server down, document too large, ...);
- │                            `retryable` says whether sending the turn again can help
+ │   │                        `retryable` says whether sending the turn again can help
+ │   └── EmbeddingsMismatchError  the bank's vectors came from another embedding model (L4)
  ├── ToolLoopError            a turn exceeded max_tool_rounds model calls (R7)
  ├── BudgetExceeded           a turn would pass one of the engine's spending limits (O3)
+ ├── EffectInHistoryError     a rewind would go back past what a tool did in the world (K9)
+ ├── DecisionError            a decision step could not decide (D2); the turn failed
+ │   └── DecisionValidationError  the provider's answers do not fit the question map
  └── IdempotencyKeyReusedError  an idempotency key sent again with another request (H5, O4)
 ```
 
@@ -20,6 +24,9 @@ a handler that raised) are never raised: they become tool-result messages the mo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 __all__ = [
     "PicoflowError",
     "FlowDefinitionError",
@@ -27,10 +34,14 @@ __all__ = [
     "SessionNotFoundError",
     "RevisionNotFoundError",
     "StoreError",
+    "EmbeddingsMismatchError",
     "ToolLoopError",
     "BudgetExceeded",
+    "EffectInHistoryError",
     "IdempotencyKeyReusedError",
     "MissingAbilityError",
+    "DecisionError",
+    "DecisionValidationError",
 ]
 
 
@@ -122,6 +133,34 @@ class StoreError(PicoflowError):
         return f"StoreError({str(self)!r}, retryable={self.retryable!r})"
 
 
+class EmbeddingsMismatchError(StoreError):
+    """The memory bank's vectors came from another embedding model or dimension (L4).
+
+    Vectors of two models cannot be compared, so the store refuses to mix them: nothing was
+    written or searched. `stored` and `given` are `{"model", "dimensions"}` (a model is None
+    where it was not named). Not retryable: the same call fails the same way.
+    """
+
+    def __init__(self, stored: Mapping[str, object], given: Mapping[str, object]) -> None:
+        self.stored = dict(stored)
+        self.given = dict(given)
+
+        def named(record: Mapping[str, object]) -> str:
+            model = record.get("model") or "an unnamed model"
+            return f"{model} ({record.get('dimensions')} dimensions)"
+
+        super().__init__(
+            f"The memory bank holds vectors from {named(stored)}, but the embeddings given "
+            f"are {named(given)}: vectors of two models cannot be compared, so nothing was "
+            "written or searched. Configure FlowEngine(embeddings=...) with the model the bank "
+            "was built with, or use a new store for the new model.",
+            retryable=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"EmbeddingsMismatchError(stored={self.stored!r}, given={self.given!r})"
+
+
 class MissingAbilityError(PicoflowError, ValueError):
     """A feature needs an optional store ability the store does not have (see `stores.base`).
 
@@ -180,6 +219,27 @@ class BudgetExceeded(PicoflowError):
         )
 
 
+class EffectInHistoryError(PicoflowError):
+    """A rewind, undo, edit or fork would go back past what a tool did in the world (K9).
+
+    `effects` are the records (`tool`, `args`, `key`, `result`, `at`, `revision`) after the
+    target revision. Pass `force=True` to go back anyway: the effects stay recorded, and the
+    step's next model call is told they were done.
+    """
+
+    def __init__(self, session_id: str, revision: int, effects: list[dict[str, Any]]) -> None:
+        self.session_id = session_id
+        self.revision = revision
+        self.effects = effects
+        done = ", ".join(f"{e['tool']} (revision {e['revision']})" for e in effects)
+        super().__init__(
+            f"Session '{session_id}' cannot go back to revision {revision}: after it, tools "
+            f"acted on the world ({done}), and going back would erase them from the record "
+            "though they happened. Undo them in the world first, or pass force=True to go "
+            "back anyway (the effects stay recorded and the model is told)."
+        )
+
+
 class IdempotencyKeyReusedError(PicoflowError, ValueError):
     """An idempotency key came with another request than the one it was first used for (H5).
 
@@ -195,3 +255,46 @@ class IdempotencyKeyReusedError(PicoflowError, ValueError):
             "route, flow, message, session, revision or config). Send each new message with a "
             "new key, and reuse a key only to retry the same request."
         )
+
+
+class DecisionError(PicoflowError):
+    """A decision step could not decide, and no `on_decision_error` answered instead (D2).
+
+    `step` names the decision step, `question` the question at fault (None when the fault is
+    not one question's), `provider` and `model` the configured decision provider, and `cause`
+    the original exception (the provider's error, a bad question map, facts that are not JSON).
+    Nothing of the turn was saved.
+    """
+
+    def __init__(
+        self,
+        step: str,
+        problem: str,
+        *,
+        question: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
+        self.step = step
+        self.question = question
+        self.provider = provider
+        self.model = model
+        self.cause = cause
+        where = step if question is None else f"{step}, question '{question}'"
+        super().__init__(f"Decision step {where}: {problem}")
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(step={self.step!r}, question={self.question!r}, "
+            f"provider={self.provider!r})"
+        )
+
+
+class DecisionValidationError(DecisionError):
+    """A decision provider answered, but not as the exact question map asks (D2).
+
+    A missing or unknown question key, an answer of another kind, a label that was not
+    declared, probabilities that do not sum to 1, a score out of range: never retried, never
+    shown to `on_decision`.
+    """

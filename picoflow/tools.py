@@ -69,6 +69,12 @@ class ToolSpec:
     schema: dict[str, Any]  # the OpenAI-format definition that `bind_tools` receives
     # K1: True, or a predicate (args, step) -> bool, when a person must approve a call first
     requires_approval: bool | Callable[[dict[str, Any], Any], bool] = False
+    effects: bool = False  # K8: declared as acting on the world (`@tool(effects=True)`)
+
+    @property
+    def has_effects(self) -> bool:
+        """Whether each run is recorded as an effect (K8): declared so, or needing approval."""
+        return self.effects or self.requires_approval is not False
 
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
         """Validate the model's arguments; return the keyword arguments for the handler."""
@@ -89,6 +95,7 @@ def tool(
     *,
     args_schema: type[BaseModel] | None = None,
     requires_approval: bool | Callable[[dict[str, Any], Any], bool] = False,
+    effects: bool = False,
 ) -> Callable[[F], F]: ...
 
 
@@ -98,18 +105,27 @@ def tool(
     *,
     args_schema: type[BaseModel] | None = None,
     requires_approval: bool | Callable[[dict[str, Any], Any], bool] = False,
+    effects: bool = False,
 ) -> Any:
     """Expose a Step method to the model: `@tool`, `@tool("alias")`, `@tool(args_schema=M)`.
 
     `requires_approval` (K1): True, or a function `(args, step) -> bool` of the validated
     arguments, when a person must approve a call before it runs (docs/people-in-the-loop.md).
+    `effects=True` (K8) declares a tool that acts on the world (books, pays, sends): each run
+    is recorded in the session's `effects`, a turn that fails after it still saves its result,
+    and no rewind drops it. Every tool that needs approval is one.
 
     Raises:
         FlowDefinitionError: the method has no docstring (the model reads it to decide when to
             call the tool), an alias is blank, the type hints cannot form a schema, or
-            `requires_approval` is neither a bool nor a callable.
+            `requires_approval` is neither a bool nor a callable, or `effects` is not a bool.
     """
     _check_approval(requires_approval)
+    if not isinstance(effects, bool):
+        raise FlowDefinitionError(
+            f"@tool(effects={effects!r}): pass True for a tool that acts on the world (books, "
+            "pays, sends), False otherwise."
+        )
     if callable(func_or_name) and not isinstance(func_or_name, str):
         return _mark(func_or_name, None, args_schema)
     alias = func_or_name
@@ -120,7 +136,7 @@ def tool(
         )
 
     def decorate(func: F) -> F:
-        return _mark(func, alias, args_schema, requires_approval)
+        return _mark(func, alias, args_schema, requires_approval, effects)
 
     return decorate
 
@@ -139,6 +155,7 @@ def _mark(
     alias: str | None,
     args_schema: type[BaseModel] | None,
     requires_approval: bool | Callable[[dict[str, Any], Any], bool] = False,
+    effects: bool = False,
 ) -> F:
     name = alias.strip() if alias else func.__name__
     description = inspect.getdoc(func)
@@ -153,7 +170,14 @@ def _mark(
     definition["function"]["name"] = name
     definition["function"]["description"] = description
     spec = ToolSpec(
-        name, func.__name__, description, model, pass_model, definition, requires_approval
+        name,
+        func.__name__,
+        description,
+        model,
+        pass_model,
+        definition,
+        requires_approval,
+        effects,
     )
     setattr(func, _MARK, spec)
     return func

@@ -37,6 +37,7 @@ PUBLIC = {
     "SessionNotFoundError",
     "RevisionNotFoundError",
     "StoreError",
+    "EmbeddingsMismatchError",  # SPEC L4: a bank refuses vectors of another embedding model
     "ToolLoopError",
     "ToolResult",
     "ModelLike",  # used by the SPEC's examples
@@ -47,6 +48,7 @@ PUBLIC = {
     "tool_group",  # SPEC V6
     "ToolCall",  # SPEC V6: what a tool_group handler receives
     "BudgetExceeded",  # SPEC O3: the error of a turn over a budget
+    "EffectInHistoryError",  # SPEC K9
     "IdempotencyKeyReusedError",  # SPEC H5, O4: raised by a history change sent with a used key
     "MissingAbilityError",  # SPEC P2, docs/stores.md: a feature needs an ability a store lacks
     "summarise",  # SPEC M11: the memory policy builders
@@ -60,6 +62,26 @@ PUBLIC = {
     "Prompt",  # SPEC U1
     "FlowPrompt",  # SPEC U1
     "parse_json",  # SPEC U1
+    "DecisionStep",  # SPEC D1: a step that decides through a decision provider
+    "ChoiceQuestion",  # SPEC D1: the three question kinds
+    "ScoreQuestion",
+    "NoulQuestion",
+    "ChoiceAnswer",  # SPEC D1: and their answers
+    "ScoreAnswer",
+    "NoulAnswer",
+    "DecisionContext",  # SPEC D1: what on_decision learns besides the answers
+    "DecisionErrorContext",  # SPEC D2: what on_decision_error learns
+    "DecisionOptions",  # SPEC D2: Flow.config_decision()'s return value
+    "DecisionError",  # SPEC D2: a decision that failed the turn
+    "DecisionValidationError",  # SPEC D2: answers that do not fit the question map
+    "direct_to",  # SPEC D4: move and answer verbatim
+    "retry_with_model",  # SPEC D4: what on_llm_error returns to fall back to another model
+    "RetryWithModel",  # SPEC D4: retry_with_model's value
+    "Conversation",  # SPEC D4: what Flow.get_conversation returns
+    "LlmErrorContext",  # SPEC D4: the model-failure hook contexts
+    "LlmAttemptErrorContext",
+    "LlmBlockedContext",
+    "LlmCallPolicy",  # SPEC D4: what Step.get_llm_call_policy returns
     "__version__",
 }
 

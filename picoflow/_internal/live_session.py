@@ -41,6 +41,10 @@ class LiveSession:
             the save distils and extracts them.
         people: people in the loop (K1-K6): `approvals` (the document's list) and `operator`
             (the handoff in progress, or None); see `picoflow._people`.
+        effects: what tools with effects did (K8), and a forced rewind's notice (K9); see
+            `picoflow._internal.effects`.
+        decision_usage: the decision calls of this turn (D3); the save adds them to the
+            document's `decision_usage`.
     """
 
     session_id: str | None = None
@@ -56,6 +60,13 @@ class LiveSession:
     people: dict[str, Any] = field(default_factory=dict)
     doc: dict[str, Any] | None = None  # the document as loaded for this turn (get_session_doc)
     logs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # U5: new entries
+    # K8, K9: what tools with effects did (`picoflow._internal.effects`); how many of them
+    # were there before this turn; a forced rewind's notice, and whether a model has read it.
+    effects: list[dict[str, Any]] = field(default_factory=list)
+    effects_before: int = 0
+    effects_notice: int | None = None
+    effects_told: bool = False
+    decision_usage: dict[str, int] = field(default_factory=dict)  # D3: this turn's decisions
 
     def record_step(self, step_name: str, level: int) -> None:
         """Add a `sequence` entry for a step that runs at `level` (1: the cursor's own)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from picoflow._internal.usage import empty_usage
+from picoflow._internal.usage import empty_decision_usage, empty_usage
 
 __all__ = ["TurnResult", "StreamEvent"]
 
@@ -22,6 +22,8 @@ class TurnResult:
     exception that escaped flow code), or "TurnTimeout" for a turn stopped at the engine's
     `turn_timeout` (nothing was saved; the same message may be sent again).
     `pending_approvals` lists the tool calls that wait for a person after this turn (K1).
+    A turn that failed after a tool with effects ran was saved up to that tool's result (K8):
+    its `error` says why it stopped, `message` what was done, and `effects` lists what.
     """
 
     session_id: str | None
@@ -35,6 +37,11 @@ class TurnResult:
     error: str | None = None
     pending_approvals: list[dict[str, Any]] = field(default_factory=list)  # K1
     replayed: bool = False  # O4: the first result of this idempotency key, not a new turn
+    # K8: what tools with effects did in this turn (records as in the session's `effects`). A
+    # failed turn with effects was saved up to them: its `session_id` and `step` are real.
+    effects: list[dict[str, Any]] = field(default_factory=list)
+    # D3: this turn's decision calls and tokens, apart from the chat `usage`.
+    decision_usage: dict[str, int] = field(default_factory=empty_decision_usage)
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,8 @@ class StreamEvent:
     of the token text), "tool_call" (`name`, `args`, `step`), "step_changed"
     (`from`, `to`), "logic_step" (`step`, `parent`: a logic step ran), "nested_start" /
     "nested_end" (`step`, `parent`, `depth`: a nested run began or returned), "compaction"
-    (`namespace`, `outcome`) or "done" (`result` holds the TurnResult; always the last event).
+    (`namespace`, `outcome`), "decision" (`step`, `answers`, `route`, `recovered`: a decision
+    step decided, D1) or "done" (`result` holds the TurnResult; always the last event).
     """
 
     kind: str

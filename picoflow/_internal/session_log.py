@@ -4,10 +4,10 @@ Each array holds at most `MAX_LOG_ENTRIES` entries `{"at", "level", "message"}`,
 `Flow.log(text, level=...)` writes to them, model-call retries are noted in `log` (level
 "warning"), and the errors of failed turns go to `error`.
 
-A failed turn saves nothing (P3), so its error cannot be written with it. It is kept by the
-engine and written with the session's next save — the next turn that succeeds, in this process.
-So the stored session never changes because a turn failed, and the error is on record as soon
-as the session moves on; an engine that restarts before then loses it (it is in the log too).
+A failed turn saves nothing else (P3): its error is written with the failure, as a small save
+of the `error` array alone (`SessionKeeper.note_failure`), so it survives a restart and a last
+turn that failed. An error that cannot be written then (the store failed, another writer is
+busy, a refused request) is kept here and written with the session's next save in this process.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def write_logs(
 
 
 class FailedTurns:
-    """Errors of failed turns waiting for their session's next save, for a bounded set of ids."""
+    """Errors of failed turns not written yet, waiting for their session's next save (bounded)."""
 
     MAX_SESSIONS = 1000
 

@@ -6,7 +6,8 @@ estimated input tokens (so a session already at its limit is refused without cal
 model again), and after it, against what was really used. Either way the turn fails with
 `BudgetExceeded` and, like every failed turn, saves nothing (P3). The owner's daily tokens are
 counted in the store, so every worker sees the same total, and a failed turn's tokens count
-too: they were spent.
+too: they were spent. A resolve (K10) is checked the same way, and first by `at_start`, before
+its approved tool runs, so a session already at its limit is refused before any effect.
 """
 
 from __future__ import annotations
@@ -80,9 +81,15 @@ class BudgetUsage:
     owner: str | None = None
     owner_before: int = 0  # the owner's tokens today when the turn started
 
-    def before_call(
-        self, calls_so_far: int, turn_tokens: int, messages: list[BaseMessage]
-    ) -> None:
+    def at_start(self) -> None:
+        """Refuse work that starts with a token limit already reached, before anything runs.
+
+        A resolve (K10) runs the approved tool before its first model call: checked only at
+        that call, a session at its limit would still run the tool and then be refused.
+        """
+        self._check_tokens(0, 0)
+
+    def before_call(self, calls_so_far: int, turn_tokens: int, messages: list[BaseMessage]) -> None:
         """Refuse a model call that would pass a limit, or that starts with one reached."""
         budgets = self.budgets
         limit = budgets.model_calls_per_turn

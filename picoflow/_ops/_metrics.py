@@ -59,7 +59,9 @@ class PrometheusMetrics:
             "picoflow_tool_calls", "Tool calls, by tool and outcome.", ["tool", "outcome"], **kwargs
         )
         self.compactions = prom.Counter(
-            "picoflow_compactions", "Compactions of a memory namespace, by outcome.", ["outcome"],
+            "picoflow_compactions",
+            "Compactions of a memory namespace, by outcome.",
+            ["outcome"],
             **kwargs,
         )
         self.conflicts = prom.Counter(
@@ -68,7 +70,9 @@ class PrometheusMetrics:
             **kwargs,
         )
         self.store_errors = prom.Counter(
-            "picoflow_store_errors", "Store operations that failed, by operation.", ["operation"],
+            "picoflow_store_errors",
+            "Store operations that failed, by operation.",
+            ["operation"],
             **kwargs,
         )
 

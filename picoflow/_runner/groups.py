@@ -15,11 +15,14 @@ from typing import Any
 from langchain_core.messages import AIMessage, InvalidToolCall
 from pydantic import ValidationError
 
+from picoflow._internal.call_keys import call_key
+from picoflow._runner.effect_claims import claim_effect, interrupted_result
 from picoflow._runner.turn import (
     Outcome,
     TurnContext,
     interpret,
     malformed_outcome,
+    note_effect,
     run_handler,
     run_tool_call,
 )
@@ -75,13 +78,41 @@ async def _run_group(
             for call in calls
         ]
     logger.info("tool group %s in %s", name, step.name, extra=extra)
+    effects, stopped = await _claimed(step, tools, reply, calls, ctx)  # K8: claimed first
+    if stopped is not None:
+        return [stopped for _ in calls]
     handler = functools.partial(getattr(step, name), list(calls))  # the handler may change it
     result, failed = await run_handler(step, name, handler)
+    outcome = failed if failed is not None else interpret(name, result, extra)
+    for tool, args, key in effects:  # a group that ran a tool with effects ran each such call
+        note_effect(step, tool, args, key, outcome)
     if failed is not None:
         return [failed for _ in calls]
-    outcome = interpret(name, result, extra)
     plain = Outcome(outcome.content, outcome.status, None)  # the transition is applied once
     return [plain for _ in calls[1:]] + [outcome]
+
+
+async def _claimed(
+    step: Step, tools: _Tools, reply: AIMessage, calls: list[ToolCall], ctx: TurnContext
+) -> tuple[list[tuple[str, dict[str, Any], str]], Outcome | None]:
+    """The group's calls of tools with effects, claimed (K8), and what stops it, if anything.
+
+    A group runs all its calls at once or none, so one claim an earlier attempt holds stops
+    the group: its calls are recorded as interrupted, and each call is answered so.
+    """
+    sent = {c["id"]: c.get("args") or {} for c in reply.tool_calls}  # JSON, as the model sent
+    effects = [
+        (call.name, sent.get(call.id, {}), call_key(step.flow.get_session_id(), call.id, call.name))
+        for call in calls
+        if tools[call.name][0].has_effects
+    ]
+    held = [e for e in effects if not await claim_effect(ctx.store, ctx.attempt, e[2])]
+    if not held:
+        return effects, None
+    stopped = Outcome(interrupted_result(held[0][0], held[0][2]), "error", None)
+    for tool, args, key in effects:
+        note_effect(step, tool, args, key, stopped, "interrupted")
+    return effects, stopped
 
 
 _NOT_RUN = (

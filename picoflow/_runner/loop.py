@@ -1,7 +1,8 @@
 """The step loop: run the current step until there is a reply, within `max_tool_rounds`.
 
-Each round is one of two things. A logic step (V1) runs its `run_logic()` and the loop follows
-its transition. A model step calls its model (with V9 retries), then either settles the answer
+Each round is one of three things. A logic step (V1) runs its `run_logic()` and the loop
+follows its transition; a decision step (D1) asks its provider and follows `on_decision`. A
+model step calls its model (with V9 retries), then either settles the answer
 (V4/V5) or answers the tool calls (R6, V6) and applies the transition (R4, V7). The same loop
 runs the turn (`run_turn`) and every nested run of a child step (V2), which differs only in that
 it must not move the cursor (`RunFrame.depth > 0`).
@@ -13,6 +14,7 @@ from functools import partial
 
 from langchain_core.messages import HumanMessage
 
+from picoflow._runner.decision import decision_round
 from picoflow._runner.groups import answer_calls
 from picoflow._runner.llm_hooks import blocked_reason
 from picoflow._runner.model_call import call_model
@@ -31,6 +33,7 @@ from picoflow.errors import ToolLoopError
 from picoflow.flow import Flow
 from picoflow.models._retries import ModelCallError
 from picoflow.step import Step
+from picoflow.step._decision import DecisionStep
 from picoflow.step._frame import FRAME
 from picoflow.step._logic import LogicStep, check_logic_result
 from picoflow.step._run import overrides_run, run_part
@@ -68,9 +71,12 @@ async def run_loop(flow: Flow, step: Step, ctx: TurnContext, run: RunFrame) -> R
         if step is not run.step:
             run.step = step
             run.scratch.clear()  # a rejected answer belongs to the step that gave it
+            run.fallback = None  # and a retry_with_model fallback to the step that chose it (D4)
         if isinstance(step, LogicStep):
             logic_rounds += 1
             step, reply = await _logic_round(flow, step, ctx, run)
+        elif isinstance(step, DecisionStep):  # D1: decided in this turn, no model call
+            step, reply = await decision_round(flow, step, ctx, run)
         else:
             step, reply = await _model_round(flow, step, ctx, run)
         if reply is not None:
@@ -88,7 +94,7 @@ async def _model_round(
         return await recover(flow, step, error, run)
     reason = blocked_reason(reply)
     if reason is not None:  # U4: a refusal goes to on_llm_blocked first
-        handled = await settle_blocked(flow, step, reason, run)
+        handled = await settle_blocked(flow, step, reply, reason, run)
         if handled is not None:
             return handled
     if not reply.tool_calls:

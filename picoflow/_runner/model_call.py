@@ -26,6 +26,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 
+from picoflow._internal.effects import notice_text
 from picoflow._ops import NULL_RECORD, CallRecord
 from picoflow._ops._budgets import tokens_of
 from picoflow._ops._telemetry import describe_reply
@@ -81,7 +82,7 @@ async def call_model(
     system = _system_slot(step, record.messages[0] if record.messages else None)
     record.messages[0] = system  # M2: the system slot is rewritten before every call
     spec = inherit(step._model, ctx.default_model) if step._model is not None else ctx.default_model
-    spec = _require(spec, flow, step)
+    spec = _require(spec if run.fallback is None else run.fallback, flow, step)  # D4: fallback
     model = ctx.registry.resolve(spec)
     runnable = ctx.registry.bound(model, [tool.schema for tool, _ in tools.values()])
     ctx.model_calls += 1
@@ -99,6 +100,8 @@ async def call_model(
             },
         )
     messages = request_messages(record, system)
+    if flow._session.effects_notice is not None:  # K9: what a forced rewind did not undo
+        messages = _with_notice(flow, messages)
     if step._long_term is not None and step._long_term.inject and ctx.store is not None:
         messages = await bank_block(step, messages, ctx.store)  # L2: after the summary
     if run.scratch:
@@ -107,10 +110,11 @@ async def call_model(
         ctx.budget.before_call(ctx.model_calls - 1, tokens_of(ctx.usage), messages)
     config = model_config(flow, step, "reply", run.parent)
     emit = ctx.emit if not run.depth else None  # a nested child's text is not the turn's reply
-    result = await _call_once(spec, runnable, messages, config, ctx, step, emit)
+    once = run.fallback is not None
+    result = await _call_once(spec, runnable, messages, config, ctx, step, emit, once=once)
     if _is_empty(result) and blocked_reason(result) is None:  # V9: a nudge (a refusal: U4)
         messages = [*messages, HumanMessage(EMPTY_REPLY_NUDGE)]  # providers refuse empty AI turns
-        result = await _call_once(spec, runnable, messages, config, ctx, step, emit)
+        result = await _call_once(spec, runnable, messages, config, ctx, step, emit, once=once)
     if ctx.budget is not None:
         ctx.budget.after_call(tokens_of(ctx.usage))
     return _restamp(step, result)
@@ -124,6 +128,8 @@ async def _call_once(
     ctx: TurnContext,
     step: Step,
     emit: Callable[[str, dict[str, Any]], None] | None,
+    *,
+    once: bool = False,
 ) -> AIMessage:
     """Call the model, retrying transient failures (V9); count the tokens of every attempt."""
 
@@ -136,6 +142,8 @@ async def _call_once(
         return result
 
     retries, timeout = retries_of(spec)
+    if once:  # D4: a retry_with_model fallback makes one attempt
+        retries = 0
     with report_span(ctx, lambda t: t.model_call(model_name(spec), step.name, "reply")) as record:
         result: AIMessage = await call_with_retries(
             attempt,
@@ -144,11 +152,20 @@ async def _call_once(
             sleep=ctx.sleep,
             describe=lambda: (model_name(spec), f"{step.flow.name}.{step.name}"),
             deadline=ctx.ends,
-            should_retry=retry_rule(step),  # U4: the step's, else the flow's rule
+            should_retry=retry_rule(step, spec, retries),  # U4: the step's, else the flow's rule
             on_retry=retry_note(step, spec, retries),  # U5: each retry is noted in the log
         )
         describe_reply(record, result)
         return result
+
+
+def _with_notice(flow: Flow, messages: list[BaseMessage]) -> list[BaseMessage]:
+    """The request with the effects notice after the system prompt; the history is unchanged."""
+    notice = notice_text(flow._session)
+    if notice is None or not messages or not isinstance(messages[0], SystemMessage):
+        return messages
+    first = messages[0]
+    return [SystemMessage(f"{first.text}\n\n{notice}", id=first.id), *messages[1:]]
 
 
 def _is_empty(result: BaseMessage) -> bool:

@@ -11,9 +11,10 @@ import asyncio
 import functools
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -29,9 +30,11 @@ from pydantic import ValidationError
 
 from picoflow._internal.abort import fail_turn, fails_turn
 from picoflow._internal.call_keys import call_key, key_scope
+from picoflow._internal.effects import record_effect
 from picoflow._internal.redact import redact
 from picoflow._ops import NULL_RECORD, BudgetUsage, CallRecord, Telemetry
 from picoflow._runner.crossing import crossing_message
+from picoflow._runner.effect_claims import claim_effect, interrupted_result
 from picoflow._runner.people.handoff import begin_handoff
 from picoflow._runner.structured import final_tool
 from picoflow.errors import FlowDefinitionError
@@ -51,6 +54,7 @@ __all__ = [
     "report_span",
     "Tools",
     "run_tool_call",
+    "note_effect",
     "run_handler",
     "malformed_outcome",
     "interpret",
@@ -89,6 +93,9 @@ class TurnContext:
     # Where model and tool calls report (O1, O2), and the turn's spending limits (O3).
     telemetry: Telemetry | None = None
     budget: BudgetUsage | None = None
+    # Who claims this attempt's calls of tools with effects in the store (K8, effect_claims).
+    attempt: str = field(default_factory=lambda: secrets.token_hex(12))
+    decisions: Mapping[str, Any] = field(default_factory=dict)  # D2: decision providers by id
 
 
 @dataclass(slots=True)
@@ -189,11 +196,34 @@ async def run_tool_call(step: Step, tools: Tools, call: ToolCall, ctx: TurnConte
     else:  # bound here: a tool argument may be called `name` or `step`
         bound = functools.partial(handler, **kwargs)
     report = report_span(ctx, lambda t: t.operation("tool", tool=name, step=step.name))
-    with key_scope(call_key(step.flow.get_session_id(), str(call.get("id")))), report as record:
+    key = call_key(step.flow.get_session_id(), str(call.get("id")), name)
+    if spec.has_effects and not await claim_effect(ctx.store, ctx.attempt, key):  # K8
+        outcome = Outcome(interrupted_result(name, key), "error", None)
+        note_effect(step, name, call.get("args") or {}, key, outcome, "interrupted")
+        return outcome
+    with key_scope(key), report as record:
         result, failed = await run_handler(step, name, bound)  # K5: under the call's key
         outcome = failed if failed is not None else interpret(name, result, extra)
         record.outcome = "ok" if outcome.status == "success" else outcome.status
-        return outcome
+    if spec.has_effects:  # K8: what it did is a fact of the session from now on
+        note_effect(step, name, call.get("args") or {}, key, outcome)
+    return outcome
+
+
+def note_effect(
+    step: Step,
+    tool: str,
+    args: dict[str, Any],
+    key: str,
+    outcome: Outcome,
+    status: str | None = None,
+) -> None:
+    """Record a run of a tool with effects in the session (K8); `status` overrides the outcome's.
+
+    A call an earlier attempt claimed is recorded as "interrupted": it may have taken effect.
+    """
+    result = (outcome.content, status or outcome.status)
+    record_effect(step.flow._session, step.name, tool, args, key, result)
 
 
 async def run_handler(step: Step, name: str, call: Callable[[], Any]) -> tuple[Any, Outcome | None]:

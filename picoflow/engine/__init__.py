@@ -60,9 +60,8 @@ class FlowEngine:
     (L5, M13-M15) to `MemoryOperations`, turns to `Turns` (keyed ones through `KeyedTurns`).
 
     Attributes:
-        approval_lease: seconds after which an approved call that never reported its result
-            (its process died) is taken as interrupted by the next resolve; it is never run
-            again (K3).
+        approval_lease: seconds after which an approved call whose process died before it
+            reported is taken as interrupted by the next resolve, never run again (K3).
     """
 
     approval_lease: float = 300.0
@@ -82,21 +81,21 @@ class FlowEngine:
         archive_limit: int | None = 1000,
         concurrent_turns: ConcurrentTurns = "reject",
         embeddings: Embeddings | None = None,
+        decision_providers: Iterable[Any] | Mapping[str, Any] | None = None,
     ) -> None:
         """Check every flow now, so a mistake fails here rather than at a live turn (F5).
 
         `turn_timeout` (seconds) bounds a whole turn before its save: a model or tool that
         hangs fails the turn instead of holding the session's lock forever (H6). `sleep` is
-        how model-call retries wait (V9); tests pass one that records the delays and returns
-        at once, so backoff is tested without waiting. `budgets` (O3) limits spending:
+        how model-call retries wait (V9; tests pass one that returns at once). `budgets` (O3):
         `{"session_tokens": N, "owner_tokens_per_day": N, "model_calls_per_turn": N}`, any
         subset; a turn that would pass one fails with `BudgetExceeded` and saves nothing.
         `history_limit` revisions are kept per session, none older than `history_max_age`
         (seconds or a timedelta) but the current one; `archive_limit` evicted messages are
-        kept per namespace, the newest (W5). `concurrent_turns` (O4) decides what a turn of a
-        session running on another worker does: "reject" fails it with a conflict at its save,
-        "queue" (needs `turn_timeout`) waits for the session's lease in the store. `embeddings`
-        (a LangChain `Embeddings`) gives long-term memory vectors and hybrid search (L4).
+        kept per namespace, the newest (W5). `concurrent_turns` (O4): "reject" fails a turn of
+        a session running on another worker at its save, "queue" (needs `turn_timeout`) waits
+        for its lease. `embeddings` (a LangChain `Embeddings`) gives long-term memory vectors
+        (L4). `decision_providers` (D2): what decision steps ask, a list or `{id: provider}`.
         """
         flows = list(flows)
         self._registry = ProviderRegistry(merged_providers(flows, providers))
@@ -104,7 +103,7 @@ class FlowEngine:
         budgets_parsed = Budgets.parse(budgets)  # arguments checked before the store is touched
         ttl = as_ttl(session_ttl) or ttl_from_environment()  # U6: SESSION_EXPIRATION
         self._telemetry = Telemetry()  # O1/O2: traces and metrics, a no-op until wanted
-        self._flows, built = registered_flows(flows, self._registry)
+        self._flows, built, decisions = registered_flows(flows, self._registry, decision_providers)
         self._mcp = MCPConnections(mcp_servers_of(built))
         self._store, self._abilities = checked_store(store, built, embeddings, archive_limit)
         self._embeddings = embeddings
@@ -114,10 +113,10 @@ class FlowEngine:
         self._housekeeping.telemetry, self._housekeeping.embeddings = self._telemetry, embeddings
         self._revisions = Revisions(self._sessions, ttl, self._housekeeping.cancel, self._abilities)
         spending = check_ledger(self._abilities, budgets_parsed)  # O3
-        self._build_parts(sleep, spending)
+        self._build_parts(sleep, spending, decisions)
 
     def _build_parts(
-        self, sleep: Callable[[float], Awaitable[Any]], spending: Spending | None
+        self, sleep: Callable[[float], Awaitable[Any]], spending: Spending | None, decisions: Any
     ) -> None:
         """The parts behind the public methods (`_setup.build_parts`) and what turns borrow."""
         services = EngineServices(
@@ -133,6 +132,7 @@ class FlowEngine:
             embeddings=self._embeddings,
             sleep=sleep,
             turn_timeout=self._turn_timeout,
+            decisions=decisions,  # D2: the decision providers by id
         )
         parts = build_parts(
             self._flows, services, self._abilities, self.get_session, lambda: self.approval_lease
@@ -169,9 +169,8 @@ class FlowEngine:
         `owner` (H4) names who runs the turn: a new session records it, and a session recorded
         with another owner (or none) is treated as unknown, so a new session starts (P5).
         Without `owner` the caller is trusted with any session id. With `idempotency_key`
-        (O4, H5, K5), the result is saved with the turn, and the same request sent again with
-        the same key, to this engine or any other on the store, gets that result
-        (`replayed=True`) instead of a second turn; see `docs/deployment.md`.
+        (O4, H5, K5) the result is saved with the turn, and the same request sent again, to
+        any engine on the store, gets it (`replayed=True`) instead of a second turn.
         """
         request = TurnRequest(flow_name, message, session_id, config, owner=owner)
         token = IDEMPOTENCY.set(idempotency_key)
@@ -225,8 +224,7 @@ class FlowEngine:
     ) -> JSONDict | None:
         """The stored session document (P1), or None (also if `owner` is not its owner).
 
-        With `revision`, the document exactly as that revision saved it (W1), or None if the
-        session keeps no such revision.
+        With `revision`: as that revision saved it (W1), or None if it is not kept.
         """
         if revision is not None:
             return await self._revisions.revision(session_id, revision, owner)
@@ -256,9 +254,8 @@ class FlowEngine:
     async def wait_for_background(self) -> None:
         """Wait until every background compaction has been committed or dropped.
 
-        Only `set_summary_config(..., background=True)` starts such work. Tests and batch
-        jobs call this to observe its result; servers need not (`aclose` waits too). A
-        background purge of expired sessions (W5) is waited for too.
+        Only `set_summary_config(..., background=True)` starts such work, besides the purge of
+        expired sessions (W5). Tests and batch jobs call this to observe it; `aclose` waits too.
         """
         await self._housekeeping.drain()
         await self._revisions.drain()
@@ -323,8 +320,7 @@ class FlowEngine:
         """The session's kept revisions, newest first (W1); [] for an unknown session.
 
         Each is `{"revision", "saved_at", "message", "step_before", "step_after", "reply",
-        "action", "restored"}`: `action` is "turn", "edit", "rewind", "fork" or "compaction",
-        `restored` the revision a rewind copied (or an edit ran on), `reply` an excerpt.
+        "action", "restored"}`: `action` names its cause (K10, docs/history.md).
         """
         return await self._history.history(session_id, limit=limit, owner=owner)
 
@@ -335,38 +331,42 @@ class FlowEngine:
         *,
         owner: str | None = None,
         idempotency_key: str | None = None,
+        force: bool = False,
     ) -> int:
         """Make the session what it was after `to_revision`, as a new revision; return it (W2).
 
         The rewound turns stay in the history until retention removes them; token usage is
-        not rewound (it was spent). Takes the session's lock and revision check like a turn:
-        a turn of another process saved meanwhile makes this a `SessionConflictError`. With
-        `idempotency_key` (H5, O4) the same request sent again, to any engine on the store,
-        returns the first one's revision instead of rewinding again.
+        not rewound (it was spent), nor are effects (K9): going back past a tool's effect
+        needs `force=True`, which keeps the record and tells the step's next model call.
+        Takes the session's lock and revision check like a turn. With `idempotency_key`
+        (H5, O4) the same request sent again returns the first one's revision.
 
         Raises:
-            SessionNotFoundError: no such session (or `owner` does not own it).
-            RevisionNotFoundError: the session keeps no revision `to_revision`.
-            SessionConflictError: another process saved the session meanwhile.
-            IdempotencyKeyReusedError: the key was first sent with another request.
+            SessionNotFoundError, RevisionNotFoundError: no such session (or not the owner's),
+                or no revision `to_revision` kept.
+            EffectInHistoryError: a tool acted on the world after `to_revision` (not forced).
+            SessionConflictError, IdempotencyKeyReusedError: another process saved meanwhile;
+                the key was first sent with another request.
         """
         return await self._history.rewind(
-            session_id, to_revision, owner=owner, idempotency_key=idempotency_key
+            session_id, to_revision, owner=owner, idempotency_key=idempotency_key, force=force
         )
 
     async def undo(
-        self, session_id: str, *, owner: str | None = None, idempotency_key: str | None = None
+        self,
+        session_id: str,
+        *,
+        owner: str | None = None,
+        idempotency_key: str | None = None,
+        force: bool = False,
     ) -> int:
         """Rewind to before the last turn (W2); undoing again undoes the turn before it.
 
-        So a retried undo would undo two turns: send it with an `idempotency_key` and the
-        retry returns the first undo's revision instead (H5, O4).
-
-        Raises:
-            SessionNotFoundError, SessionConflictError, IdempotencyKeyReusedError: as `rewind`.
-            RevisionNotFoundError: there is no earlier turn kept to go back to.
+        With an `idempotency_key` a retried undo returns the first one's revision instead of
+        undoing a second turn (H5, O4). Raises as `rewind` (and when no earlier turn is kept).
         """
-        return await self._history.undo(session_id, owner=owner, idempotency_key=idempotency_key)
+        key = idempotency_key
+        return await self._history.undo(session_id, owner=owner, idempotency_key=key, force=force)
 
     async def fork(
         self,
@@ -375,18 +375,16 @@ class FlowEngine:
         *,
         owner: str | None = None,
         idempotency_key: str | None = None,
+        force: bool = False,
     ) -> str:
         """A new session copied from `at_revision` (default: the current one); its id (W3).
 
         Same owner and flow; the copy records `forked_from: {"session_id", "revision"}` and
-        its history starts at the fork. Later turns of either never touch the other. With
-        `idempotency_key`, a retry returns the first fork's id instead of a second copy.
-
-        Raises:
-            SessionNotFoundError, RevisionNotFoundError, IdempotencyKeyReusedError: as `rewind`.
+        its history starts at the fork. With `idempotency_key`, a retry returns the first
+        fork's id. Raises as `rewind` does (`force` too: K9).
         """
         return await self._history.fork(
-            session_id, at_revision, owner=owner, idempotency_key=idempotency_key
+            session_id, at_revision, owner=owner, idempotency_key=idempotency_key, force=force
         )
 
     async def edit_message(
@@ -398,23 +396,25 @@ class FlowEngine:
         owner: str | None = None,
         config: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
+        force: bool = False,
     ) -> TurnResult:
         """Run turn `revision` again with `text` instead of its message, as one new revision (W4).
 
-        The turn runs on the session as it was before that turn, and is saved against the
-        current revision: if it fails (or another process saved meanwhile) the session is
-        left exactly as it was, and the result says why. With `idempotency_key`, the same
-        edit sent again gets the first one's result (`replayed=True`), as `run` does.
+        It runs on the session as it was before that turn and saves against the current
+        revision: if it fails (another process saved meanwhile; a tool acted on the world since
+        and `force` is False: "EffectInHistoryError", K9) nothing changes. With
+        `idempotency_key` a resend gets the first result, as `run`.
         """
-        return await self._history.edit_message(
-            session_id, revision, text, owner=owner, config=config, idempotency_key=idempotency_key
+        key, history = idempotency_key, self._history
+        return await history.edit_message(
+            session_id, revision, text, owner=owner, config=config, idempotency_key=key, force=force
         )
 
     async def purge(self) -> int:
         """Delete every expired session now, with its history and archive; how many (W5).
 
-        SQLite and memory stores also purge in the background after saves (at most every
-        ten minutes); MongoDB's TTL indexes do it on the server.
+        SQLite and memory stores also purge after saves (at most every ten minutes), MongoDB's
+        TTL indexes on the server.
         """
         return await self._history.purge()
 

@@ -19,6 +19,7 @@ from picoflow.engine._idempotent import (
     replayed_turn,
     run_keyed,
 )
+from picoflow.engine._kept_effects import forcing
 from picoflow.engine._request import ReadsSessions, RunsTurns, TurnRequest
 from picoflow.engine._revisions import Revisions
 from picoflow.session import is_session_id
@@ -68,25 +69,31 @@ class HistoryActions:
         *,
         owner: str | None = None,
         idempotency_key: str | None = None,
+        force: bool = False,
     ) -> int:
         """Make the session what it was after `to_revision`, as a new revision; return it (W2)."""
         return await self._change(
             idempotency_key,
             owner,
-            ("rewind", session_id, to_revision),
-            lambda: self._revisions.rewind(session_id, to_revision, owner),
+            ("rewind", session_id, to_revision, *_forced(force)),
+            lambda: self._revisions.rewind(session_id, to_revision, owner, force),
             lambda reply: int(reply["revision"]),
         )
 
     async def undo(
-        self, session_id: str, *, owner: str | None = None, idempotency_key: str | None = None
+        self,
+        session_id: str,
+        *,
+        owner: str | None = None,
+        idempotency_key: str | None = None,
+        force: bool = False,
     ) -> int:
         """Rewind to before the last turn (W2); undoing again undoes the turn before it."""
         return await self._change(
             idempotency_key,
             owner,
-            ("undo", session_id),
-            lambda: self._revisions.undo(session_id, owner),
+            ("undo", session_id, *_forced(force)),
+            lambda: self._revisions.undo(session_id, owner, force),
             lambda reply: int(reply["revision"]),
         )
 
@@ -97,13 +104,14 @@ class HistoryActions:
         *,
         owner: str | None = None,
         idempotency_key: str | None = None,
+        force: bool = False,
     ) -> str:
         """A new session copied from `at_revision` (default: the current one); its id (W3)."""
         return await self._change(
             idempotency_key,
             owner,
-            ("fork", session_id, at_revision),
-            lambda: self._revisions.fork(session_id, at_revision, owner),
+            ("fork", session_id, at_revision, *_forced(force)),
+            lambda: self._revisions.fork(session_id, at_revision, owner, force),
             lambda reply: str(reply["session"]),
             in_copy=True,
         )
@@ -117,15 +125,20 @@ class HistoryActions:
         owner: str | None = None,
         config: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
+        force: bool = False,
     ) -> TurnResult:
-        """Run turn `revision` again with `text` instead of its message (W4)."""
+        """Run turn `revision` again with `text` instead of its message (W4).
+
+        Not past an effect unless forced (K9): the refusal is the result's error.
+        """
         doc = await self.get_session(session_id, owner=owner) if is_session_id(session_id) else None
         # An unknown session fails inside the turn (SessionNotFoundError) with any flow name.
         flow_name = doc["flow"] if doc is not None else self._first_flow
         request = TurnRequest(flow_name, text, session_id, config, owner=owner, edit=revision)
 
         async def edit() -> TurnResult:
-            return await self._run_turn(request)
+            with forcing(force):
+                return await self._run_turn(request)
 
         if idempotency_key is None:
             return await edit()
@@ -176,3 +189,8 @@ class HistoryActions:
         if self._bank is not None and principal:  # L5: where the store keeps a bank
             await self._bank.bank_forget(principal)
         return int(gone)
+
+
+def _forced(force: bool) -> tuple[str, ...]:
+    """What `force` adds to a keyed change's request (nothing unforced: old keys still match)."""
+    return ("force",) if force else ()

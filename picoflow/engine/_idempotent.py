@@ -19,7 +19,9 @@ session has no session id to send; so a keyed turn that starts a session gives i
 from the owner, the key and the request (`derived_id`), and the retry looks there. The request
 is part of it so that knowing a key is not enough to find a session: it takes the message too.
 
-Only successful turns are saved (P3), so only they are recorded: a failed turn's retry runs.
+Only successful turns are saved (P3), so only they are recorded: a failed turn's retry runs;
+except a turn that failed after a tool with effects ran (K8), which is saved up to that tool's
+result and recorded with its `error`, so its retry replays the failure and runs nothing again.
 Records older than `RECORD_TTL` are dropped when the session is next saved with a key, and a
 session keeps at most `MAX_RECORDS`.
 """
@@ -151,10 +153,11 @@ def session_id_for_new() -> str:
     return new_session_id()
 
 
-def keep_reply(doc: JSONDict, flow: Flow, reply: str) -> JSONDict:
+def keep_reply(doc: JSONDict, flow: Flow, reply: str, error: str | None = None) -> JSONDict:
     """`doc` with this turn's result recorded under its key; `doc` itself as it was.
 
-    The save that stores the turn writes the record too (one atomic write).
+    The save that stores the turn writes the record too (one atomic write). `error` is set for
+    a turn that stopped after a tool with effects ran (K8): its retry replays the failure.
     """
     turn = current_turn.get()
     if turn is None:
@@ -166,6 +169,8 @@ def keep_reply(doc: JSONDict, flow: Flow, reply: str) -> JSONDict:
         "step": session.current,
         "content_type": session.content_type,
     }
+    if error is not None:
+        reply_of["error"] = error
     return {**doc, RECORDS: records_with(doc.get(RECORDS), turn, reply_of)}
 
 
@@ -343,10 +348,12 @@ class KeyedTurns:
 
 def replayed_turn(session_id: str, reply: JSONDict) -> TurnResult:
     """The first result of an idempotency key, as recorded with its turn (O4)."""
+    error = reply.get("error")
     return TurnResult(
         session_id,
         reply["message"],
-        success=True,
+        success=error is None,
+        error=error,
         completed=reply["completed"],
         step=reply["step"],
         content_type=reply["content_type"],

@@ -104,6 +104,25 @@ class TurnLeases:
         return self._held(store, str(session_id))
 
     @asynccontextmanager
+    async def free(self, session_id: str) -> AsyncIterator[bool]:
+        """Hold the session's lease if no worker holds it now: True; else hold nothing: False.
+
+        For a write outside a turn (a failed turn's error, U5) that must not wait, nor break a
+        turn another worker is running ("queue"). With "reject" there is no lease: True.
+        """
+        store = self._store
+        if store is None:
+            yield True
+            return
+        holder = f"{self._worker}:{secrets.token_hex(6)}"
+        taken = await store.acquire_lease(session_id, holder, self._seconds)
+        try:
+            yield taken
+        finally:
+            if taken:
+                await _release(store, session_id, holder)
+
+    @asynccontextmanager
     async def _held(self, store: KeepsLeases, session_id: str) -> AsyncIterator[None]:
         holder = f"{self._worker}:{secrets.token_hex(6)}"
         await self._acquire(store, session_id, holder)

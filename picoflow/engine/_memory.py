@@ -31,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["MemoryOperations"]
 
+_COMPACTION = {"action": "compaction"}  # what its revisions record as their cause (K10)
+
 
 class MemoryOperations:
     """Long-term memory and compaction on demand of an engine (docs/long-term-memory.md).
@@ -76,7 +78,7 @@ class MemoryOperations:
             written = await self._housekeeping.extract(flow, [], usage, every=True)
             warnings = flow._session.warnings[before:]
             if written or warnings or usage["summary"]:
-                await self._sessions.commit(flow, doc, usage)
+                await self._sessions.commit(flow, doc, usage, note={"action": "extraction"})
             return {"entries": written, "warnings": list(warnings)}
 
     async def compact(
@@ -186,7 +188,7 @@ class MemoryOperations:
         warned = len(flow._session.warnings)
         result = await compact_now(flow, doc["memory"], names, self._store, model, usage)
         if result["compacted"]:
-            await self._sessions.commit(flow, doc, usage, idle=idle)
+            await self._sessions.commit(flow, doc, usage, idle=idle, note=_COMPACTION)
         problems = flow._session.warnings[warned:]
         return result, (problems[0] if problems else None)
 

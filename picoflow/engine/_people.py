@@ -5,6 +5,11 @@ revision check, so it behaves the same from any engine or process on the same st
 come back as `TurnResult(success=False, error=...)`, as turns do: "InvalidRequest",
 "SessionNotFound", "ApprovalNotFound", "ApprovalInProgress", "ApprovalAlreadyResolved",
 "NotInHandoff", or the name of the error class.
+
+A resolve is budgeted like a turn (K10, O3): it is refused before the approved tool runs when
+the session or its owner is already at a limit, its model calls are checked as a turn's are, and
+its tokens count in the owner's day. Every save names its cause in the history (`action`:
+"approval", "operator", "return").
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ from picoflow._runner.people.resume import (
     run_approved,
 )
 from picoflow._runner.turn import TurnContext
+from picoflow.engine._budgets import Spending
 from picoflow.engine._turns import failure
-from picoflow.errors import PicoflowError, StoreError
+from picoflow.errors import BudgetExceeded, PicoflowError, StoreError
 from picoflow.flow import Flow
 from picoflow.session import empty_usage, is_session_id, load_flow
 from picoflow.session._keeper import SessionKeeper
@@ -55,7 +61,13 @@ class SavesTurns(Protocol):
     def context_for(self, flow: Flow, owner: str | None) -> TurnContext: ...
 
     async def save(
-        self, flow: Flow, doc: JSONDict, context: TurnContext, fresh: bool
+        self,
+        flow: Flow,
+        doc: JSONDict,
+        context: TurnContext,
+        fresh: bool,
+        deadline: Any = None,
+        note: JSONDict | None = None,
     ) -> JSONDict: ...
 
 
@@ -64,7 +76,7 @@ class People:
 
     Given the `SessionKeeper`, the registered flows, the store's `waiting` ability (or None) and
     the turn machinery (`SavesTurns`): an approved call continues the step exactly as a
-    turn would, with the turn's context and the turn's save.
+    turn would, with the turn's context, budget (`spending`, None without budgets) and save.
 
     `approval_lease()` reads the engine's `approval_lease` at each resolve, so setting it on
     the engine (or on a subclass) takes effect at once.
@@ -77,12 +89,14 @@ class People:
         waiting: ListsWaiting | None,
         turns: SavesTurns,
         approval_lease: Callable[[], float],
+        spending: Spending | None = None,
     ) -> None:
         self._sessions = sessions
         self._flows = flows
         self._waiting = waiting
         self._turns = turns
         self._approval_lease = approval_lease
+        self._spending = spending
 
     async def pending_approvals(self, session_id: str) -> list[dict[str, Any]]:
         """The approvals that wait in this session, oldest first (K4); [] for an unknown id."""
@@ -164,6 +178,30 @@ class People:
                 "ApprovalNotFound",
             )
         ctx = self._turns.context_for(flow, doc.get("owner"))  # L1: the owner's bank, as in a turn
+        if approval["status"] not in ("pending", "running"):
+            if approval.get("decision") != decision:
+                raise ResolveProblem(_already(approval, decision), "ApprovalAlreadyResolved")
+            if approval.get("reply") is not None:
+                return _result(flow, doc, approval["reply"], ctx)  # K3: the recorded outcome
+        if self._spending is not None:  # K10: budgeted like a turn, refused before the tool
+            ctx.budget = await self._spending.budget_for(doc, doc.get("owner"))
+            ctx.budget.at_start()
+        try:
+            return await self._carry_out(flow, doc, ctx, approval, (decision, args, by, note))
+        finally:
+            if ctx.budget is not None and ctx.budget.owner is not None and self._spending:
+                await self._spending.count_owner(ctx.budget.owner, ctx.usage)  # O3: spent
+
+    async def _carry_out(
+        self,
+        flow: Flow,
+        doc: JSONDict,
+        ctx: TurnContext,
+        approval: dict[str, Any],
+        asked: tuple[str, dict[str, Any] | None, str | None, str | None],
+    ) -> TurnResult:
+        """Claim, run and record the call (K3), as far as its status says is left to do."""
+        decision, args, by, note = asked
         step = flow.get_step(approval["step"])
         status = approval["status"]
         if status == "pending":
@@ -185,12 +223,9 @@ class People:
             approval["status"] = "interrupted"
             doc = await self._commit_part(flow, doc)
         else:
-            if approval.get("decision") != decision:
-                raise ResolveProblem(_already(approval, decision), "ApprovalAlreadyResolved")
-            if approval.get("reply") is not None:
-                return _result(flow, doc, approval["reply"], ctx)  # K3: the recorded outcome
             destination, text = flow.current_step, None  # the model failed last time: ask again
-        return await self._finish(flow, doc, ctx, approval, destination, text)
+        recorded = status != "pending" or decision != "reject"  # the call's result is saved
+        return await self._finish(flow, doc, ctx, approval, (destination, text, recorded))
 
     async def _finish(
         self,
@@ -198,18 +233,27 @@ class People:
         doc: JSONDict,
         ctx: TurnContext,
         approval: dict[str, Any],
-        destination: Step,
-        text: str | None,
+        answer: tuple[Step, str | None, bool],
     ) -> TurnResult:
-        """The model answers the recorded result (3); its reply is saved on the record."""
+        """The model answers the recorded result (3); its reply is saved on the record.
+
+        `answer` is the step that answers, the reply if a transition already made one, and
+        whether the call's result is already saved (then a budget refusal says so).
+        """
+        destination, text, recorded = answer
         if text is None:
             token = TURN.set(turn_label(doc))
             try:
                 text = await continue_step(flow, destination, ctx)
+            except BudgetExceeded as exc:
+                if recorded:  # K8: the effect happened and is on record; say so
+                    raise ResolveProblem(_refused_after(approval, exc), "BudgetExceeded") from exc
+                raise
             finally:
                 TURN.reset(token)
         approval["reply"] = text
-        saved = await self._turns.save(flow, doc, ctx, False)
+        note = _note("approval", doc, flow, text)
+        saved = await self._turns.save(flow, doc, ctx, False, note=note)
         logger.info(
             "approval %s resolved: %s",
             approval["id"],
@@ -222,7 +266,8 @@ class People:
         flow, doc = await self._load_running(session_id)
         _require_handoff(flow, session_id)
         add_operator_reply(flow, text, by)
-        saved = await self._sessions.commit(flow, doc, empty_usage())
+        note = _note("operator", doc, flow, text)
+        saved = await self._sessions.commit(flow, doc, empty_usage(), note=note)
         return _result(flow, saved, text, None)
 
     async def _return(
@@ -231,12 +276,16 @@ class People:
         flow, doc = await self._load_running(session_id)
         _require_handoff(flow, session_id)
         name = await give_back(flow, step, note, by)
-        saved = await self._sessions.commit(flow, doc, empty_usage())
-        return _result(flow, saved, f"The conversation is back with the flow, at {name}.", None)
+        text = f"The conversation is back with the flow, at {name}."
+        saved = await self._sessions.commit(
+            flow, doc, empty_usage(), note=_note("return", doc, flow, text)
+        )
+        return _result(flow, saved, text, None)
 
     async def _commit_part(self, flow: Flow, doc: JSONDict) -> JSONDict:
         """Save a part of a resolve; the flow object goes on, so the cache must not share it."""
-        saved = await self._sessions.commit(flow, doc, empty_usage())
+        note = _note("approval", doc, flow, None)
+        saved = await self._sessions.commit(flow, doc, empty_usage(), note=note)
         self._sessions.forget(saved["id"])
         people = flow._session.people
         people.setdefault("turn_warnings", []).extend(flow._session.warnings)
@@ -302,6 +351,27 @@ def _require_handoff(flow: Flow, session_id: str) -> None:
             "by returning handoff(note).",
             "NotInHandoff",
         )
+
+
+def _note(action: str, doc: JSONDict, flow: Flow, reply: str | None) -> JSONDict:
+    """What a revision of a person's action records (W1): its cause (K10) and the steps."""
+    return {
+        "action": action,
+        "step_before": doc.get("current_step"),
+        "step_after": flow._session.current,
+        "reply": reply,
+    }
+
+
+def _refused_after(approval: dict[str, Any], exc: BudgetExceeded) -> str:
+    """A budget refusal of the model's answer to a call that already ran (K8, K10)."""
+    return (
+        f"Budget {exc.budget!r} exceeded: the model's answer would reach {exc.used}, over the "
+        f"limit of {exc.limit}. The approved call of {approval['tool']} ran before that and "
+        f"its result is saved in the session (approval '{approval['id']}'); resolving it again "
+        "asks the model again and never runs the tool again. Raise the limit, or wait for the "
+        "limit's period to pass."
+    )
 
 
 def _in_progress(approval: dict[str, Any]) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from picoflow._internal.state import now_iso
 from picoflow.engine._idempotent import RECORDS, current_turn, recorded_reply, records_with
+from picoflow.engine._kept_effects import forced, keep_effects
 from picoflow.errors import RevisionNotFoundError, SessionNotFoundError
 from picoflow.session import expiry, is_session_id, new_session_id
 from picoflow.session._keeper import SessionKeeper
@@ -33,6 +34,8 @@ from picoflow.stores.base import (
 
 __all__ = ["Revisions", "limit_archive", "retention", "supports_history", "turn_note"]
 
+# The actions of a revision a user's message made (K10): a turn that handed over is one too.
+_TURNS = ("turn", "handoff")
 # How often, at most, a background purge of expired sessions starts after a save (W5).
 PURGE_EVERY_SECONDS = 600.0
 # W4: the revision the edited turn being run started from, set by `edit_base` for `turn_note`
@@ -155,8 +158,13 @@ class Revisions:
             return None
         return doc
 
-    async def rewind(self, session_id: str, to_revision: int, owner: str | None) -> int:
-        """W2: the session as it was after `to_revision`, saved as a new revision."""
+    async def rewind(
+        self, session_id: str, to_revision: int, owner: str | None, force: bool = False
+    ) -> int:
+        """W2: the session as it was after `to_revision`, saved as a new revision.
+
+        Never past an effect unless forced (K9): the effects stay recorded either way.
+        """
         _history.check_revision(to_revision)
         self._require("engine.rewind()")
         async with self._sessions.lock(session_id):
@@ -172,6 +180,7 @@ class Revisions:
                 "updated_at": now_iso(),
                 "expires_at": expiry(datetime.now(UTC), self._ttl) or current["expires_at"],
             }
+            keep_effects(session_id, current, restored, to_revision, force)  # K9
             # The requests this session answered stay answered: a rewind does not unsend them.
             records = current.get(RECORDS)
             if keyed is not None:
@@ -185,7 +194,7 @@ class Revisions:
             }
             return await self._write(session_id, restored, note)
 
-    async def undo(self, session_id: str, owner: str | None) -> int:
+    async def undo(self, session_id: str, owner: str | None, force: bool = False) -> int:
         """W2: rewind to before the newest turn the session's current state came from.
 
         Rewinds are followed back to the revision they copied, and compactions skipped, so
@@ -204,9 +213,9 @@ class Revisions:
                 at = restored
             elif action == "edit" and restored is not None:
                 target = restored  # the edited turn ran on this revision
-            elif action == "turn" and at > 0:
+            elif action in _TURNS and at > 0:
                 target = at - 1
-            elif action in ("turn", "fork"):
+            elif action in (*_TURNS, "fork"):
                 break  # the session's first turn, or where it was forked: nothing before
             else:
                 at -= 1  # a compaction, or a save through the store API: not a turn
@@ -218,17 +227,23 @@ class Revisions:
                 "revision before the current state's turn (a first turn cannot be undone; "
                 "start a new session instead).",
             )
-        return await self.rewind(session_id, target, owner)
+        return await self.rewind(session_id, target, owner, force)
 
-    async def fork(self, session_id: str, at_revision: int | None, owner: str | None) -> str:
-        """W3: a new session, same owner, copied from a revision; its history starts here."""
+    async def fork(
+        self, session_id: str, at_revision: int | None, owner: str | None, force: bool = False
+    ) -> str:
+        """W3: a new session, same owner, copied from a revision; its history starts here.
+
+        Not from before an effect unless forced (K9): the copy then knows what was done.
+        """
         if at_revision is None:
             source = await self.current(session_id, owner)
         else:
             _history.check_revision(at_revision)
             self._require("engine.fork(at_revision=...)")
-            await self.current(session_id, owner)
-            source = await self._old(session_id, at_revision)
+            current = await self.current(session_id, owner)
+            source = dict(await self._old(session_id, at_revision))
+            keep_effects(session_id, current, source, at_revision, force)
         keyed = current_turn.get()  # O4: a keyed fork gets the id its retries look in
         new_id = keyed.derived_id if keyed is not None and keyed.use_derived else new_session_id()
         now = now_iso()
@@ -262,7 +277,7 @@ class Revisions:
         self._require("engine.edit_message()")
         current = await self.current(session_id, owner)
         entry = await self._entry(session_id, revision)
-        if entry.get("action") not in ("turn", "edit") or entry.get("message") is None:
+        if entry.get("action") not in (*_TURNS, "edit") or entry.get("message") is None:
             raise RevisionNotFoundError(
                 session_id,
                 revision,
@@ -284,6 +299,7 @@ class Revisions:
         base = await self._old(session_id, start)
         _EDIT_BASE.set(start)  # the turn's note records it (`turn_note`)
         edited = {**base, "revision": current["revision"], "usage": current["usage"]}
+        keep_effects(session_id, current, edited, start, forced())  # K9
         # The current records: a retried keyed edit finds its first run's (O4), as a turn does.
         _set_records(edited, current.get(RECORDS))
         return edited

@@ -6,11 +6,13 @@ so every part is built in one place, each given exactly what it uses.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from picoflow.engine._bank_checks import check_long_term
 from picoflow.engine._checks import check_flow
+from picoflow.engine._decisions import decision_providers
 from picoflow.engine._history import HistoryActions
 from picoflow.engine._idempotent import KeyedTurns
 from picoflow.engine._loading import SessionLoader
@@ -30,15 +32,20 @@ __all__ = ["EngineParts", "build_parts", "checked_store", "registered_flows"]
 
 
 def registered_flows(
-    flows: Iterable[type[Flow]], registry: ProviderRegistry
-) -> tuple[dict[str, type[Flow]], list[Flow]]:
-    """The flows by name, each checked (F5), and one built instance of each.
+    flows: Iterable[type[Flow]],
+    registry: ProviderRegistry,
+    decisions: Iterable[Any] | Mapping[str, Any] | None = None,
+) -> tuple[dict[str, type[Flow]], list[Flow], dict[str, Any]]:
+    """The flows by name, each checked (F5), one built instance of each, the decision providers.
 
     The instances are for what the engine wires once (MCP servers, long-term memory checks);
-    a turn always builds its own flow object (F1).
+    a turn always builds its own flow object (F1). The decision providers are registered and
+    every decision step's options checked against them (D2).
 
     Raises:
         FlowDefinitionError: a flow, or one of its steps or tools, is defined wrongly.
+        TypeError, ValueError: `decisions` holds something that is not a decision provider,
+            or two with one id.
     """
     by_name: dict[str, type[Flow]] = {}
     for flow_class in flows:
@@ -48,7 +55,7 @@ def registered_flows(
     for flow in built:
         for step in flow.steps.values():
             check_tool_names(step)
-    return by_name, built
+    return by_name, built, decision_providers(decisions, built, registry)
 
 
 def checked_store(
@@ -112,7 +119,7 @@ def build_parts(
     return EngineParts(
         turns=turns,
         keyed=KeyedTurns(sessions, turns.run),
-        people=People(sessions, flows, abilities.waiting, turns, approval_lease),
+        people=People(sessions, flows, abilities.waiting, turns, approval_lease, services.spending),
         memory=memory,
         history=history,
     )

@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from picoflow._housekeeping.scheduler import Housekeeping
+from picoflow._internal.effects import turn_effects
 from picoflow._internal.results import TurnResult
 from picoflow._internal.services import TurnServices
+from picoflow._internal.session_log import log_entry
+from picoflow._internal.usage import add_counters
 from picoflow._ops import CallRecord, Telemetry
+from picoflow._runner.effect_claims import release_claims
 from picoflow._runner.nested import NestedRuns
 from picoflow._runner.people.hold import pending_approvals, run_or_hold
 from picoflow._runner.turn import TurnContext
 from picoflow.engine._batch import BatchRuns, is_batch_turn, run_batch
 from picoflow.engine._budgets import Spending
 from picoflow.engine._checks import turn_input_problem
+from picoflow.engine._effects import Stopped, reply_keeping_effects
 from picoflow.engine._fresh_scripts import FreshScripts
 from picoflow.engine._idempotent import keep_reply, replay_if_recorded
 from picoflow.engine._leases import TurnLeases
@@ -73,6 +78,7 @@ class EngineServices:
         embeddings: the LangChain `Embeddings` of long-term memory (L4), or None.
         sleep: how model-call retries wait (V9).
         turn_timeout: seconds a turn may take before its save (H6), or None.
+        decisions: the decision providers by id (D2).
     """
 
     registry: ProviderRegistry
@@ -87,6 +93,7 @@ class EngineServices:
     embeddings: Any
     sleep: Callable[[float], Awaitable[Any]]
     turn_timeout: float | None
+    decisions: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Turns:
@@ -114,8 +121,17 @@ class Turns:
             record.outcome = "ok" if result.success else (result.error or "error")
             record.set("picoflow.step_after", result.step)
             record.set("picoflow.completed", result.completed)
-        if not result.success and is_session_id(request.session_id):  # U5: with the next save
-            services.sessions.note_failure(str(request.session_id), result.message, result.error)
+        # U5: a failed turn's error is written with the failure; a replay has nothing new to
+        # write, and a turn stopped after an effect (K8) wrote it with its own save
+        failed = not (result.success or result.replayed or result.effects)
+        if failed and is_session_id(request.session_id):
+            await services.sessions.note_failure(
+                str(request.session_id),
+                result.message,
+                result.error,
+                request.owner,
+                services.leases.free,
+            )
         return result
 
     async def _run_locked(self, request: TurnRequest, record: CallRecord) -> TurnResult:
@@ -195,10 +211,10 @@ class Turns:
         doc = await self._opened(flow, doc, spaces, request, context)
         record.set("picoflow.step_before", flow._session.current)
         asked = (request, step_before, fresh)
-        reply, saved = await self._answer(flow, doc, context, asked, deadline)
+        reply, saved, stopped = await self._answer(flow, doc, context, asked, deadline)
         record.set("picoflow.session_id", saved["id"])
         record.set("picoflow.revision", saved["revision"])
-        return _turn_result(flow, saved, reply, context)
+        return _turn_result(flow, saved, reply, context, stopped)
 
     async def _turn_context(
         self, flow: Flow, doc: JSONDict | None, request: TurnRequest, deadline: asyncio.Timeout
@@ -234,28 +250,37 @@ class Turns:
         context: TurnContext,
         asked: tuple[TurnRequest, str | None, bool],
         deadline: asyncio.Timeout,
-    ) -> tuple[str, JSONDict]:
-        """The reply and the saved document; the owner's tokens count, saved or not (O3).
+    ) -> tuple[str, JSONDict, Stopped | None]:
+        """The reply, the saved document and, for a turn stopped after an effect, why (K8).
 
         `asked` is the request, the step the session was at before it, and whether it is new.
+        The owner's tokens count, saved or not (O3).
         """
         request, step_before, fresh = asked
-        try:
+
+        async def reply_of() -> str:
             if is_batch_turn(flow):  # U8: config._concurrent runs spawn_steps instead
-                reply = await run_batch(flow)
-            else:  # K2, K6: a person may hold the turn
-                reply = await run_or_hold(flow, request.message, context, doc)
-            doc = keep_reply(doc, flow, reply)  # O4: the key's record goes in the turn's save
+                return await run_batch(flow)
+            return await run_or_hold(flow, request.message, context, doc)  # K2, K6
+
+        try:
+            reply, stopped = await reply_keeping_effects(flow, reply_of, deadline, TURN_TIMEOUT)
+            if stopped is not None:  # U5: its error goes with the save that keeps the effect
+                error = {**log_entry("error", reply), "error": stopped.error}
+                flow._session.logs.setdefault("error", []).append(error)
+            # O4: the key's record goes in the turn's save
+            doc = keep_reply(doc, flow, reply, stopped.error if stopped else None)
             note = turn_note(
                 request.message, step_before, flow._session.current, reply, request.edit
             )
-            saved = await self.save(flow, doc, context, fresh, deadline, note)
+            ends = None if stopped else deadline  # K8: a stopped turn's save is not cut short
+            saved = await self.save(flow, doc, context, fresh, ends, note)
         finally:
             spending = self._services.spending
             budget = context.budget
             if spending is not None and budget is not None and budget.owner is not None:
                 await spending.count_owner(budget.owner, context.usage)
-        return reply, saved
+        return reply, saved, stopped
 
     def context_for(self, flow: Flow, owner: str | None) -> TurnContext:
         """A turn's context, and the services its flow borrows (`TurnServices`)."""
@@ -269,6 +294,7 @@ class Turns:
             store=self._store,
             sleep=services.sleep,
             telemetry=services.telemetry,
+            decisions=services.decisions,  # D2
         )
         flow._services = TurnServices(
             owner=owner,  # L1: whose memory bank
@@ -276,6 +302,7 @@ class Turns:
             embeddings=services.embeddings,
             nested=NestedRuns(context),  # steps may run other steps in this turn (V2, V3)
             batch=services.batch,  # and start sessions of the same flow (U8)
+            engine=services.batch.engine,  # D4: Flow.get_flow_engine()
         )
         return context
 
@@ -305,21 +332,28 @@ class Turns:
             )
         services.housekeeping.after_save(flow, saved)
         services.revisions.purge_soon()
+        if done := [e["key"] for e in turn_effects(flow._session)]:  # K8: on record now
+            await release_claims(self._store, context.attempt, done)
         return saved
 
 
-def _turn_result(flow: Flow, saved: JSONDict, reply: str, context: TurnContext) -> TurnResult:
-    """A turn's successful result, from what it saved."""
+def _turn_result(
+    flow: Flow, saved: JSONDict, reply: str, context: TurnContext, stopped: Stopped | None
+) -> TurnResult:
+    """A turn's result, from what it saved: successful, or stopped after an effect (K8)."""
     return TurnResult(
         session_id=saved["id"],
         message=reply,
-        success=True,
+        success=stopped is None,
+        error=None if stopped is None else stopped.error,
+        effects=turn_effects(flow._session),
         completed=saved["run_status"] == "completed",
         step=saved["current_step"],
         content_type=flow._session.content_type,
         warnings=list(flow._session.warnings),
         usage=context.usage,
         pending_approvals=pending_approvals(flow),
+        decision_usage=add_counters(None, flow._session.decision_usage),  # D3
     )
 
 

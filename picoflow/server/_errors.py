@@ -29,7 +29,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from picoflow.engine import TurnResult
 from picoflow.errors import PicoflowError, StoreError
-from picoflow.server._headers import REQUEST_ID_HEADER, request_id_for, session_headers
+from picoflow.server._headers import (
+    REQUEST_ID_HEADER,
+    logged_path,
+    request_id_for,
+    session_headers,
+)
 from picoflow.server._schemas import ErrorEnvelope
 
 __all__ = [
@@ -38,6 +43,7 @@ __all__ = [
     "RETRY_AFTER_SECONDS",
     "turn_error",
     "install_error_handlers",
+    "refusal_reply",
     "validation_problem",
 ]
 
@@ -84,6 +90,8 @@ TURN_FAILURES: dict[str, _Failure] = {
     "InvalidRequest": _Failure(400, "invalid_request", None),
     # O3: a spending limit; the engine's message names the budget, its limit and the usage.
     "BudgetExceeded": _Failure(429, "budget_exceeded", None),
+    # K9: an edit would go back past what a tool did in the world; the message names it.
+    "EffectInHistoryError": _Failure(409, "effect_in_history", None),
     "SessionConflictError": _Failure(
         409,
         "session_conflict",
@@ -185,6 +193,8 @@ def turn_error(result: TurnResult, request: Request, flow_name: str) -> ApiError
     message = failure.message or result.message
     if failure is _BUG:
         message = _bug_message(request_id)
+    if result.effects:  # K8: saved up to what a tool did; the reply says what, not "unchanged"
+        message = f"{result.message} (Request id {request_id}.)"
     if failure.message is not None or failure is _BUG:
         logger.log(
             logging.ERROR if failure is _BUG else logging.WARNING,
@@ -240,13 +250,20 @@ def render(request: Request, error: ApiError) -> JSONResponse:
 
 
 async def _api_error(request: Request, exc: Exception) -> JSONResponse:
-    """A refusal the client can act on; logged at INFO, so its request id finds it too."""
     assert isinstance(exc, ApiError)
+    return await refusal_reply(request, exc)
+
+
+async def refusal_reply(request: Request, exc: ApiError) -> JSONResponse:
+    """A refusal the client can act on; logged at INFO, so its request id finds it too.
+
+    Also the reply of the input rules' middleware, which sits outside the exception handlers.
+    """
     request_id = request_id_for(request)
     logger.info(
         "%s %s answered %d %s (request id %s)",
         request.method,
-        request.url.path,
+        logged_path(request),
         exc.status,
         exc.code,
         request_id,
@@ -262,7 +279,7 @@ async def _client_gone(request: Request, exc: Exception) -> Response:
     logger.info(
         "%s %s: %s (request id %s)",
         request.method,
-        request.url.path,
+        logged_path(request),
         exc,
         request_id,
         extra={"request_id": request_id},
@@ -298,7 +315,7 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     """Unknown paths and wrong methods get the envelope too, naming the routes that exist."""
     assert isinstance(exc, StarletteHTTPException)
     message = (
-        f"{exc.detail}: {request.method} {request.url.path} is not part of this API. "
+        f"{exc.detail}: {request.method} {logged_path(request)} is not part of this API. "
         f"The routes are {_ROUTES}."
     )
     code = _HTTP_CODES.get(exc.status_code, "bad_request")
@@ -319,7 +336,7 @@ async def _picoflow_error(request: Request, exc: Exception) -> JSONResponse:
     logger.warning(
         "%s %s failed with %s (request id %s): %s",
         request.method,
-        request.url.path,
+        logged_path(request),
         name,
         request_id,
         exc,
@@ -337,7 +354,7 @@ async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     logger.error(
         "%s %s failed (request id %s)",
         request.method,
-        request.url.path,
+        logged_path(request),
         request_id,
         exc_info=exc,
         extra={"request_id": request_id},

@@ -20,15 +20,21 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
 from picoflow.engine._revisions import supports_history
-from picoflow.errors import IdempotencyKeyReusedError, RevisionNotFoundError, SessionNotFoundError
+from picoflow.errors import (
+    EffectInHistoryError,
+    IdempotencyKeyReusedError,
+    RevisionNotFoundError,
+    SessionNotFoundError,
+)
 from picoflow.server._auth import principal_of
 from picoflow.server._errors import ApiError, turn_error, validation_problem
 from picoflow.server._headers import REQUEST_ID_HEADER, request_id_for, session_headers
 from picoflow.server._idempotency import IDEMPOTENCY_HEADER, key_of
-from picoflow.server._limits import check_header_sizes, check_turn_sizes, read_json_request
+from picoflow.server._input_rules import hint_for
+from picoflow.server._limits import check_turn_sizes, read_json_request
 from picoflow.server._routes import ServerSettings, _header_docs, _reply
 from picoflow.server._schemas import ErrorEnvelope
 from picoflow.session import is_expired, is_session_id
@@ -37,26 +43,29 @@ from picoflow.stores.base import JSONDict
 __all__ = ["history_router"]
 
 PREFIX = "/ai/sessions"
-_EXAMPLE = {
-    "rewind": '{"to_revision": 2}',
-    "undo": "{}",
-    "fork": '{"at_revision": 2} (or {} for the current revision)',
-    "edit": '{"revision": 3, "message": "Three nights"}',
-}
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+_FORCE = (
+    "Go back even past what a tool did in the world: the effects stay recorded and the "
+    "model is told. Without it such a change is a 409 effect_in_history."
+)
+
+
 class RewindRequest(_Body):
     """Body of `POST /ai/sessions/{session_id}/rewind`."""
 
     to_revision: StrictInt = Field(ge=0, description="The revision to restore (see /history).")
+    force: StrictBool = Field(False, description=_FORCE)
 
 
 class UndoRequest(_Body):
-    """Body of `POST /ai/sessions/{session_id}/undo`: nothing to say, `{}` or empty."""
+    """Body of `POST /ai/sessions/{session_id}/undo`: `{}` or empty, or `{"force": true}`."""
+
+    force: StrictBool = Field(False, description=_FORCE)
 
 
 class ForkRequest(_Body):
@@ -65,6 +74,7 @@ class ForkRequest(_Body):
     at_revision: StrictInt | None = Field(
         None, ge=0, description="The revision to copy; null or absent: the current one."
     )
+    force: StrictBool = Field(False, description=_FORCE)
 
 
 class EditRequest(_Body):
@@ -75,6 +85,7 @@ class EditRequest(_Body):
     config: dict[str, Any] | None = Field(
         None, description="The turn's config, as `POST /ai/run` takes it."
     )
+    force: StrictBool = Field(False, description=_FORCE)
 
 
 _RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -122,7 +133,6 @@ async def _owned(request: Request, session_id: str) -> tuple[ServerSettings, str
     (P5): rewinding it would bring it back to life, and the purge deletes it with its history.
     """
     settings: ServerSettings = request.app.state.picoflow
-    check_header_sizes(request, settings.limits)
     principal = await principal_of(request, settings.authorize)
     if not supports_history(settings.engine.store):
         raise ApiError(
@@ -193,7 +203,7 @@ def _number(request: Request, name: str, lowest: int) -> int | None:
 
 async def _read(request: Request, settings: ServerSettings, model: type[_Body], route: str) -> Any:
     """The route's body, validated; a wrong one is a 400 showing the body to send."""
-    hint = f"Send a JSON object such as {_EXAMPLE[route]} with Content-Type: application/json."
+    hint = hint_for(f"{PREFIX}/{{session_id}}/{route}")
     data = await read_json_request(request, settings.limits, hint)
     try:
         return model.model_validate(data)
@@ -228,6 +238,8 @@ def _refusals(session_id: str) -> Iterator[None]:
         raise _no_revision(session_id, str(exc)) from None
     except IdempotencyKeyReusedError as exc:
         raise ApiError(422, str(exc), code="idempotency_key_reused", session=session_id) from None
+    except EffectInHistoryError as exc:  # K9: nothing changed; force=True goes back anyway
+        raise ApiError(409, str(exc), code="effect_in_history", session=session_id) from None
 
 
 def _answer(body: Mapping[str, Any], request: Request, session_id: str) -> JSONResponse:
@@ -257,14 +269,17 @@ async def session_document(session_id: str, request: Request) -> JSONResponse:
 async def session_history(session_id: str, request: Request) -> JSONResponse:
     """`{"success", "session", "revision", "history"}`; `?limit=N` keeps the newest N (W1).
 
-    Each entry is what `engine.history` lists: `revision`, `saved_at`, `action` (turn, edit,
-    rewind, fork, compaction), `message`, `step_before`, `step_after`, `reply` (its start)
-    and `restored` (the revision a rewind copied or an edit ran on).
+    Each entry is what `engine.history` lists: `revision`, `saved_at`, `action` (its cause,
+    K10), `message`, `step_before`, `step_after`, `reply` (its start) and `restored` (the
+    revision a rewind copied or an edit ran on). `effects_through` is the newest revision that
+    recorded a tool's effect, or null (K9): going back to before it needs `force`, so a page
+    offers no Undo or Edit there.
     """
     settings, principal, doc = await _owned(request, session_id)
     limit = _number(request, "limit", 1)
     listed = await settings.engine.history(session_id, limit=limit, owner=principal)
     body = {"success": True, "session": session_id, "revision": doc["revision"]}
+    body["effects_through"] = max((e["revision"] for e in doc.get("effects") or []), default=None)
     return _answer({**body, "history": listed}, request, session_id)
 
 
@@ -296,7 +311,7 @@ async def rewind(session_id: str, request: Request) -> JSONResponse:
     settings, principal, body, key = await _change(request, session_id, RewindRequest, "rewind")
     with _refusals(session_id):
         revision = await settings.engine.rewind(
-            session_id, body.to_revision, owner=principal, idempotency_key=key
+            session_id, body.to_revision, owner=principal, idempotency_key=key, force=body.force
         )
     return _answer(await _moved(settings, session_id, revision, principal), request, session_id)
 
@@ -310,9 +325,11 @@ async def undo(session_id: str, request: Request) -> JSONResponse:
     The reply is `rewind`'s. A first turn cannot be undone (404 `revision_not_found`). Send
     an `Idempotency-Key`: a retry without one undoes the turn before as well.
     """
-    settings, principal, _, key = await _change(request, session_id, UndoRequest, "undo")
+    settings, principal, body, key = await _change(request, session_id, UndoRequest, "undo")
     with _refusals(session_id):
-        revision = await settings.engine.undo(session_id, owner=principal, idempotency_key=key)
+        revision = await settings.engine.undo(
+            session_id, owner=principal, idempotency_key=key, force=body.force
+        )
     return _answer(await _moved(settings, session_id, revision, principal), request, session_id)
 
 
@@ -330,7 +347,7 @@ async def fork(session_id: str, request: Request) -> JSONResponse:
     settings, principal, body, key = await _change(request, session_id, ForkRequest, "fork")
     with _refusals(session_id):
         new_id = await settings.engine.fork(
-            session_id, body.at_revision, owner=principal, idempotency_key=key
+            session_id, body.at_revision, owner=principal, idempotency_key=key, force=body.force
         )
     made = await _moved(settings, new_id, 0, principal)
     made["forked_from"] = {"session_id": session_id, "revision": made["restored"]}
@@ -362,6 +379,7 @@ async def edit(session_id: str, request: Request) -> Response:
             owner=principal,
             config=body.config,
             idempotency_key=key,
+            force=body.force,
         )
     finally:
         settings.turns.leave()

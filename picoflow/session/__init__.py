@@ -15,12 +15,13 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
+from picoflow._internal.effects import dump_effects, load_effects
 from picoflow._internal.live_history import LiveHistory, unchanged_since_sync
 from picoflow._internal.people_records import dump_people, load_people
 from picoflow._internal.session_log import write_logs
 from picoflow._internal.state import is_session_id, now_iso
 from picoflow._internal.usage import Usage as Usage  # re-exported: the type of `usage`
-from picoflow._internal.usage import empty_usage
+from picoflow._internal.usage import add_counters, empty_usage
 from picoflow.errors import StoreError
 from picoflow.flow import Flow
 from picoflow.memory import Namespace
@@ -70,6 +71,7 @@ class SessionDocument(TypedDict):
     operator: NotRequired[dict[str, Any] | None]  # K6: only once a step handed off
     idempotency: NotRequired[dict[str, Any]]  # O4, K5: results of keyed turns, saved with them
     sequence_levels: NotRequired[list[int]]  # V2: only once a nested run is in `sequence`
+    decision_usage: NotRequired[dict[str, int]]  # D3: only once a decision step decided
 
 
 def new_session_id() -> str:
@@ -176,6 +178,7 @@ def load_flow(flow: Flow, doc: dict[str, Any], spaces: dict[str, Namespace] | No
         state = entry.get("state") or {}
         session.states[name] = _copy_json(state) if spaces else state
     load_people(session, doc)
+    load_effects(session, doc)
     target = flow.get_memory().namespaces()
     if spaces:
         for namespace, record in spaces.items():
@@ -245,6 +248,7 @@ def dump_flow(
     out["current_step"] = session.current
     out["sequence"] = list(session.sequence)
     dump_people(session, out)
+    dump_effects(session, out)
     out.pop("sequence_levels", None)
     if session.levels:
         levels = session.levels
@@ -260,6 +264,8 @@ def dump_flow(
     else:
         out["warnings"] = list(doc["warnings"][-MAX_WARNINGS:])
     write_logs(doc, out, session.logs)  # U5: log, error, debug
+    if session.decision_usage:  # D3: apart from the chat `usage`, which the commit adds
+        out["decision_usage"] = add_counters(doc.get("decision_usage"), session.decision_usage)
     return out
 
 

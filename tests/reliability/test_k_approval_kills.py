@@ -11,41 +11,23 @@ matters most; `--long` at all three.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from support.approval_flows import RUNS_FILE, booking_engine, runs
+from support.killed import kill_when_printed
 
 from picoflow.stores import SQLiteStore
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
 WORKER = HERE.parent / "support" / "killed_approval_worker.py"
 STATE_AT = {1: "pending", 2: "running", 3: "resolved"}
 RUNS_BEFORE_RECOVERY = {1: 0, 2: 1, 3: 1}
 
 
 def _kill_before_save(url: str, session_id: str, approval_id: str, pause_at: int) -> None:
-    process = subprocess.Popen(
-        [sys.executable, str(WORKER), url, session_id, approval_id, str(pause_at)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    try:
-        assert process.stdout is not None
-        assert process.stdout.readline() == "ready\n"
-        assert process.stdout.readline() == f"before save {pause_at}\n"
-        process.kill()  # SIGKILL: no clean-up, no flush, no rollback by the process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.communicate()
+    args = [url, session_id, approval_id, str(pause_at)]
+    kill_when_printed(WORKER, args, ["ready", f"before save {pause_at}"])
 
 
 async def test_k3_kill_9_between_approval_and_result_never_runs_the_tool_twice(

@@ -344,14 +344,14 @@ async def test_k5_the_tool_runs_with_the_key_recorded_at_the_request(run_log: Pa
 
     await engine.resolve_approval(session_id, approval_id, "approve")
 
-    assert approval["key"] == f"{session_id}:1:call_1"
+    assert approval["key"] == f"{session_id}:1:book#1"  # K8: not the model's call id
     assert [r["key"] for r in runs(run_log)] == [approval["key"]]
 
 
 async def test_k5_a_tool_outside_approvals_reads_its_key_too(run_log: Path) -> None:
     engine = booking_engine()
     result = await engine.run("BookingFlow", "book Inn 10")
-    assert [r["key"] for r in runs(run_log)] == [f"{result.session_id}:1:call_1"]
+    assert [r["key"] for r in runs(run_log)] == [f"{result.session_id}:1:book#1"]
 
 
 def test_k5_tool_call_key_outside_a_tool_call_is_an_error() -> None:
@@ -382,7 +382,7 @@ async def test_k5_a_retried_turn_replays_its_reply_in_any_engine(run_log: Path) 
     )
 
     assert (retried.success, retried.message) == (True, done.message)
-    assert [r["key"] for r in runs(run_log)] == [f"{session_id}:k-1:call_1"]  # ran once
+    assert [r["key"] for r in runs(run_log)] == [f"{session_id}:k-1:book#1"]  # ran once
     doc = await other_engine.get_session(session_id)
     assert doc is not None
     assert [t for t in transcript(doc, "BookStep") if t == ("human", "book Inn 90")] == [

@@ -56,7 +56,9 @@ def test_k7_an_operator_approves_and_answers_from_the_operator_page(
     with live_server(app) as live:
         chat.goto(f"{live.url}/?flow=BookingFlow")
         send(chat, "book Ritz 900")
-        expect(chat.locator(".note").last).to_have_text("Waiting for a person to approve book.")
+        expect(chat.locator(".note").last).to_have_text(
+            "A person needs to approve this before I go on; you can keep writing."
+        )
 
         operator.goto(f"{live.url}/operator")
         waiting = operator.locator("#approvals li")

@@ -16,9 +16,9 @@ from picoflow.server import create_app
 from picoflow.stores import MemoryStore
 
 
-def session_of(tab: Page) -> str:
+def session_of(tab: Page, flow: str = "ChatFlow") -> str:
     session: str = tab.evaluate(
-        "JSON.parse(sessionStorage.getItem('picoflow.chat.ChatFlow')).session"
+        f"JSON.parse(sessionStorage.getItem('picoflow.chat.{flow}')).session"
     )
     return session
 
@@ -82,3 +82,26 @@ def test_w2_w4_undo_the_last_answer_then_edit_the_last_message(
         assert humans(live.call(engine.get_session(session))) == ["one", "III"]
         assert session_of(page) == session
         assert fits_the_screen(page)
+
+
+def test_k9_no_undo_or_edit_is_offered_for_a_turn_whose_tool_acted_on_the_world(
+    page: Page,  # noqa: F811 - the fixture imported above
+) -> None:
+    """Undo would fail with effect_in_history after a booking: the page does not offer it."""
+    from support.effect_flows import effect_flow
+
+    runs: list[str] = []
+    engine = FlowEngine([effect_flow(None, runs)], store=MemoryStore())
+    with live_server(create_app(engine)) as live:
+        page.goto(live.url)
+        send(page, "hello")
+        send(page, "look Inn")  # no effect: Undo and Edit are offered
+        expect(page.locator(".undo-last")).to_have_count(1)
+        send(page, "book Inn")
+        expect(page.locator(".msg").last).to_have_text("Done: Booked Inn, reference R-1.")
+        expect(page.locator(".undo-last")).to_have_count(0)
+        expect(page.locator(".edit-last")).to_have_count(0)
+        send(page, "thanks")  # a later turn after the effect may be undone again
+        expect(page.locator(".undo-last")).to_have_count(1)
+        doc = live.call(engine.get_session(session_of(page, "EffectFlow")))
+        assert len(runs) == 1 and [e["tool"] for e in doc["effects"]] == ["book"]

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from server_flows import GREETING, chat_flow, client_for
+from support.failed_turns import apart_from_error
 from support.history_flows import GATE, ChatFlow, humans
 from test_api_errors import error_body, failure
 
@@ -242,7 +243,7 @@ async def test_w4_a_failed_edit_leaves_the_session_as_it_was(store: Store) -> No
     engine, app = served(store)
     async with client_for(app) as client:
         session = await talk(client, "one", "two")
-        before = json.dumps(await engine.get_session(session))
+        before = json.dumps(apart_from_error(await engine.get_session(session)))
         failed = await client.post(at(session, "/edit"), json={"revision": 1, "message": "fail"})
         first = await client.post(at(session, "/edit"), json={"revision": 0, "message": "x"})
         empty = await client.post(at(session, "/edit"), json={"revision": 1, "message": " "})
@@ -262,7 +263,9 @@ async def test_w4_a_failed_edit_leaves_the_session_as_it_was(store: Store) -> No
         session,
         code="invalid_request",
     )
-    assert json.dumps(await engine.get_session(session)) == before
+    after = await engine.get_session(session)
+    assert json.dumps(apart_from_error(after)) == before  # U5: only the failed edit's error
+    assert [e["error"] for e in after["error"]] == ["RuntimeError"]
 
 
 ROUTES = [
@@ -543,10 +546,10 @@ async def test_w1_the_routes_are_in_the_openapi_page() -> None:
     assert set(paths["/ai/sessions/{session_id}"]) == {"get"}
     assert set(paths["/ai/sessions/{session_id}/history"]) == {"get"}
     for tail, fields in (
-        ("rewind", ["to_revision"]),
-        ("undo", []),
-        ("fork", ["at_revision"]),
-        ("edit", ["revision", "message", "config"]),
+        ("rewind", ["to_revision", "force"]),  # force: K9, past a tool's effect
+        ("undo", ["force"]),
+        ("fork", ["at_revision", "force"]),
+        ("edit", ["revision", "message", "config", "force"]),
     ):
         post = paths[f"/ai/sessions/{{session_id}}/{tail}"]["post"]
         body = post["requestBody"]["content"]["application/json"]["schema"]

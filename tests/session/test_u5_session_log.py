@@ -1,7 +1,7 @@
 """U5: the session document keeps bounded `log`, `error` and `debug` arrays.
 
 `Flow.log(text, level=...)` writes to them; model-call retries are noted in `log`; a failed
-turn saves nothing (P3), and its error is written to `error` with the session's next save.
+turn saves nothing else (P3), and its error is written to `error` with the failure.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ async def test_u5_model_call_retries_are_noted_in_the_log(store: Any) -> None:
     assert entry["message"].endswith(" s.") and "; trying again in " in entry["message"]
 
 
-async def test_u5_a_failed_turn_saves_nothing_and_its_error_comes_with_the_next_save(
+async def test_u5_a_failed_turn_saves_nothing_else_and_its_error_is_written_with_it(
     store: Any,
 ) -> None:
     script = ["Hi!", RuntimeError("the model blew up"), "Back again."]
@@ -127,13 +127,20 @@ async def test_u5_a_failed_turn_saves_nothing_and_its_error_comes_with_the_next_
     before = await engine.get_session(first.session_id)
     failed = await engine.run("LogFlow", "again", session_id=first.session_id)
     assert not failed.success
-    assert await engine.get_session(first.session_id) == before  # P3: nothing written
-    later = await engine.run("LogFlow", "still there?", session_id=first.session_id)
-    assert later.success
-    doc = await engine.get_session(first.session_id)
-    [entry] = doc["error"]
+    after = await engine.get_session(first.session_id)
+    [entry] = after["error"]
     assert (entry["level"], entry["error"], entry["message"]) == (
         "error",
         "RuntimeError",
         failed.message,
     )
+    # P3: the error array (and the revision that wrote it) is all that changed
+    assert after["revision"] == before["revision"] + 1
+    unchanged = {"error", "revision"}
+    assert {k: v for k, v in after.items() if k not in unchanged} == {
+        k: v for k, v in before.items() if k not in unchanged
+    }
+    later = await engine.run("LogFlow", "still there?", session_id=first.session_id)
+    assert later.success
+    doc = await engine.get_session(first.session_id)
+    assert doc["error"] == [entry]  # written once, not again with the next save

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.failed_turns import apart_from_error
 from support.flows import PresentStep, engine_for, transcript, two_step_flow
 
 from picoflow import EndStep, Flow, Step, direct, go, stay, tool
@@ -136,7 +137,8 @@ async def test_r7_failed_turn_leaves_existing_session_unchanged() -> None:
     failed = await engine.run("OneFlow", "loop please", session_id=first.session_id)
     assert failed.success is False and failed.completed is False
     assert failed.session_id == first.session_id
-    assert await engine.get_session(first.session_id) == before
+    after = await engine.get_session(first.session_id)
+    assert apart_from_error(after) == apart_from_error(before)  # P3; U5 writes the error alone
 
 
 class Picker(Step):

@@ -134,9 +134,7 @@ async def test_m14_pages_through_more_sessions_than_one_page(store: Store) -> No
     assert report["compacted_count"] == 7 * 2  # 6 messages each, the newest 4 stay
 
 
-def _hook(
-    store: Store, name: str, before: Callable[[str], Awaitable[None]]
-) -> None:
+def _hook(store: Store, name: str, before: Callable[[str], Awaitable[None]]) -> None:
     """Run `before(session_id)` ahead of the store's `name` call for any session."""
     original = getattr(store, name)
 

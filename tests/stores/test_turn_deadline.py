@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
+from support.failed_turns import apart_from_error
 
 from picoflow import Flow, FlowEngine, Step, tool
 from picoflow.stores import MemoryStore, Store
@@ -65,7 +66,8 @@ def hanging_model(gate: asyncio.Event, hang_on: set[int]) -> ScriptedChatModel:
 
 
 async def snapshot(store: Store, session_id: str) -> str:
-    return json.dumps(await store.load(session_id), sort_keys=True)
+    """The stored session, apart from the error a failed turn writes (U5)."""
+    return json.dumps(apart_from_error(await store.load(session_id)), sort_keys=True)
 
 
 @pytest.mark.parametrize("store", ["memory", "sqlite", "mongo"], indirect=True)

@@ -73,7 +73,7 @@ async def gate_calls(
     call, args = found
     if run.depth:
         raise fail_turn(FlowDefinitionError(_nested(step, call["name"], run)))
-    key = call_key(flow.get_session_id(), str(call["id"]))
+    key = call_key(flow.get_session_id(), str(call["id"]), call["name"])
     approval = new_approval(flow._session, step.name, dict(call), args, key)
     others = [
         ToolMessage(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from picoflow._internal.call_keys import IDEMPOTENCY, TURN
+from picoflow._internal.call_keys import IDEMPOTENCY, turn_scope
 from picoflow._internal.people_records import approvals_of, operator_of, pending_of
 from picoflow._internal.state import now_iso
 from picoflow._runner.loop import run_turn
@@ -41,11 +41,8 @@ async def run_or_hold(flow: Flow, message: str, ctx: TurnContext, doc: dict[str,
     pending = pending_of(flow._session)
     if message and pending:
         return await _hold_for_approval(flow, message, pending)
-    token = TURN.set(turn_label(doc))
-    try:
+    with turn_scope(turn_label(doc)):
         return await run_turn(flow, message, ctx)
-    finally:
-        TURN.reset(token)
 
 
 async def _hold_for_approval(flow: Flow, message: str, pending: list[dict[str, Any]]) -> str:

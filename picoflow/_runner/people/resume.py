@@ -36,6 +36,7 @@ from picoflow._runner.turn import (
     apply_transition,
     extend,
     interpret,
+    note_effect,
     run_handler,
     tools_of,
 )
@@ -117,10 +118,10 @@ async def run_approved(step: Step, ctx: TurnContext, approval: dict[str, Any]) -
         bound = functools.partial(handler, **kwargs)
     with key_scope(approval["key"]):
         result, failed = await run_handler(step, approval["tool"], bound)
-    if failed is not None:
-        return failed
     extra = {"session_id": step.flow.get_session_id(), "step": step.name}
-    return interpret(approval["tool"], result, extra)
+    outcome = failed if failed is not None else interpret(approval["tool"], result, extra)
+    note_effect(step, approval["tool"], approval["args"], approval["key"], outcome)  # K8
+    return outcome
 
 
 def decline_outcome(approval: dict[str, Any], by: str | None, note: str | None) -> Outcome:

@@ -403,9 +403,9 @@
           } else if (event.kind === "step_changed") {
             showStep(event.data.to);
           } else if (event.kind === "tool_call") {
-            ui.status.textContent = "Running " + event.data.name + "…";
+            ui.status.textContent = "Working on it…"; // a guest never reads tool names
           } else if (event.kind === "approval_requested") {
-            addNote("Waiting for a person to approve " + event.data.tool + ".");
+            addNote("A person needs to approve this before I go on; you can keep writing.");
           } else if (event.kind === "done") {
             reply = event.data;
           }
@@ -437,6 +437,7 @@
       return;
     }
     saveChat();
+    showTurnActions(); // K9: the last exchange changed; an Undo shown before it goes
   }
 
   async function listen() {
@@ -493,9 +494,14 @@
     try {
       const response = await api(sessionRoute("/history?limit=1"));
       if (!response.ok) return;
-      const entry = (await response.json()).history[0];
-      const turn = entry && (entry.action === "turn" || entry.action === "edit");
-      if (turn && entry.message === asked.text) asked.revision = entry.revision;
+      const listed = await response.json();
+      const entry = listed.history[0];
+      const turn = entry && ["turn", "edit", "handoff"].includes(entry.action);
+      // K9: a tool acted on the world in or after this turn (a booking, an approval): going
+      // back would fail, so no Undo or Edit is offered for it.
+      const acted = typeof listed.effects_through === "number" &&
+        entry && listed.effects_through >= entry.revision;
+      if (turn && !acted && entry.message === asked.text) asked.revision = entry.revision;
     } catch (error) {
       // Unknown: no buttons for this exchange.
     }
