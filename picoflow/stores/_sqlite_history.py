@@ -43,6 +43,10 @@ __all__ = [
     "record",
 ]
 
+# `revisions` is a rowid table (issue 39): each row holds a whole session document, and in a
+# WITHOUT ROWID table a row over about 1 KB spills into overflow pages, so every save wrote two
+# or three pages for it and the insert cost three times as much. Files made before keep their
+# WITHOUT ROWID table; the same statements work on both.
 HISTORY_SCHEMA = """
 CREATE TABLE IF NOT EXISTS revisions (
     session_id TEXT NOT NULL,
@@ -53,7 +57,7 @@ CREATE TABLE IF NOT EXISTS revisions (
     counts TEXT NOT NULL,
     kept_from INTEGER NOT NULL,
     PRIMARY KEY (session_id, revision)
-) WITHOUT ROWID;
+);
 CREATE TABLE IF NOT EXISTS message_versions (
     session_id TEXT NOT NULL,
     namespace TEXT NOT NULL,

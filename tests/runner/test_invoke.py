@@ -19,12 +19,14 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.rate_limiters import InMemoryRateLimiter
 from langchain_core.runnables import RunnableBinding
 from langchain_core.tracers.context import collect_runs
 
 from picoflow._runner.invoke import (
     VERIFIED_LANGCHAIN,
     _shortcut_target,
+    _surely_unobserved,
     _unobserved,
     invoke,
     is_shortcut_verified,
@@ -99,9 +101,11 @@ def _config(handler: Events) -> dict[str, Any]:
 def test_e3_the_installed_langchain_is_one_the_shortcut_was_checked_against() -> None:
     fingerprint = langchain_fingerprint()
     assert fingerprint in VERIFIED_LANGCHAIN, (
-        "LangChain's RunnableBinding.ainvoke/_merge_configs or BaseChatModel.ainvoke/"
-        "agenerate_prompt/_convert_input/agenerate changed, so picoflow's reply shortcut is "
-        "OFF and every model call takes the slower ainvoke path. Read the new code: if `invoke` in "
+        "LangChain's RunnableBinding.ainvoke/_merge_configs, BaseChatModel.ainvoke/"
+        "agenerate_prompt/_convert_input/agenerate/_agenerate_with_cache, callbacks.manager."
+        "_configure or tracers.context._tracing_v2_is_enabled changed, so picoflow's reply "
+        "shortcut is OFF and every model call takes the slower ainvoke path. Read the new "
+        "code: if `invoke` in "
         "picoflow/_runner/invoke.py still makes the same call (test_e3_the_shortcut_makes_the_call_"
         f"ainvoke_makes must pass), add {fingerprint!r} to VERIFIED_LANGCHAIN; otherwise fix "
         "the shortcut."
@@ -204,3 +208,63 @@ async def test_e3_an_unobserved_call_still_reads_and_fills_the_models_cache() ->
     first = await invoke(model, MESSAGES, {})
     second = await invoke(model, MESSAGES, {})
     assert len(model.calls) == 1 and first.content == second.content == "ok"
+
+
+class Usage(Recorder):
+    """A provider-like model: usage in `llm_output`, and no `run_manager` parameter."""
+
+    async def _agenerate(  # type: ignore[override]
+        self, messages: list[BaseMessage], stop: Any = None, **kw: Any
+    ) -> ChatResult:
+        self.calls.append({"messages": messages, "stop": stop, "kwargs": kw})
+        message = AIMessage("ok", response_metadata={"finish_reason": "stop"})
+        generation = ChatGeneration(message=message, generation_info={"logprobs": None})
+        return ChatResult(generations=[generation], llm_output={"model_name": "m-1"})
+
+
+async def test_e3_issue39_the_plain_generation_stamps_what_agenerate_with_cache_stamps() -> None:
+    """Issue 39: `_agenerate` called here gets the same arguments and its reply the same metadata
+    as through LangChain's `_agenerate_with_cache`, with or without a `run_manager` parameter."""
+    for model in (Usage(calls=[]), Recorder(calls=[], run_managers=[])):
+        short = await invoke(model.bind(tool_choice="auto"), MESSAGES, {})
+        long = await model.bind(tool_choice="auto").ainvoke(MESSAGES)
+        assert model.calls[0] == model.calls[1]
+        assert short.content == long.content
+        assert short.response_metadata == long.response_metadata
+    assert short.response_metadata == long.response_metadata  # Recorder: no llm_output
+    usage = Usage(calls=[])
+    reply = await invoke(usage, MESSAGES, {})
+    assert reply.response_metadata == {
+        "model_name": "m-1",
+        "finish_reason": "stop",
+        "logprobs": None,
+    }
+
+
+async def test_e3_issue39_a_rate_limited_model_keeps_langchains_own_path() -> None:
+    """The limiter lives in `_agenerate_with_cache` (as the cache and streaming): it applies."""
+    acquired: list[bool] = []
+
+    class Limiter(InMemoryRateLimiter):
+        async def aacquire(self, *, blocking: bool = True) -> bool:
+            acquired.append(blocking)
+            return True
+
+    limited = Recorder(calls=[], rate_limiter=Limiter(requests_per_second=100))
+    await invoke(limited, MESSAGES, {})
+    assert acquired == [True]
+
+
+def test_e3_issue39_the_quick_verdict_is_configures_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the quick check cannot be sure, `configure` decides, and refuses what it refuses."""
+    model = Recorder(calls=[])
+    assert _surely_unobserved(model, {})
+    assert not _surely_unobserved(Recorder(calls=[], verbose=True), {})
+    with collect_runs():
+        assert not _surely_unobserved(model, {})
+    monkeypatch.setenv("LANGCHAIN_TRACING", "true")  # the retired v1 switch
+    assert not _surely_unobserved(model, {})
+    with pytest.raises(RuntimeError, match="LANGCHAIN_TRACING_V2"):
+        _unobserved(model, {}, {})
