@@ -53,7 +53,7 @@ from picoflow.server._schemas import (
     Health,
     RunEnvelope,
     RunRequest,
-    envelope_of,
+    wire_envelope,
 )
 from picoflow.server._stream import STREAM_HEADERS, idempotent_events, replayed_events
 
@@ -274,7 +274,7 @@ def _reply(result: TurnResult, request: Request, replayed: bool) -> Response:
         headers["Idempotent-Replayed"] = "true"
     if wants_raw(request.headers.get("accept"), result.content_type):
         return Response(result.message, media_type=result.content_type, headers=headers)
-    return JSONResponse(envelope_of(result).to_wire(), headers=headers)
+    return JSONResponse(wire_envelope(result), headers=headers)
 
 
 @router.post(

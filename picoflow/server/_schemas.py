@@ -22,6 +22,7 @@ __all__ = [
     "EndEnvelope",
     "Health",
     "envelope_of",
+    "wire_envelope",
 ]
 
 
@@ -139,6 +140,27 @@ class Health(_WireModel):
 
     status: str = "ok"
     timestamp: str = Field(description="The server's UTC time, ISO 8601.")
+
+
+def wire_envelope(result: TurnResult) -> dict[str, Any]:
+    """`envelope_of(result).to_wire()`, built straight as the JSON object where it is plain.
+
+    A turn's reply is the one object every request sends; its fields come typed from the
+    engine, so validating them into a model only to dump them again is work for nobody (issue
+    39). A reply with approvals goes through the model, whose dump cleans their records.
+    """
+    if result.pending_approvals:
+        return envelope_of(result).to_wire()
+    wire: dict[str, Any] = {
+        "success": True,
+        "completed": result.completed,
+        "message": result.message,
+        "session": result.session_id or "",
+        "contentType": result.content_type,
+    }
+    if result.step is not None:
+        wire["step"] = result.step
+    return wire
 
 
 def envelope_of(result: TurnResult) -> RunEnvelope:
