@@ -11,6 +11,7 @@ providers, so any provider string the engine knows works.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -110,9 +111,23 @@ class LangChainDecisionProvider:
 
 
 def answer_schema(questions: Mapping[str, Mapping[str, Any]]) -> type[BaseModel]:
-    """A pydantic model with one field per question, named by its key (as an alias)."""
+    """A pydantic model with one field per question, named by its key (as an alias).
+
+    Built once per shape of question map: building the pydantic models took most of a
+    decision's own time, and a step asks the same questions every turn.
+    """
+    shape = tuple(
+        (key, question["type"], tuple(question["criteria"]) if question["type"] == "choice" else ())
+        for key, question in questions.items()
+    )
+    return _schema_of(shape)
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_of(shape: tuple[tuple[str, str, tuple[str, ...]], ...]) -> type[BaseModel]:
     fields: dict[str, Any] = {}
-    for index, (key, question) in enumerate(questions.items()):
+    for index, (key, kind, labels) in enumerate(shape):
+        question = {"type": kind, "criteria": dict.fromkeys(labels, "")}
         fields[f"q{index}"] = (_kind_schema(index, question), Field(alias=key))
     return create_model(SCHEMA_NAME, **fields)
 

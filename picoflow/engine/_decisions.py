@@ -5,6 +5,13 @@ output schema, a valid question map when `define_questions()` can be called with
 valid options, and a registered provider. The providers are registered here too: a list of
 provider objects, or a dict of id to provider, LangChain chat model or `"provider:model"`
 string (each of the last two becomes a `LangChainDecisionProvider` with that id).
+
+With no provider registered at all, a decision step that names a model (`use_decision(model=
+"provider:model")` or the flow's `config_decision()`) decides through that chat model: the
+engine registers a `LangChainDecisionProvider` under the id "langchain" that takes each
+request's model, built by the engine's model providers as the flows' models are. So a flow
+whose decisions name a model runs wherever its chat models run (`make scenarios`, the demo
+CLI), with no wiring of its own.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from picoflow.decisions._langchain import LangChainDecisionProvider
+from picoflow.decisions._provider import DEFAULT_OPTIONS, checked_options, merged_options
 from picoflow.decisions._questions import question_problem
 from picoflow.errors import FlowDefinitionError
 from picoflow.flow import Flow
@@ -97,6 +105,12 @@ def decision_providers(
         FlowDefinitionError: a decision step's options are malformed or name no provider.
     """
     providers = _registered(given, registry)
+    if not providers and any(
+        _names_a_model(step) for flow in built for step in decision_steps(flow)
+    ):
+        default = LangChainDecisionProvider(id="langchain")
+        default.use_registry(registry)
+        providers[default.id] = default
     for flow in built:
         for step in decision_steps(flow):
             try:
@@ -104,6 +118,16 @@ def decision_providers(
             except ValueError as exc:
                 raise FlowDefinitionError(str(exc)) from exc
     return providers
+
+
+def _names_a_model(step: DecisionStep) -> bool:
+    """Whether the step's options name a model and no provider (malformed ones: no)."""
+    try:
+        flow_options = checked_options("", step.flow.config_decision())
+    except ValueError:
+        return False  # `decision_options_of` reports it, naming the flow
+    options = merged_options(DEFAULT_OPTIONS, flow_options, step.decision_options)
+    return options.model is not None and options.provider is None
 
 
 def _registered(

@@ -346,3 +346,31 @@ async def test_d2_any_provider_string_the_engine_knows_decides() -> None:
     with pytest.raises(FlowDefinitionError, match=r"decision provider lc: unknown model provider "
                        r"'nowhere'"):  # fmt: skip
         FlowEngine([StringFlow], store=MemoryStore(), decision_providers={"lc": "nowhere:x"})
+
+
+async def test_d2_a_step_that_names_a_model_decides_with_no_provider_registered() -> None:
+    """With no provider registered, `use_decision(model=...)` is decided by that chat model,
+    built by the engine's model providers (the default "langchain" provider)."""
+    args = {"urgent": {"noul": 0.2}, "route": {"choice": "other", "confidence": 0.7,
+            "probabilities": [{"label": "other", "probability": 1}]}}  # fmt: skip
+    built: list[str] = []
+
+    def factory(spec: Any) -> ScriptedChatModel:
+        built.append(spec.name)
+        return ScriptedChatModel(script=[tool_call("DecisionAnswers", args)])
+
+    class Named(_Asked):
+        def __init__(self, flow: Flow) -> None:
+            super().__init__(flow)
+            self.use_decision(model="house:judge-2")
+
+    class NamedFlow(Flow):
+        def define_steps(self) -> list[Step]:
+            return [Named(self)]
+
+    engine = FlowEngine([NamedFlow], store=MemoryStore(), providers={"house": factory})
+    result = await engine.run("NamedFlow", "hello")
+    assert (result.success, result.message) == (True, "other 0.2 by house:judge-2")
+    assert built == ["judge-2"]
+    with pytest.raises(FlowDefinitionError, match="names no decision provider and 0 are"):
+        FlowEngine([support_flow()], store=MemoryStore())  # no model named: still refused
