@@ -1,0 +1,1 @@
+"""DecisionHotelFlow: PicoFlow's decision-step hotel demo, ported (research §3)."""
