@@ -1,0 +1,1 @@
+"""DecisionSupportFlow: Northstar Cloud support; each draft is judged before it is delivered."""
