@@ -1,0 +1,1 @@
+"""EmployeeBenefitsFlow: a fictional 2027 benefits enrollment where code owns every rule."""
