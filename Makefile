@@ -52,7 +52,9 @@ clean:
 # X2: every demo flow's scenarios through the runner, not only through pytest, on the offline
 # models (no key). A demo whose scenarios/ folder holds no scenario yet is skipped.
 # SCENARIO_ARGS goes to every run, e.g. make scenarios SCENARIO_ARGS="--repeat 3 --quiet".
-PORTED_SCENARIOS := basic:BasicFlow travel:TravelFlow medical:MedicalFlow
+PORTED_SCENARIOS := basic:BasicFlow travel:TravelFlow medical:MedicalFlow \
+	decision_hotel:DecisionHotelFlow decision_support:DecisionSupportFlow benefits:EmployeeBenefitsFlow \
+	insurance:HomeInsuranceQuoteFlow
 scenarios: $(STAMP)
 	OPENAI_API_KEY= $(BIN)/python -m picoflow.scenarios run demo/hotel/scenarios \
 		--flows demo.hotel.flow:HotelFlow $(SCENARIO_ARGS)

@@ -82,8 +82,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--flow",
         choices=list(FLOWS),
         default=FLOW,
-        help=f"the demo to chat with (default: {FLOW}); PicoFlow's BasicFlow, MedicalFlow and "
-        "TravelFlow are ported too. --serve serves them all",
+        help=f"the demo to chat with (default: {FLOW}); PicoFlow's BasicFlow, MedicalFlow, "
+        "TravelFlow and its four later demos (DecisionHotelFlow, DecisionSupportFlow, "
+        "EmployeeBenefitsFlow, HomeInsuranceQuoteFlow) are ported too. --serve serves them all",
     )
     add("--store", help=f"memory:, sqlite:///PATH or mongodb://... (default: {DEFAULT_STORE})")
     add("--session", metavar="ID", help="resume this session (--session=ID if ID starts with -)")
@@ -148,7 +149,13 @@ def demo_flows(model: str) -> list[type[Flow]]:
     ]
 
 
-DATED_FLOWS = (FLOW, "TravelFlow")
+DATED_FLOWS = (
+    FLOW,
+    "TravelFlow",
+    "DecisionHotelFlow",
+    "EmployeeBenefitsFlow",
+    "HomeInsuranceQuoteFlow",
+)
 """The demos that read dates, and so the date `--today` fixes (issue 35: else the real date)."""
 
 
@@ -156,7 +163,7 @@ def option_problem(args: argparse.Namespace) -> str | None:
     """Why these options cannot run together, or None; checked before anything starts."""
     if args.today is not None and args.flow not in DATED_FLOWS:
         return (
-            f"--today only applies to --flow {FLOW} and TravelFlow: the other demos do not use "
+            f"--today only applies to --flow {', '.join(DATED_FLOWS)}: the other demos do not use "
             "dates."
         )
     if args.user is not None and args.anonymous:

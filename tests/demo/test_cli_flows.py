@@ -22,6 +22,9 @@ TOURS = {
     "BasicFlow": REPO / "demo" / "basic" / "scripts" / "tour.txt",
     "MedicalFlow": REPO / "demo" / "medical" / "scripts" / "tour.txt",
     "TravelFlow": REPO / "demo" / "travel" / "scripts" / "tour.txt",
+    # D5: a decision demo through the CLI (its decisions need no wiring; the other three later
+    # demos' tours run in process, in test_ported_scripts.py)
+    "DecisionHotelFlow": REPO / "demo" / "decision_hotel" / "scripts" / "tour.txt",
 }
 
 
@@ -46,8 +49,8 @@ def test_today_is_refused_for_a_flow_without_dates(tmp_path: Path) -> None:
     run = demo("--flow", "MedicalFlow", "--today", "2026-05-15", cwd=tmp_path)
     assert (run.returncode, run.stdout) == (2, "")
     assert run.stderr == (
-        "error: --today only applies to --flow HotelFlow and TravelFlow: the other demos do not "
-        "use dates.\n"
+        "error: --today only applies to --flow HotelFlow, TravelFlow, DecisionHotelFlow, "
+        "EmployeeBenefitsFlow, HomeInsuranceQuoteFlow: the other demos do not use dates.\n"
     )
 
 
@@ -65,5 +68,14 @@ def test_serve_serves_every_demo_flow(monkeypatch: pytest.MonkeyPatch) -> None:
     with TestClient(served["app"]) as client:
         flows = client.get("/ai/flows").json()
         reply = client.post("/ai/run", json={"flowName": "MedicalFlow", "message": ""})
-    assert sorted(flows) == ["BasicFlow", "HotelFlow", "MedicalFlow", "TravelFlow"]
+    assert sorted(flows) == [
+        "BasicFlow",
+        "DecisionHotelFlow",
+        "DecisionSupportFlow",
+        "EmployeeBenefitsFlow",
+        "HomeInsuranceQuoteFlow",
+        "HotelFlow",
+        "MedicalFlow",
+        "TravelFlow",
+    ]
     assert reply.json()["success"] is True and reply.json()["step"]

@@ -15,6 +15,10 @@ SCRIPTS = {
     "BasicFlow": ROOT / "demo" / "basic" / "scripts" / "tour.txt",
     "MedicalFlow": ROOT / "demo" / "medical" / "scripts" / "tour.txt",
     "TravelFlow": ROOT / "demo" / "travel" / "scripts" / "tour.txt",
+    "DecisionHotelFlow": ROOT / "demo" / "decision_hotel" / "scripts" / "tour.txt",
+    "DecisionSupportFlow": ROOT / "demo" / "decision_support" / "scripts" / "tour.txt",
+    "EmployeeBenefitsFlow": ROOT / "demo" / "benefits" / "scripts" / "tour.txt",
+    "HomeInsuranceQuoteFlow": ROOT / "demo" / "insurance" / "scripts" / "tour.txt",
 }
 
 
@@ -44,5 +48,6 @@ def test_the_offline_provider_names_its_models() -> None:
         offline_provider(ModelSpec("offline", "nope"))
     assert str(caught.value) == (
         "No offline demo model 'offline:nope'; there are offline:hotel, offline:basic, "
-        "offline:medical, offline:travel."
+        "offline:medical, offline:travel, offline:decision_hotel, offline:decision_support, "
+        "offline:benefits, offline:insurance (and their '-<role>' models)."
     )
