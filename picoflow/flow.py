@@ -366,15 +366,15 @@ class Flow:
 
     # -- cross-step state (F6) ----------------------------------------------------------------
 
-    def get_step_state(self, step: type[Step], path: str | None = None) -> Any:
-        """Another step's state, or a dotted path in it."""
+    def get_step_state(self, step: StepRef, path: str | None = None) -> Any:
+        """Another step's state (by class or name), or a dotted path in it."""
         return self.get_step(step).get_state(path)
 
-    def save_step_state(self, step: type[Step], update: dict[str, Any]) -> None:
+    def save_step_state(self, step: StepRef, update: dict[str, Any]) -> None:
         """Save state on another step with the S2 rules."""
         self.get_step(step).save_state(update)
 
-    def save_transient_step_state(self, step: type[Step], update: dict[str, Any]) -> None:
+    def save_transient_step_state(self, step: StepRef, update: dict[str, Any]) -> None:
         """Save transient state on another step (S4)."""
         self.get_step(step).save_transient_state(update)
 

@@ -115,6 +115,18 @@ async def stored(path: Path, session_id: str) -> dict[str, Any] | None:
 
 
 def test_ctrl_c_during_a_turn_keeps_the_session_as_it_was(tmp_path, monkeypatch, capsys) -> None:
+    # Ctrl-C reaches the turn through asyncio.run, which cancels it only while SIGINT has
+    # Python's default handler; a test run earlier in this process (a server's signal capture)
+    # may have left another one, and the turn then waited forever. The user's terminal has the
+    # default, so this test starts from it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _ctrl_c_during_a_turn(tmp_path, monkeypatch, capsys)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ctrl_c_during_a_turn(tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:
     async def interrupted(messages, tool_names):  # Ctrl-C while the model is thinking
         os.kill(os.getpid(), signal.SIGINT)
         await asyncio.Event().wait()  # until the interrupt cancels the turn

@@ -186,6 +186,8 @@ async def test_f6_cross_step_state_and_unregistered_class() -> None:
         "(registered: Source, Target)."
     )
     assert result.success
+    flow.save_step_state("Target", {"seen": 1})  # a step by name, as get_step takes it
+    assert flow.get_step_state("Target", "seen") == flow.get_step_state(Target, "seen") == 1
 
 
 async def test_f7_config_frozen_at_creation_and_later_config_warns() -> None:
