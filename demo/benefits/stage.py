@@ -93,6 +93,8 @@ class BenefitsStep(Step):
 
     OPENER: ClassVar[str] = ""
     ERASES_ON_ENTER: ClassVar[bool] = True
+    # Every stage's end tool closes through `end_enrollment`, a helper the graph cannot read.
+    moves_to: ClassVar[tuple[str, ...]] = ("TerminateSessionStep",)
 
     def stage_prompt(self) -> str:
         """The stage's own instructions, after the role."""

@@ -26,6 +26,8 @@ class ReviewStep(QuoteStep):
     """The whole application read back: confirmed, or one section corrected."""
 
     erase_on_enter: ClassVar[bool] = True
+    # A correction goes to the section's owner, looked up in OWNERS: the graph cannot read it.
+    moves_to: ClassVar[tuple[str, ...]] = tuple(dict.fromkeys(OWNERS.values()))
 
     def get_prompt(self) -> str:
         return with_facts(

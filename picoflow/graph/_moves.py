@@ -123,7 +123,7 @@ class _Reader:
 
     def _call(self, node: ast.Call, scope: _Scope, method: str, via: str) -> None:
         callee, on_self = _callee(node.func, scope)
-        if callee in ("go", "finish") and not on_self:
+        if callee in ("go", "direct_to", "finish") and not on_self:  # direct_to moves too (D4)
             target = _first_argument(node, "target")
             if callee == "finish":
                 self._add(None, via, "finish")
@@ -143,6 +143,10 @@ class _Reader:
         """A move to the step `node` names (`call` is go, run_step or run_steps), or a note."""
         method, via = where
         kind: MoveKind = "go" if call == "go" else "nested"
+        if isinstance(node, ast.IfExp):  # go(A if cond else B): either can be reached
+            self._target(node.body, scope, where, call)
+            self._target(node.orelse, scope, where, call)
+            return
         target = scope.step_name(node)
         if target is not None:
             self._add(target, via, kind)
@@ -210,7 +214,7 @@ def _callee(func: ast.expr, scope: _Scope) -> tuple[str | None, bool]:
             return func.attr, True
     value = scope.lookup(func)
     name = getattr(value, "__name__", None) if value is not _UNKNOWN else None
-    if isinstance(name, str) and name in ("go", "finish", "handoff"):
+    if isinstance(name, str) and name in ("go", "direct_to", "finish", "handoff"):
         return name, False
     if isinstance(func, ast.Name):
         return func.id, False

@@ -532,3 +532,39 @@ async def test_w1_revisions_without_documents_fall_back_to_their_steps(shop) -> 
         "The newest revision of the history has no document, so the session's flow and step "
         "are unknown; pass session= (engine.get_session(session_id))."
     )
+
+
+DIRECT = """
+from picoflow import EndStep, Flow, Step, direct_to, go, tool
+
+
+class AskStep(Step):
+    @tool
+    def answer(self, text: str):
+        \"\"\"Answer verbatim and hand over.\"\"\"
+        return direct_to(EndStep, text)
+
+    @tool
+    def route(self, again: bool):
+        \"\"\"Ask again or move on.\"\"\"
+        return go("AskStep" if again else "ThanksStep")
+
+
+class ThanksStep(Step):
+    pass
+
+
+class DirectFlow(Flow):
+    def define_steps(self):
+        return [AskStep(self), ThanksStep(self), EndStep(self)]
+"""
+
+
+def test_f8_d4_a_direct_to_and_both_branches_of_a_conditional_go_are_moves(
+    tmp_path, monkeypatch
+) -> None:
+    monkeypatch.delitem(sys.modules, "graph_direct", raising=False)
+    flow = load(tmp_path, DIRECT, "graph_direct").DirectFlow()
+    graph = flow_graph(flow)
+    assert ("AskStep", "EndStep") in graph.edges()
+    assert {("AskStep", "AskStep"), ("AskStep", "ThanksStep")} <= graph.edges()  # both branches
