@@ -4,6 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+try:
+    # `mcp.client.stdio.stdio_client` binds `sys.stderr` as its `errlog` default when the module
+    # is first imported; imported first inside a test that captures output (capsys), every later
+    # stdio MCP server in the process fails to start ("fileno"). Import it now, on the real one.
+    import mcp.client.stdio  # noqa: F401
+except ImportError:  # the mcp extra is optional
+    pass
+
 # `pytester` runs inner pytest sessions: the scenario plugin's tests (tests/scenarios) use it.
 pytest_plugins = ["pytester"]
 

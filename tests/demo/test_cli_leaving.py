@@ -47,10 +47,17 @@ def test_end_of_input_leaves_with_the_resume_hint(tmp_path) -> None:
     assert hint.group(1).endswith(f"--store=sqlite:///{tmp_path / 's.db'}")  # same store again
 
 
+def _as_in_a_terminal() -> None:
+    """SIGINT as a terminal gives it: a suite started in the background (`make test &`) runs
+    with SIGINT ignored, which its children inherit, and Ctrl-C then never arrives."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_at_the_prompt_leaves_cleanly_and_the_hint_resumes(tmp_path) -> None:
     chat = subprocess.Popen(
         [sys.executable, "-m", "demo"], cwd=tmp_path, env=demo_env(), text=True,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=_as_in_a_terminal,
     )  # fmt: skip
     assert chat.stdout is not None
     chat.stdout.readline()  # the model announcement
@@ -116,9 +123,9 @@ async def stored(path: Path, session_id: str) -> dict[str, Any] | None:
 
 def test_ctrl_c_during_a_turn_keeps_the_session_as_it_was(tmp_path, monkeypatch, capsys) -> None:
     # Ctrl-C reaches the turn through asyncio.run, which cancels it only while SIGINT has
-    # Python's default handler; a test run earlier in this process (a server's signal capture)
-    # may have left another one, and the turn then waited forever. The user's terminal has the
-    # default, so this test starts from it.
+    # Python's default handler; a suite started in the background (`make test &`) runs with
+    # SIGINT ignored, and the turn then waited forever. A terminal has the default, so this
+    # test starts from it.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         _ctrl_c_during_a_turn(tmp_path, monkeypatch, capsys)
