@@ -79,7 +79,7 @@ def last_reply(messages: list[BaseMessage]) -> str:
     return ""
 
 
-def current_date(text: str) -> date:
+def stated_date(text: str) -> date:
     """The ``CURRENT_DATE`` a prompt states; the real date when it states none."""
     found = _CURRENT_DATE.search(text)
     return date.fromisoformat(found.group(1)) if found else date.today()

@@ -20,10 +20,10 @@ from langchain_core.messages import AIMessage, BaseMessage
 from demo.decision_hotel.amenities import read_amenities
 from demo.decision_hotel.collectors import AMENITY_QUESTION
 from demo.decision_hotel.conversation import (
-    current_date,
     earlier_calls,
     last_reply,
     latest_request,
+    stated_date,
     tool_feedback,
 )
 from demo.decision_hotel.offline_decide import decide
@@ -117,7 +117,7 @@ def collect_dates(messages: list[BaseMessage], tools: list[str]) -> Reply:
     text, reply = _turn(messages, tools, DATES_QUESTION)
     if reply is not None or text is None:
         return reply or DATES_QUESTION
-    today = current_date(str(messages[0].content))
+    today = stated_date(str(messages[0].content))
     said = read(text, today)
     if said.withdrawn:
         return _reroute_or(said, "dates", text, DATES_QUESTION)
@@ -211,7 +211,7 @@ def collect_budget(messages: list[BaseMessage], tools: list[str]) -> Reply:
     text, reply = _turn(messages, tools, BUDGET_QUESTION)
     if reply is not None or text is None:
         return reply or BUDGET_QUESTION
-    said = read(text, date.today())
+    said = read(text, stated_date(str(messages[0].content)))
     before = _last_call(messages, "capture_budget")
     if said.budget is not None and not said.withdrawn:
         value = said.budget_after(before if len(said.budget) == 1 else None)
@@ -231,7 +231,7 @@ def collect_room(messages: list[BaseMessage], tools: list[str]) -> Reply:
     text, reply = _turn(messages, tools, ROOM_QUESTION)
     if reply is not None or text is None:
         return reply or ROOM_QUESTION
-    said = read(text, date.today())
+    said = read(text, stated_date(str(messages[0].content)))
     if said.room_type is not None and not said.withdrawn:
         return tool_call("capture_room_type", roomType=said.room_type)
     if said.room_unclear and not said.withdrawn:
@@ -244,7 +244,7 @@ def collect_amenities(messages: list[BaseMessage], tools: list[str]) -> Reply:
     text, reply = _turn(messages, tools, AMENITY_QUESTION)
     if reply is not None or text is None:
         return reply or AMENITY_QUESTION
-    said = read(text, date.today())
+    said = read(text, stated_date(str(messages[0].content)))
     before = (_last_call(messages, "capture_amenities") or {}).get("amenities")
     if said.amenities is None and not said.withdrawn and not _elsewhere(said, "amenities", text):
         answer = read_amenities(without_inquiries(text), answering=True)
@@ -264,7 +264,7 @@ def collect_distance(messages: list[BaseMessage], tools: list[str]) -> Reply:
     text, reply = _turn(messages, tools, DISTANCE_QUESTION)
     if reply is not None or text is None:
         return reply or DISTANCE_QUESTION
-    said = read(text, date.today())
+    said = read(text, stated_date(str(messages[0].content)))
     before = _last_call(messages, "capture_distance")
     if said.distance is not None and not said.withdrawn:
         value = said.distance_after(before if len(said.distance) == 1 else None)

@@ -23,7 +23,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from demo.decision_hotel.conversation import current_date
+from demo.decision_hotel.conversation import stated_date
 from demo.decision_hotel.criteria import usd
 from demo.decision_hotel.decide_evidence import changed, partly_new, replay_contradictions
 from demo.decision_hotel.reading import (
@@ -59,14 +59,14 @@ def decide(messages: list[BaseMessage], tools: list[str]) -> AIMessage:
     questions, state = body["questions"], body["state"]
     keys = set(questions)
     if keys == {"destination", "request_delivery"}:
-        today = current_date(" ".join(questions["destination"]["instructions"]))
+        today = stated_date(" ".join(questions["destination"]["instructions"]))
         destination, delivery = route(state, today)
         answers = {
             "destination": choice(destination, questions["destination"]),
             "request_delivery": choice(delivery, questions["request_delivery"]),
         }
     elif keys == {"outcome", "faithful"}:
-        today = current_date(" ".join(questions["outcome"]["instructions"]))
+        today = stated_date(" ".join(questions["outcome"]["instructions"]))
         outcome, faithful = readiness(state, today)
         answers = {"outcome": choice(outcome, questions["outcome"]), "faithful": {"noul": faithful}}
     else:
