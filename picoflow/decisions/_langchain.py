@@ -127,16 +127,14 @@ def answer_schema(questions: Mapping[str, Mapping[str, Any]]) -> type[BaseModel]
 def _schema_of(shape: tuple[tuple[str, str, tuple[str, ...]], ...]) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     for index, (key, kind, labels) in enumerate(shape):
-        question = {"type": kind, "criteria": dict.fromkeys(labels, "")}
-        fields[f"q{index}"] = (_kind_schema(index, question), Field(alias=key))
+        fields[f"q{index}"] = (_kind_schema(index, kind, labels), Field(alias=key))
     return create_model(SCHEMA_NAME, **fields)
 
 
-def _kind_schema(index: int, question: Mapping[str, Any]) -> type[BaseModel]:
-    kind = question["type"]
+def _kind_schema(index: int, kind: str, labels: tuple[str, ...]) -> type[BaseModel]:
     if kind == "noul":
         return create_model(f"Noul{index}", noul=(float, Field(ge=0, le=1)))
-    key: Any = Literal[tuple(question["criteria"])] if kind == "choice" else int
+    key: Any = Literal[labels] if kind == "choice" else int
     name = "label" if kind == "choice" else "level"
     pair_fields: dict[str, Any] = {name: (key, ...), "probability": (float, ...)}
     pair: Any = create_model(f"Probability{index}", **pair_fields)

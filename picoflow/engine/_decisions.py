@@ -22,13 +22,12 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from picoflow.decisions._langchain import LangChainDecisionProvider
-from picoflow.decisions._provider import DEFAULT_OPTIONS, checked_options, merged_options
 from picoflow.decisions._questions import question_problem
 from picoflow.errors import FlowDefinitionError
 from picoflow.flow import Flow
 from picoflow.models import ModelSpec, ProviderRegistry
 from picoflow.step import Step
-from picoflow.step._decision import DecisionStep, decision_options_of
+from picoflow.step._decision import DecisionStep, decision_options_of, declared_options
 from picoflow.tools import collect_groups, collect_tools
 
 __all__ = ["check_decision_step", "decision_providers", "decision_steps"]
@@ -123,10 +122,9 @@ def decision_providers(
 def _names_a_model(step: DecisionStep) -> bool:
     """Whether the step's options name a model and no provider (malformed ones: no)."""
     try:
-        flow_options = checked_options("", step.flow.config_decision())
+        options = declared_options(step)
     except ValueError:
         return False  # `decision_options_of` reports it, naming the flow
-    options = merged_options(DEFAULT_OPTIONS, flow_options, step.decision_options)
     return options.model is not None and options.provider is None
 
 

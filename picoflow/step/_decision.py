@@ -102,6 +102,17 @@ class DecisionStep(Step):
         return message
 
 
+def declared_options(step: DecisionStep) -> DecisionOptions:
+    """Defaults <- the flow's `config_decision()` <- the step's `use_decision`, as declared.
+
+    Raises:
+        ValueError: the flow's options are malformed.
+    """
+    flow = step.flow
+    flow_options = checked_options(f"{flow.name}.config_decision()", flow.config_decision())
+    return merged_options(DEFAULT_OPTIONS, flow_options, step.decision_options)
+
+
 def decision_options_of(step: DecisionStep, providers: Collection[str]) -> DecisionOptions:
     """The options in force for `step`: defaults <- the flow's `config_decision()` <- the step's.
 
@@ -111,8 +122,7 @@ def decision_options_of(step: DecisionStep, providers: Collection[str]) -> Decis
         ValueError: the flow's options are malformed, or no registered provider matches.
     """
     flow = step.flow
-    flow_options = checked_options(f"{flow.name}.config_decision()", flow.config_decision())
-    options = merged_options(DEFAULT_OPTIONS, flow_options, step.decision_options)
+    options = declared_options(step)
     known = ", ".join(sorted(providers)) or "none"
     where = f"{flow.name}.{step.name}"
     if options.provider is None:
