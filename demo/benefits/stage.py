@@ -98,7 +98,9 @@ class BenefitsStep(Step):
 
     def stage_prompt(self) -> str:
         """The stage's own instructions, after the role."""
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__} is a benefits stage but does not define stage_prompt()."
+        )
 
     def get_prompt(self) -> str:
         return f"{ROLE}\n{self.stage_prompt()}"

@@ -30,7 +30,7 @@ from picoflow.server._errors import ApiError, turn_error, validation_problem
 from picoflow.server._headers import REQUEST_ID_HEADER, SESSION_HEADER, escaped, request_id_for
 from picoflow.server._input_rules import hint_for, session_header
 from picoflow.server._limits import check_text_sizes, read_json_request
-from picoflow.server._schemas import ErrorEnvelope, envelope_of
+from picoflow.server._schemas import ErrorEnvelope, wire_envelope
 from picoflow.server._stream import STREAM_HEADERS, sse_frame
 
 __all__ = ["people_router", "PeopleSettings", "EventHub"]
@@ -191,7 +191,7 @@ def _answer(result: TurnResult, request: Request) -> JSONResponse:
         if failure is None:
             raise turn_error(result, request, "people")
         raise ApiError(failure[0], result.message, code=failure[1], session=result.session_id)
-    body = envelope_of(result).to_wire()
+    body = wire_envelope(result)
     body["pendingApprovals"] = result.pending_approvals
     return JSONResponse(body, headers={REQUEST_ID_HEADER: request_id_for(request)})
 
