@@ -361,3 +361,13 @@ async def test_d5_6_the_offline_model_reads_the_stage_through_its_summary() -> N
     assert state(after, "RiskStep", "risk") is None
     assert "smoke alarms" in after["memory"]["home-quote-intake"]["messages"][-1]["data"]["content"]
     assert TODAY == {"today": "2026-12-07"}
+
+
+@pytest.mark.parametrize(("greeting", "state_read"), [("hi", None), ("ok", None), ("HI", "Hawaii")])
+async def test_d5_a_greeting_is_not_a_state_code(greeting: str, state_read: str | None) -> None:
+    """Tried as a newcomer would: "hi" to the first question is a greeting, not Hawaii; a code
+    that is also a word counts alone only in capitals (issue 35's invariant: no guess)."""
+    results, _ = await talk(offline_engine(), [greeting])
+    said = results[-1].message
+    assert ("Hawaii" in said) == (state_read == "Hawaii"), said
+    assert "Oklahoma" not in said, said

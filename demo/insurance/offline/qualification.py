@@ -21,6 +21,8 @@ _STATE_NAME = re.compile(
 )
 _CODE_BY_ZIP = re.compile(rf"\b({_CODES})\b\.?,?\s*(?=\d{{5}}\b)", re.IGNORECASE)
 _CODE = re.compile(rf"(?<![\w'])({_CODES})(?![\w'])")
+_WORDS = frozenset({"HI", "IN", "ME", "OK", "OR", "OH", "ID", "PA", "MA", "AL", "LA", "DE", "MO"})
+"""State codes that are also words: said alone in lower case, they are the word, not the state."""
 _ZIP = re.compile(r"(?<![\d$,.\-/])(\d{5})(?:-\d{4})?(?!\d|,\d|/|\s*(?:sq|k\b|dollars))")
 _SHORT_ZIP = re.compile(r"(?<![\d$,.])\d{4}(?!\d)|(?<![\d$,.])\d{6,9}(?!\d)")
 
@@ -92,9 +94,10 @@ def _state(text: str, context: Context) -> str | None:
     shouting = sum(c.isupper() for c in text) > sum(c.islower() for c in text)
     if not shouting:
         coded += [(m.start(), m.group(1)) for m in _CODE.finditer(text)]
-    bare = text.strip(" .!").upper()
-    if "state" in context.asking and bare in faq.STATE_NAMES:
-        coded.append((0, bare))
+    bare = text.strip(" .!")
+    if "state" in context.asking and bare.upper() in faq.STATE_NAMES:
+        if bare.isupper() or bare.upper() not in _WORDS:  # "hi" is a greeting, "HI" Hawaii
+            coded.append((0, bare.upper()))
     single = [name for name in _NAMES if " " not in name]
     named += [(start, _NAMES[name]) for start, name in fuzzy(text, single)]
     found = sorted(named + coded)
